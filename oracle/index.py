@@ -1,0 +1,63 @@
+"""The open index of one process: the SQLite store, the Chroma store and the embedding model.
+
+Built once (in `main()` or a test fixture) and passed to ingest and to questions. The model and
+Chroma are synchronous and slow to load, so they load lazily, once, off the event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from .embed import Embedder
+from .llm import LLM
+from .settings import Settings
+from .store import Store
+from .vectors import VectorStore
+
+
+def collection_name(embedder: Embedder, settings: Settings) -> str:
+    return f"windows-{embedder.fingerprint}-o{settings.window_overlap_tokens}"
+
+
+class Index:
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._store: Store | None = None
+        self._vectors: VectorStore | None = None
+        self._lock = asyncio.Lock()
+        self.llm = LLM(
+            settings.ollama_host, settings.model, timeout=settings.ollama_timeout, keep_alive=settings.keep_alive
+        )
+
+    async def store(self) -> Store:
+        async with self._lock:
+            if self._store is None:
+                self._store = await Store.open(self.settings.sqlite_path)
+            return self._store
+
+    async def embedder(self) -> Embedder:
+        async with self._lock:
+            if self._embedder is None:
+                self._embedder = await asyncio.to_thread(Embedder, self.settings.embed_model)
+            return self._embedder
+
+    async def vectors(self) -> VectorStore:
+        embedder = await self.embedder()
+        async with self._lock:
+            if self._vectors is None:
+                name = collection_name(embedder, self.settings)
+                self._vectors = await asyncio.to_thread(
+                    VectorStore, self.settings.chroma_path, name, url=self.settings.chroma_url
+                )
+            return self._vectors
+
+    async def close(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+            self._store = None
+
+    async def __aenter__(self) -> Index:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,384 @@
+"""Ingest: notes folder → chunks, windows, Compendium and annotations. Incremental and atomic.
+
+Order matters for atomicity. New windows go into Chroma first under ids nobody reads yet; then one
+SQLite transaction swaps the chunks, windows, manifest and Compendium; only then are windows that
+SQLite no longer names deleted. A run killed anywhere leaves the previous index served (questions
+drop dense hits whose chunk SQLite lacks) and the next run completes the work, reusing any windows
+already stored. Annotations come last: they are a cache, filled in chunk by chunk.
+"""
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import annotate as annotate_mod
+from .chunking import chunk_note
+from .compendium import (
+    ChunkText,
+    Entity,
+    Mention,
+    adopt_name_parts,
+    find_mentions,
+    merge_sources,
+    normalize,
+    proper_nouns,
+    read_compendium_file,
+)
+from .index import Index, collection_name
+from .llm import LLMError
+from .notes import NoteError, decode, parse_note
+from .settings import Settings
+from .store import Changes, FileRecord
+from .types import GM, PUBLIC, Chunk, EntitySource, IngestReport, Note, Progress, Skipped
+
+log = logging.getLogger(__name__)
+
+CHUNKER_VERSION = "1"
+COMPENDIUM_FILES = {"compendium.yaml", "compendium.yml", "compendium.md"}
+_EMBED_BATCH = 64
+_MAX_ANNOTATION_FAILURES = 3
+
+ProgressFn = Callable[[Progress], None]
+
+
+class IngestBusy(RuntimeError):
+    """Another ingest holds the lock; the message says who started it and when."""
+
+
+class IngestLock:
+    """One ingest at a time, across processes: an advisory lock the OS drops if the holder dies."""
+
+    def __init__(self, path: Path, by: str) -> None:
+        self.path = path
+        self.by = by
+        self._fd: int | None = None
+
+    def __enter__(self) -> IngestLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise IngestBusy(
+                f"an ingest is already running (started by {holder.get('by', 'someone')} at "
+                f"{holder.get('started', 'an unknown time')}, pid {holder.get('pid', '?')})"
+            ) from None
+        os.ftruncate(fd, 0)
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.write(fd, json.dumps({"pid": os.getpid(), "by": self.by, "started": started}).encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _read_holder(fd: int) -> dict:
+    try:
+        return json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Scanning the folder (synchronous: run in a thread)
+
+
+@dataclass
+class Scan:
+    hashes: dict[str, str] = field(default_factory=dict)  # every readable .md file
+    notes: dict[str, Note] = field(default_factory=dict)  # parsed: new or changed
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[Skipped] = field(default_factory=list)
+    compendium: list[EntitySource] = field(default_factory=list)
+
+
+def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str]]:
+    """(relative path, file, reason-if-refused) for each Markdown file; hidden folders are skipped."""
+    real_root = root.resolve()
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
+        for name in sorted(files):
+            if name.startswith(".") or not name.lower().endswith(".md"):
+                continue
+            full = Path(folder, name)
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink() and not full.resolve().is_relative_to(real_root):
+                yield rel, None, "link points outside the notes folder (not followed)"
+                continue
+            yield rel, full, ""
+
+
+def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
+    scan = Scan()
+    root = settings.notes_dir
+    if not root.is_dir():
+        raise FileNotFoundError(f"the notes folder {root} does not exist")
+    for rel, path, refused in walk_notes(root):
+        if path is None:
+            scan.skipped.append(Skipped(rel, refused))
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            scan.skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        scan.hashes[rel] = digest
+        if "/" not in rel and rel.lower() in COMPENDIUM_FILES:
+            _read_compendium(rel, data, scan)
+        old = manifest.get(rel)
+        if old is not None and old.hash == digest and not full:
+            if old.status == "skipped":
+                scan.skipped.append(Skipped(rel, old.reason))
+            continue
+        try:
+            note = parse_note(rel, data, settings.folder_kinds)
+        except NoteError as exc:
+            scan.skipped.append(Skipped(rel, str(exc)))
+            continue
+        except Exception as exc:  # a parser bug must cost one note, never the ingest
+            log.exception("parsing %s failed", rel)
+            scan.skipped.append(Skipped(rel, f"could not be parsed ({type(exc).__name__}: {exc})"))
+            continue
+        scan.notes[rel] = note
+        scan.warnings += [Skipped(rel, w) for w in note.warnings]
+    return scan
+
+
+def _read_compendium(rel: str, data: bytes, scan: Scan) -> None:
+    try:
+        text, _ = decode(data)
+        scan.compendium += read_compendium_file(rel.lower(), text)
+    except Exception as exc:
+        scan.warnings.append(Skipped(rel, f"compendium entries not read: {exc}"))
+
+
+def index_head(chunk: Chunk, note: Note | FileRecord) -> str:
+    """The label and heading path, plus the note's aliases so a nickname finds its sheet."""
+    if note.aliases and chunk.visibility == note.visibility:
+        return f"{chunk.head} ({', '.join(note.aliases)})"
+    return chunk.head
+
+
+def chunk_all(scan: Scan, settings: Settings) -> dict[str, list[Chunk]]:
+    out = {}
+    for rel, note in scan.notes.items():
+        try:
+            out[rel] = chunk_note(note, max_words=settings.session_max_words, overlap=settings.overlap_words)
+        except Exception as exc:
+            log.exception("chunking %s failed", rel)
+            scan.skipped.append(Skipped(rel, f"could not be chunked ({type(exc).__name__}: {exc})"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The Compendium, rebuilt from every source on each ingest (cheap next to embedding)
+
+
+def build_compendium(
+    files: list[FileRecord],
+    extra: list[EntitySource],
+    chunks: list[ChunkText],
+    annotations: dict[str, tuple[str, list[dict]]],
+    chunk_hashes: dict[str, str],
+) -> tuple[list[Entity], list[Mention]]:
+    sources: list[EntitySource] = []
+    for f in files:
+        if f.status == "ok" and (f.kind in {"sheet", "world"} or f.aliases):
+            sources.append(EntitySource(f.title, f.aliases, f.kind, "frontmatter", f.path, f.visibility))
+    sources += extra
+    for chunk in chunks:
+        annotation = annotations.get(chunk_hashes.get(chunk.id, ""))
+        if annotation:
+            sources += annotate_mod.grounded_entities(chunk.text, annotation[1], chunk.visibility)
+    sources += proper_nouns(chunks)
+    entities = adopt_name_parts(merge_sources(sources))
+    note_stems: dict[str, int] = {}
+    for i, e in enumerate(entities):
+        if e.note_path:
+            note_stems.setdefault(normalize(Path(e.note_path).stem.replace("_", " ")), i)
+            note_stems.setdefault(normalize(Path(e.note_path).stem), i)
+    return entities, find_mentions(entities, chunks, note_stems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = "the command line") -> IngestReport:
+    """Bring the index in line with the notes folder. Raises IngestBusy if another ingest runs."""
+    with IngestLock(index.settings.lock_path, by):
+        return await _ingest(index, progress or (lambda p: None))
+
+
+async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
+    settings = index.settings
+    started = time.perf_counter()
+    report = IngestReport()
+    store = await index.store()
+    embedder = await index.embedder()
+    vectors = await index.vectors()
+    meta = await store.meta()
+    collection = collection_name(embedder, settings)
+    chunking = f"{CHUNKER_VERSION}/{settings.session_max_words}/{settings.overlap_words}"
+    full = meta.get("collection") != collection or meta.get("chunking") != chunking
+
+    manifest = await store.manifest()
+    progress(Progress("scan", 0, 0, str(settings.notes_dir)))
+    scan = await asyncio.to_thread(scan_notes, settings, manifest, full)
+    chunks_by_file = await asyncio.to_thread(chunk_all, scan, settings)
+    progress(Progress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
+
+    skipped_paths = {s.path for s in scan.skipped}
+    removed = sorted(set(manifest) - set(scan.hashes) - skipped_paths)
+    touched = set(scan.notes) | (skipped_paths & set(manifest)) | set(removed)
+    report.added = sorted(p for p in scan.notes if p not in manifest)
+    report.changed = sorted(p for p in touched if p in manifest and p not in removed)
+    report.removed = removed
+    report.unchanged = len(scan.hashes) - len(scan.notes) - len(skipped_paths & set(scan.hashes))
+    report.skipped, report.warnings = scan.skipped, scan.warnings
+
+    existing = await store.chunk_ids()
+    old_ids = existing if full else await store.chunk_ids_for(touched)
+    new_chunks = [c for rel in sorted(chunks_by_file) for c in chunks_by_file[rel]]
+    new_ids = {c.id for c in new_chunks}
+    to_add = [c for c in new_chunks if full or c.id not in existing]
+    to_remove = sorted(old_ids - new_ids) if not full else sorted(old_ids)
+
+    windows = await asyncio.to_thread(embedder.windows, to_add, settings.window_overlap_tokens)
+    stored = await asyncio.to_thread(vectors.existing, [w.id for w in windows])
+    pending = [w for w in windows if w.id not in stored]
+    progress(Progress("embed", 0, len(pending)))
+    for i in range(0, len(pending), _EMBED_BATCH):
+        batch = pending[i : i + _EMBED_BATCH]
+        vecs = await asyncio.to_thread(embedder.encode, [w.text for w in batch])
+        metadatas = [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in batch]
+        await asyncio.to_thread(vectors.upsert, [w.id for w in batch], vecs, metadatas)
+        progress(Progress("embed", i + len(batch), len(pending)))
+    report.windows_embedded = len(pending)
+
+    notes_meta = {rel: _file_record(note, scan.hashes[rel]) for rel, note in scan.notes.items()}
+    put_files = list(notes_meta.values()) + [
+        FileRecord(s.path, scan.hashes[s.path], status="skipped", reason=s.reason)
+        for s in scan.skipped
+        if s.path in scan.hashes
+    ]
+    kept_files = [f for p, f in manifest.items() if p not in touched and p in scan.hashes]
+    heads = {c.id: index_head(c, notes_meta[c.path]) for c in to_add}
+
+    progress(Progress("commit", 0, 1))
+    remaining = [t for t in await store.chunk_texts() if t.id not in set(to_remove)]
+    remaining_ids = {t.id for t in remaining}
+    all_texts = remaining + [
+        ChunkText(c.id, heads[c.id], c.text, c.visibility, c.links) for c in to_add if c.id not in remaining_ids
+    ]
+    hashes = {cid: h for cid, h, _ in await store.chunk_hashes()} | {c.id: c.text_hash for c in to_add}
+    cache = await store.annotations(settings.model, annotate_mod.PROMPT_VERSION)
+    files_for_compendium = kept_files + list(notes_meta.values())
+    entities, mentions = await asyncio.to_thread(
+        build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
+    )
+    changes = Changes(
+        remove_chunks=to_remove,
+        add_chunks=[(c, heads[c.id]) for c in to_add],
+        add_windows=[(w.id, w.chunk_id) for w in windows],
+        put_files=put_files,
+        remove_files=removed,
+        meta={
+            "collection": collection,
+            "chunking": chunking,
+            "embed_model": settings.embed_model,
+            "model": settings.model,
+            "notes_dir": str(settings.notes_dir.resolve()),
+            "last_ingest": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+    )
+    await store.apply(changes, entities, mentions)
+    progress(Progress("commit", 1, 1))
+
+    orphans = await asyncio.to_thread(vectors.all_ids) - await store.window_ids()
+    if orphans:
+        await asyncio.to_thread(vectors.delete, orphans)
+
+    if await _annotate(index, report, all_texts, hashes, cache, progress):
+        # New annotations bring the names the model extracted into the Compendium.
+        entities, mentions = await asyncio.to_thread(
+            build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
+        )
+        await store.replace_compendium(entities, mentions)
+    report.entities = len(entities)
+    report.chunks = len(all_texts)
+    report.seconds = time.perf_counter() - started
+    await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})
+    progress(Progress("done", 1, 1))
+    return report
+
+
+def _file_record(note: Note, digest: str) -> FileRecord:
+    return FileRecord(note.path, digest, note.kind, note.title, note.aliases, note.visibility)
+
+
+async def _annotate(
+    index: Index,
+    report: IngestReport,
+    chunks: list[ChunkText],
+    hashes: dict[str, str],
+    cache: dict[str, tuple[str, list[dict]]],
+    progress: ProgressFn,
+) -> int:
+    """Annotate every chunk the cache lacks, while Ollama answers; returns how many were added.
+
+    `cache` is updated in place. Each annotation is committed on its own, so a kill keeps the work.
+    """
+    settings = index.settings
+    store = await index.store()
+    missing_ids = [t.id for t in chunks if hashes[t.id] not in cache]
+    report.annotations_done = len(chunks) - len(missing_ids)
+    report.annotations_missing = len(missing_ids)
+    if not missing_ids:
+        return 0
+    if not settings.annotate:
+        report.annotation_note = "annotations are turned off (ORACLE_ANNOTATE=false)"
+        return 0
+    reason = await index.llm.probe(settings.ollama_probe_timeout)
+    if reason:
+        report.annotation_note = f"{reason}; annotations will be filled in by a later ingest"
+        return 0
+    failures = 0
+    new = 0
+    progress(Progress("annotate", 0, len(missing_ids)))
+    for i, chunk in enumerate(await store.chunks_by_ids(missing_ids), 1):
+        if chunk.text_hash in cache:  # two chunks with the same text
+            continue
+        try:
+            annotation = await annotate_mod.annotate(index.llm, chunk)
+        except LLMError as exc:
+            failures += 1
+            log.warning("annotation of %s (%s) failed: %s", chunk.label, chunk.path, exc)
+            if failures >= _MAX_ANNOTATION_FAILURES:
+                report.annotation_note = f"stopped after {failures} failures: {exc}"
+                break
+            continue
+        entities = [e.model_dump() for e in annotation.entities]
+        await store.put_annotation(chunk.text_hash, settings.model, annotate_mod.PROMPT_VERSION, annotation.summary, entities)
+        cache[chunk.text_hash] = (annotation.summary, entities)
+        new += 1
+        progress(Progress("annotate", i, len(missing_ids), chunk.label))
+    done = sum(1 for t in chunks if hashes[t.id] in cache)
+    report.annotations_done, report.annotations_missing = done, len(chunks) - done
+    return new

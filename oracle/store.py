@@ -1,0 +1,347 @@
+"""SQLite, the source of truth: chunks, FTS5, windows, manifest, annotation cache, Compendium.
+
+All access goes through aiosqlite, which runs each connection on a thread of its own, so the event
+loop never waits on the disk. The FTS5 table is external-content, kept in sync by triggers (chunks
+are never updated, only inserted and deleted). One ingest writes at a time (see `ingest.IngestLock`);
+WAL lets questions read the previous index while it does.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import aiosqlite
+
+from .compendium import ChunkText, Entity, Mention, normalize
+from .types import Chunk
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    path TEXT PRIMARY KEY,
+    hash TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'note',
+    title TEXT NOT NULL DEFAULT '',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    visibility TEXT NOT NULL DEFAULT 'public',
+    status TEXT NOT NULL DEFAULT 'ok',
+    reason TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE chunks (
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    label TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    parts INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    head TEXT NOT NULL,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    words INTEGER NOT NULL,
+    links TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX chunks_path ON chunks(path);
+CREATE INDEX chunks_label ON chunks(label);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
+END;
+CREATE TABLE windows (id TEXT PRIMARY KEY, chunk_id TEXT NOT NULL);
+CREATE INDEX windows_chunk ON windows(chunk_id);
+CREATE TABLE annotations (
+    text_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    entities TEXT NOT NULL DEFAULT '[]',
+    created TEXT NOT NULL,
+    PRIMARY KEY (text_hash, model, prompt_version)
+);
+CREATE TABLE entities (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    note_path TEXT,
+    visibility TEXT NOT NULL
+);
+CREATE TABLE aliases (
+    entity_id INTEGER NOT NULL,
+    alias TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    PRIMARY KEY (entity_id, norm)
+);
+CREATE INDEX aliases_norm ON aliases(norm);
+CREATE TABLE mentions (
+    entity_id INTEGER NOT NULL,
+    chunk_id TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    visibility TEXT NOT NULL,
+    PRIMARY KEY (entity_id, chunk_id)
+);
+CREATE INDEX mentions_chunk ON mentions(chunk_id);
+"""
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    hash: str
+    kind: str = "note"
+    title: str = ""
+    aliases: tuple[str, ...] = ()
+    visibility: str = "public"
+    status: str = "ok"  # ok | skipped
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Changes:
+    """One ingest's edit of the index, applied in a single transaction."""
+
+    remove_chunks: Sequence[str]
+    add_chunks: Sequence[tuple[Chunk, str]]  # (chunk, index head)
+    add_windows: Sequence[tuple[str, str]]  # (window id, chunk id)
+    put_files: Sequence[FileRecord]
+    remove_files: Sequence[str]
+    meta: dict[str, str]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    @classmethod
+    async def open(cls, path: Path, *, create: bool = True) -> Store:
+        if not create and not path.exists():
+            raise StoreError(f"no index at {path}: run `oracle ingest` first")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = await aiosqlite.connect(path, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the index at {path}: {exc}") from exc
+        store = cls(db, path)
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA busy_timeout=10000")
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await store._migrate()
+        except sqlite3.DatabaseError as exc:
+            await db.close()
+            raise StoreError(
+                f"the index at {path} is unreadable ({exc}); delete the data folder and run `oracle ingest`"
+            ) from exc
+        return store
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def _migrate(self) -> None:
+        version = (await self._one("PRAGMA user_version"))[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"the index at {self.path} was built by a newer Oracle (schema {version})")
+        if version == 0:
+            # One script in one transaction: a kill mid-way leaves no half-made schema.
+            await self.db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;")
+
+    async def _one(self, sql: str, params: Sequence = ()) -> tuple:
+        async with self.db.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    async def _all(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        async with self.db.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    # -- manifest ------------------------------------------------------------------------------
+
+    async def manifest(self) -> dict[str, FileRecord]:
+        rows = await self._all("SELECT path, hash, kind, title, aliases, visibility, status, reason FROM files")
+        return {
+            r[0]: FileRecord(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7]) for r in rows
+        }
+
+    async def chunk_ids(self) -> set[str]:
+        return {r[0] for r in await self._all("SELECT id FROM chunks")}
+
+    async def chunk_ids_for(self, paths: Iterable[str]) -> set[str]:
+        ids: set[str] = set()
+        for path in paths:
+            ids.update(r[0] for r in await self._all("SELECT id FROM chunks WHERE path = ?", (path,)))
+        return ids
+
+    async def window_ids(self) -> set[str]:
+        return {r[0] for r in await self._all("SELECT id FROM windows")}
+
+    async def chunk_texts(self) -> list[ChunkText]:
+        rows = await self._all("SELECT id, head, text, visibility, links FROM chunks ORDER BY n")
+        return [ChunkText(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+
+    async def chunk_hashes(self) -> list[tuple[str, str, str]]:
+        """(chunk id, text hash, visibility) of every chunk."""
+        return await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")
+
+    async def chunks_by_ids(self, ids: Sequence[str]) -> list[Chunk]:
+        out: list[Chunk] = []
+        for i in range(0, len(ids), 500):
+            batch = list(ids[i : i + 500])
+            marks = ",".join("?" * len(batch))
+            rows = await self._all(
+                f"SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
+                f" visibility, links FROM chunks WHERE id IN ({marks})",
+                batch,
+            )
+            out += [
+                Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows  # type: ignore[misc]
+            ]
+        order = {cid: i for i, cid in enumerate(ids)}
+        return sorted(out, key=lambda c: order[c.id])
+
+    # -- the one write of an ingest --------------------------------------------------------------
+
+    async def apply(self, changes: Changes, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
+        db = self.db
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = list(changes.remove_chunks)
+            for i in range(0, len(removed), 500):
+                batch = removed[i : i + 500]
+                marks = ",".join("?" * len(batch))
+                await db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
+                await db.execute(f"DELETE FROM windows WHERE chunk_id IN ({marks})", batch)
+            await db.executemany(
+                "INSERT INTO chunks (id, path, label, kind, part, parts, heading, start_line, end_line, head,"
+                " text, text_hash, visibility, words, links) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (c.id, c.path, c.label, c.kind, c.part, c.parts, c.heading, c.start_line, c.end_line, head,
+                     c.text, c.text_hash, c.visibility, c.words, json.dumps(list(c.links)))
+                    for c, head in changes.add_chunks
+                ],
+            )
+            await db.executemany("INSERT OR REPLACE INTO windows (id, chunk_id) VALUES (?, ?)", changes.add_windows)
+            await db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in changes.remove_files])
+            await db.executemany(
+                "INSERT OR REPLACE INTO files (path, hash, kind, title, aliases, visibility, status, reason)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (f.path, f.hash, f.kind, f.title, json.dumps(list(f.aliases)), f.visibility, f.status, f.reason)
+                    for f in changes.put_files
+                ],
+            )
+            await self._write_compendium(entities, mentions)
+            await db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(changes.meta.items())
+            )
+            await db.commit()
+        except BaseException:
+            await db.rollback()
+            raise
+
+    async def replace_compendium(self, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
+        await self.db.execute("BEGIN IMMEDIATE")
+        try:
+            await self._write_compendium(entities, mentions)
+            await self.db.commit()
+        except BaseException:
+            await self.db.rollback()
+            raise
+
+    async def _write_compendium(self, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
+        db = self.db
+        for table in ("mentions", "aliases", "entities"):
+            await db.execute(f"DELETE FROM {table}")
+        await db.executemany(
+            "INSERT INTO entities (id, name, norm, kind, source, note_path, visibility) VALUES (?,?,?,?,?,?,?)",
+            [(i, e.name, e.norm, e.kind, e.source, e.note_path, e.visibility) for i, e in enumerate(entities)],
+        )
+        alias_rows = {}
+        for i, e in enumerate(entities):
+            for name, visibility in e.names().items():
+                norm = normalize(name)
+                if norm:
+                    alias_rows.setdefault((i, norm), (i, name, norm, visibility))
+        await db.executemany("INSERT INTO aliases (entity_id, alias, norm, visibility) VALUES (?,?,?,?)", alias_rows.values())
+        await db.executemany(
+            "INSERT INTO mentions (entity_id, chunk_id, count, visibility) VALUES (?,?,?,?)",
+            [(m.entity, m.chunk_id, m.count, m.visibility) for m in mentions],
+        )
+
+    # -- annotation cache ----------------------------------------------------------------------
+
+    async def annotations(self, model: str, prompt_version: str) -> dict[str, tuple[str, list[dict]]]:
+        rows = await self._all(
+            "SELECT text_hash, summary, entities FROM annotations WHERE model = ? AND prompt_version = ?",
+            (model, prompt_version),
+        )
+        return {r[0]: (r[1], json.loads(r[2])) for r in rows}
+
+    async def put_annotation(
+        self, text_hash: str, model: str, prompt_version: str, summary: str, entities: list[dict]
+    ) -> None:
+        await self.db.execute(
+            "INSERT OR REPLACE INTO annotations (text_hash, model, prompt_version, summary, entities, created)"
+            " VALUES (?,?,?,?,?,?)",
+            (text_hash, model, prompt_version, summary, json.dumps(entities), now()),
+        )
+        await self.db.commit()
+
+    # -- status --------------------------------------------------------------------------------
+
+    async def set_meta(self, values: dict[str, str]) -> None:
+        await self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(values.items()))
+
+    async def meta(self) -> dict[str, str]:
+        return dict(await self._all("SELECT key, value FROM meta"))
+
+    async def stats(self, model: str, prompt_version: str) -> dict:
+        by_kind = dict(await self._all("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind"))
+        by_visibility = dict(await self._all("SELECT visibility, count(*) FROM chunks GROUP BY visibility"))
+        sessions = (await self._one("SELECT count(DISTINCT label) FROM chunks WHERE kind = 'session'"))[0]
+        annotated = (
+            await self._one(
+                "SELECT count(*) FROM chunks c JOIN annotations a ON a.text_hash = c.text_hash"
+                " AND a.model = ? AND a.prompt_version = ?",
+                (model, prompt_version),
+            )
+        )[0]
+        files = dict(await self._all("SELECT status, count(*) FROM files GROUP BY status"))
+        return {
+            "files": files.get("ok", 0),
+            "files_skipped": files.get("skipped", 0),
+            "sessions": sessions,
+            "chunks": sum(by_kind.values()),
+            "chunks_by_kind": by_kind,
+            "chunks_by_visibility": by_visibility,
+            "windows": (await self._one("SELECT count(*) FROM windows"))[0],
+            "entities": (await self._one("SELECT count(*) FROM entities"))[0],
+            "annotated": annotated,
+        }
+

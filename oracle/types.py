@@ -1,0 +1,152 @@
+"""Boundary types passed between stages: frozen, plain, free of storage objects."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PUBLIC = "public"
+GM = "gm"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A game-master-only passage cut out of a public note (inline comment or callout)."""
+
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Note:
+    """One parsed Markdown file.
+
+    `text` keeps the file's line structure (frontmatter and secrets blanked, wikilinks rendered as
+    their shown text) so that a chunk's line range points at the right lines of the file.
+    """
+
+    path: str  # relative to the notes folder, POSIX separators
+    kind: str  # session | sheet | world | note
+    stem: str
+    title: str
+    text: str
+    visibility: str = PUBLIC
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    secrets: tuple[Secret, ...] = ()
+    links: tuple[Link, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    path: str
+    label: str  # the exact citation label: "Session 12", "Sheet: Kat", "World: GODS", "Note: x"
+    kind: str
+    part: int  # 1-based, for display only
+    parts: int
+    heading: str  # heading path: "Session 12 — The Fall > Part II"
+    start_line: int
+    end_line: int
+    text: str  # exact source text: what the model reads and what is quoted
+    text_hash: str
+    visibility: str = PUBLIC
+    links: tuple[str, ...] = ()
+
+    @property
+    def head(self) -> str:
+        """What the index sees before the text: the label and the heading path."""
+        heading = self.heading.strip()
+        if not heading or heading.lower() in self.label.lower():
+            return self.label
+        if heading.lower().startswith(self.label.lower()):
+            return heading
+        return f"{self.label} — {heading}"
+
+    @property
+    def index_text(self) -> str:
+        return f"{self.head}\n{self.text}"
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+@dataclass(frozen=True)
+class Window:
+    """A slice of a chunk that fits the embedding model; a Chroma record points at its chunk."""
+
+    id: str
+    chunk_id: str
+    text: str
+    visibility: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class EntitySource:
+    """A name and its aliases from one source, before the Compendium merges them."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    kind: str = "entity"
+    source: str = "proper-noun"  # frontmatter | compendium | llm | proper-noun
+    note_path: str | None = None
+    visibility: str = "public"
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str  # scan | embed | commit | annotate | done
+    done: int
+    total: int
+    detail: str = ""
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[Skipped] = field(default_factory=list)
+    chunks: int = 0
+    windows_embedded: int = 0
+    annotations_done: int = 0
+    annotations_missing: int = 0
+    annotation_note: str = ""
+    entities: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "files": {
+                "added": len(self.added),
+                "changed": len(self.changed),
+                "removed": len(self.removed),
+                "unchanged": self.unchanged,
+                "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+                "warnings": [{"path": s.path, "reason": s.reason} for s in self.warnings],
+            },
+            "chunks": self.chunks,
+            "windows_embedded": self.windows_embedded,
+            "annotations": {
+                "done": self.annotations_done,
+                "missing": self.annotations_missing,
+                "note": self.annotation_note,
+            },
+            "entities": self.entities,
+            "seconds": round(self.seconds, 3),
+        }
