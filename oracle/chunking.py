@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
-from .sessions import Span, is_subheading, split_sessions
+from .sessions import Span, is_subheading, match_header, split_sessions
 from .types import GM, Chunk, Note
 
 _WORD = re.compile(r"\S+")
@@ -77,8 +77,7 @@ def pack(text: str, max_words: int, overlap: int) -> list[_Piece]:
     def flush() -> None:
         nonlocal current, current_words
         if current:
-            heading = next((h for _, _, h in current if h), "")
-            pieces.append(_Piece(current[0][0], current[-1][1], heading))
+            pieces.append(_Piece(current[0][0], current[-1][1], current[0][2]))
         current, current_words = [], 0
 
     for start, end, heading in _sections(text):
@@ -154,6 +153,9 @@ def chunk_note(note: Note, *, max_words: int = 1200, overlap: int = 120) -> list
     chunks: list[Chunk] = []
     for span in split_sessions(note):
         text = "\n".join(lines[span.start_line - 1 : span.end_line])
+        first, _, rest = text.strip().partition("\n")
+        if match_header(first) and not rest.strip():
+            text = ""  # a header with nothing under it is not a session worth citing
         chunks += _span_chunks(note, span, text, span.start_line, note.visibility, max_words, overlap)
         secrets = [s for s in note.secrets if span.start_line <= s.start_line <= span.end_line]
         if secrets:

@@ -142,6 +142,8 @@ def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[str]:
             words.pop(0)
         if words and not (len(words) == 1 and (len(words[0]) < 3 or words[0].lower() in _NOT_NAMES)):
             yield " ".join(words)
+        if len(words) >= 3 and words[1].lower() not in _CONNECTORS:
+            yield " ".join(words[1:])  # "Captain Dunstan Vale" is also "Dunstan Vale"
 
     for i, m in enumerate(tokens):
         word = m.group()
