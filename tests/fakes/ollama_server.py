@@ -1,0 +1,666 @@
+"""A fake Ollama server for tests: real HTTP on 127.0.0.1, scripted answers.
+
+Why a real server rather than a mock of ``ollama.AsyncClient``: the Oracle's
+failure handling (timeouts, refused connections, HTTP errors, streams that die
+halfway, malformed model output) lives at the boundary between the client
+library and the network. Mocking the client would test our guesses about that
+boundary; a real socket speaking Ollama's REST protocol lets the unmodified
+``ollama.AsyncClient`` / ``ollama.Client`` (and httpx underneath) raise exactly
+what they raise in production.
+
+Protocol shapes follow Ollama's ``docs/api.md`` and the response models in
+``ollama/_types.py`` (ollama-python 0.6.x).
+
+Typical use::
+
+    async with FakeOllama(models=["qwen2.5:14b"]) as fake:
+        fake.responder = lambda req: HttpError(500, "boom")
+        client = ollama.AsyncClient(host=fake.url)
+        ...
+        assert fake.chat_requests()[0]["model"] == "qwen2.5:14b"
+
+From synchronous code or for a CLI subprocess: ``fake.run_in_thread()`` /
+``fake.stop_thread()`` (or ``with FakeOllama() as fake:``), or
+``python -m tests.fakes.ollama_server --port 0`` which prints its URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import inspect
+import json
+import re
+import signal
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Callable, NamedTuple
+
+from aiohttp import web
+
+__all__ = [
+    "CutStream",
+    "Delay",
+    "EMPTY",
+    "FakeModel",
+    "FakeOllama",
+    "HttpError",
+    "ModelNotFound",
+    "RawBody",
+    "RecordedRequest",
+    "Reply",
+    "TruncatedJson",
+    "default_responder",
+    "in_order",
+    "instance_from_schema",
+    "split_tokens",
+]
+
+FAKE_VERSION = "0.12.6"
+
+
+# --------------------------------------------------------------------------
+# Directives: what a responder may return besides plain text.
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A normal answer. ``chunk_delay`` spaces out streamed chunks (to test progress UIs)."""
+
+    content: str = ""
+    thinking: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    done_reason: str = "stop"
+    chunk_delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Wait ``seconds`` before sending any byte, then answer with ``then``.
+
+    No byte before the delay, so a client read timeout shorter than ``seconds``
+    fires. ``then=None`` means the default responder's answer.
+    """
+
+    seconds: float
+    then: Any = None
+
+
+@dataclass(frozen=True)
+class HttpError:
+    """Answer with an HTTP error and Ollama's error body ``{"error": ...}``."""
+
+    status: int = 500
+    error: str = "internal server error"
+
+
+@dataclass(frozen=True)
+class ModelNotFound:
+    """Answer 404 as Ollama does for a missing model (defaults to the requested model)."""
+
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class CutStream:
+    """Close the connection mid-answer.
+
+    Streaming: send ``after`` content chunks, then drop the connection before
+    the final ``done`` line. Non-streaming: announce the full Content-Length,
+    send half the body, drop the connection. Either way httpx raises
+    ``httpx.RemoteProtocolError``. ``content=None`` means the default answer.
+    """
+
+    content: str | None = None
+    after: int = 1
+
+
+@dataclass(frozen=True)
+class TruncatedJson:
+    """Answer with JSON cut in half: what a model emits when it hits its token limit.
+
+    The whole JSON is ``instance_from_schema(request["format"])`` when the
+    request has a schema, else ``obj``; ``done_reason`` is "length" like Ollama's.
+    """
+
+    obj: Any = field(default_factory=lambda: {"answer": "The dragon sleeps under the mountain."})
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """Send these exact bytes: for protocol-level garbage the client must survive."""
+
+    body: str | bytes
+    status: int = 200
+    content_type: str = "application/json"
+
+
+EMPTY = Reply("")
+"""The model answered nothing at all (it happens, e.g. with a bad template)."""
+
+
+def in_order(*answers: Any) -> Callable[[dict], Any]:
+    """A responder giving ``answers`` one per request; the last one repeats.
+
+    For retry tests: ``fake.responder = in_order(HttpError(500), "recovered")``.
+    """
+    if not answers:
+        raise ValueError("in_order() needs at least one answer")
+    remaining = list(answers)
+
+    def responder(_request: dict) -> Any:
+        return remaining.pop(0) if len(remaining) > 1 else remaining[0]
+
+    return responder
+
+
+# --------------------------------------------------------------------------
+# Default, deterministic answers.
+# --------------------------------------------------------------------------
+
+
+def instance_from_schema(schema: dict, defs: dict | None = None) -> Any:
+    """Build a JSON value valid against a *simple* JSON schema.
+
+    Covers what pydantic's ``model_json_schema()`` produces for plain models:
+    objects (every listed property is filled in), strings, integers, numbers,
+    booleans, arrays, enums/const, ``anyOf``/``oneOf``/``allOf`` (first branch)
+    and ``$ref`` into ``$defs``. Patterns and formats are not honoured.
+    """
+    defs = schema.get("$defs", defs or {})
+    if "$ref" in schema:
+        return instance_from_schema(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            branches = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
+            return instance_from_schema(branches[0], defs)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: instance_from_schema(sub, defs) for name, sub in props.items()}
+    if kind == "array":
+        count = max(schema.get("minItems", 1), 1)
+        return [instance_from_schema(schema.get("items", {"type": "string"}), defs) for _ in range(count)]
+    if kind == "string":
+        text = "fake text".ljust(schema.get("minLength", 0), "x")
+        return text[: schema["maxLength"]] if "maxLength" in schema else text
+    if kind in ("integer", "number"):
+        value = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1)
+        value = min(value, schema.get("maximum", value))
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return True
+    return None
+
+
+def _question(request: dict) -> str:
+    """The last user message of a chat request, or a generate request's prompt."""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") == "user":
+            return message.get("content") or ""
+    return request.get("prompt") or ""
+
+
+def default_responder(request: dict) -> str:
+    """Deterministic answer: schema-valid JSON when ``format`` is a schema, else an echo."""
+    fmt = request.get("format")
+    if isinstance(fmt, dict):
+        return json.dumps(instance_from_schema(fmt))
+    if fmt == "json":
+        return json.dumps({"answer": f"Fake answer to: {_question(request)}"})
+    return f"Fake answer to: {_question(request)}"
+
+
+def split_tokens(content: str) -> list[str]:
+    """Split text into stream chunks shaped like model tokens (" word"); they join back exactly."""
+    return re.findall(r"\s*\S+|\s+", content)
+
+
+# --------------------------------------------------------------------------
+# Models and recorded requests.
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class FakeModel:
+    """What ``/api/show`` and ``/api/tags`` report about one installed model."""
+
+    name: str
+    family: str = "qwen2"
+    context_length: int = 32768
+    parameter_size: str = "14.8B"
+    quantization_level: str = "Q4_K_M"
+    parameters: str = 'stop "<|im_start|>"\nstop "<|im_end|>"'
+    template: str = "{{ if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}{{ .Prompt }}"
+
+    def details(self) -> dict:
+        return {
+            "parent_model": "",
+            "format": "gguf",
+            "family": self.family,
+            "families": [self.family],
+            "parameter_size": self.parameter_size,
+            "quantization_level": self.quantization_level,
+        }
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.name.encode()).hexdigest()
+
+
+class RecordedRequest(NamedTuple):
+    """One request the fake received; ``body`` is the parsed JSON (None for GET)."""
+
+    path: str
+    body: Any
+
+
+def _full_name(model: str) -> str:
+    """Ollama resolves a model name without a tag to ``:latest``."""
+    return model if ":" in model else f"{model}:latest"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+# --------------------------------------------------------------------------
+# The server.
+# --------------------------------------------------------------------------
+
+
+class FakeOllama:
+    """A scripted Ollama on 127.0.0.1; async context manager, or run in a thread.
+
+    ``responder(request_json)`` decides chat and generate answers. It may
+    return a ``str``, a ``dict``/``list`` (sent as its JSON text), a directive
+    (``Reply``, ``Delay``, ``HttpError``, ``ModelNotFound``, ``CutStream``,
+    ``TruncatedJson``, ``RawBody``) or an awaitable of those. If it raises, the
+    client gets HTTP 500 naming the exception, so a broken script is visible.
+    Requests for a model not in ``models`` get 404 before the responder runs.
+    """
+
+    def __init__(
+        self,
+        models: list[str | FakeModel] | tuple[str | FakeModel, ...] = ("qwen2.5:14b",),
+        responder: Callable[[dict], Any] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        embed_dim: int = 8,
+    ) -> None:
+        self.models: dict[str, FakeModel] = {}
+        for model in models:
+            self.add_model(model)
+        self.responder: Callable[[dict], Any] = responder or default_responder
+        self.requests: list[RecordedRequest] = []
+        self.host = host
+        self.port = port
+        self.embed_dim = embed_dim
+        self._runner: web.AppRunner | None = None
+        self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
+
+    # ----- lifecycle ------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """Base URL to give ``ollama.AsyncClient(host=...)``; valid once started."""
+        if not self.port:
+            raise RuntimeError("FakeOllama is not started")
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> FakeOllama:
+        """Listen. A restart reuses the port of the first start, so clients can reconnect."""
+        app = web.Application()
+        app.router.add_get("/", self._root)
+        app.router.add_get("/api/version", self._version)
+        app.router.add_get("/api/tags", self._tags)
+        app.router.add_post("/api/show", self._show)
+        app.router.add_post("/api/chat", self._chat)
+        app.router.add_post("/api/generate", self._generate)
+        app.router.add_post("/api/embed", self._embed)
+        # handler_cancellation: a client that timed out stops a sleeping Delay handler.
+        # shutdown_timeout: stop() must not wait for such handlers.
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        return self
+
+    async def stop(self) -> None:
+        """Close the listening socket and open connections; then connections are refused."""
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def __aenter__(self) -> FakeOllama:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    def run_in_thread(self) -> FakeOllama:
+        """Serve from a daemon thread with its own event loop, for sync tests and subprocess CLIs."""
+        if self._thread is not None:
+            raise RuntimeError("FakeOllama already runs in a thread")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-ollama", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.start(), loop).result(timeout=10)
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        self._thread = (loop, thread)
+        return self
+
+    def stop_thread(self) -> None:
+        """Undo ``run_in_thread``; calling ``run_in_thread`` again restarts on the same port."""
+        if self._thread is None:
+            return
+        loop, thread = self._thread
+        self._thread = None
+        try:
+            asyncio.run_coroutine_threadsafe(self.stop(), loop).result(timeout=10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    def __enter__(self) -> FakeOllama:
+        return self.run_in_thread()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop_thread()
+
+    # ----- scripting and inspection helpers --------------------------------
+
+    def add_model(self, model: str | FakeModel) -> None:
+        """Install a model (simulates ``ollama pull``)."""
+        model = model if isinstance(model, FakeModel) else FakeModel(model)
+        model = replace(model, name=_full_name(model.name))
+        self.models[model.name] = model
+
+    def remove_model(self, name: str) -> None:
+        """Uninstall a model (simulates ``ollama rm``)."""
+        self.models.pop(_full_name(name), None)
+
+    def requests_to(self, path: str) -> list[Any]:
+        """Bodies of the requests received on ``path``, oldest first."""
+        return [r.body for r in self.requests if r.path == path]
+
+    def chat_requests(self) -> list[dict]:
+        return self.requests_to("/api/chat")
+
+    def generate_requests(self) -> list[dict]:
+        return self.requests_to("/api/generate")
+
+    def reset(self) -> None:
+        """Forget recorded requests and go back to the default responder."""
+        self.requests.clear()
+        self.responder = default_responder
+
+    # ----- simple endpoints -----------------------------------------------
+
+    async def _record(self, request: web.Request) -> Any:
+        body = None
+        if request.method == "POST":
+            raw = await request.read()
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                body = raw.decode(errors="replace")
+        self.requests.append(RecordedRequest(request.path, body))
+        return body
+
+    def _find_model(self, body: Any) -> FakeModel | web.Response:
+        """The requested model, or the error response Ollama would send."""
+        if not isinstance(body, dict):
+            return _error(400, "invalid request body")
+        if not body.get("model"):
+            return _error(400, "model is required")
+        model = self.models.get(_full_name(body["model"]))
+        return model or _error(404, f"model '{body['model']}' not found")
+
+    async def _root(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.Response(text="Ollama is running")
+
+    async def _version(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.json_response({"version": FAKE_VERSION})
+
+    async def _tags(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        models = [
+            {
+                "name": m.name,
+                "model": m.name,
+                "modified_at": "2025-01-01T00:00:00Z",
+                "size": 9_000_000_000,
+                "digest": m.digest(),
+                "details": m.details(),
+            }
+            for m in self.models.values()
+        ]
+        return web.json_response({"models": models})
+
+    async def _show(self, request: web.Request) -> web.Response:
+        model = self._find_model(await self._record(request))
+        if isinstance(model, web.Response):
+            return model
+        return web.json_response(
+            {
+                "modelfile": f"# Modelfile generated by \"ollama show\"\nFROM {model.name}\n",
+                "parameters": model.parameters,
+                "template": model.template,
+                "details": model.details(),
+                "model_info": {
+                    "general.architecture": model.family,
+                    f"{model.family}.context_length": model.context_length,
+                },
+                "capabilities": ["completion"],
+                "modified_at": "2025-01-01T00:00:00Z",
+            }
+        )
+
+    async def _embed(self, request: web.Request) -> web.Response:
+        body = await self._record(request)
+        model = self._find_model(body)
+        if isinstance(model, web.Response):
+            return model
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        return web.json_response({"model": body["model"], "embeddings": [self.fake_vector(t) for t in texts]})
+
+    def fake_vector(self, text: str) -> list[float]:
+        """Deterministic unit-free vector in [-1, 1) derived from the text's hash."""
+        digest = hashlib.sha256(text.encode()).digest()
+        return [digest[i % len(digest)] / 128 - 1 for i in range(self.embed_dim)]
+
+    # ----- chat and generate ----------------------------------------------
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._complete(request, "chat")
+
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        return await self._complete(request, "generate")
+
+    async def _complete(self, request: web.Request, kind: str) -> web.StreamResponse:
+        body = await self._record(request)
+        model = self._find_model(body)
+        if isinstance(model, web.Response):
+            return model
+        if kind == "chat" and body.get("messages") == []:
+            answer: Any = Reply("", done_reason="load")  # Ollama's "load the model" call
+        else:
+            answer = await self._ask(self.responder, body)
+        while isinstance(answer, Delay):
+            await asyncio.sleep(answer.seconds)
+            answer = default_responder(body) if answer.then is None else answer.then
+        return await self._send(request, kind, body, answer)
+
+    @staticmethod
+    async def _ask(responder: Callable[[dict], Any], body: dict) -> Any:
+        try:
+            answer = responder(body)
+            return await answer if inspect.isawaitable(answer) else answer
+        except Exception as exc:  # a broken test script should fail loudly, client-side
+            return HttpError(500, f"fake responder failed: {exc!r}")
+
+    async def _send(self, request: web.Request, kind: str, body: dict, answer: Any) -> web.StreamResponse:
+        if isinstance(answer, HttpError):
+            return _error(answer.status, answer.error)
+        if isinstance(answer, ModelNotFound):
+            return _error(404, f"model '{answer.model or body['model']}' not found")
+        if isinstance(answer, RawBody):
+            return web.Response(body=answer.body, status=answer.status, content_type=answer.content_type)
+        if isinstance(answer, TruncatedJson):
+            fmt = body.get("format")
+            whole = json.dumps(instance_from_schema(fmt) if isinstance(fmt, dict) else answer.obj)
+            answer = Reply(whole[: len(whole) // 2], done_reason="length")
+        cut_after = None
+        if isinstance(answer, CutStream):
+            cut_after = answer.after
+            answer = Reply(default_responder(body) if answer.content is None else answer.content)
+        if isinstance(answer, str):
+            answer = Reply(answer)
+        elif isinstance(answer, (dict, list)):
+            answer = Reply(json.dumps(answer))
+        if not isinstance(answer, Reply):
+            return _error(500, f"fake responder returned an unknown answer: {answer!r}")
+
+        chunks, final = self._frames(kind, body, answer)
+        if body.get("stream", True):
+            return await self._stream(request, chunks, final, answer.chunk_delay, cut_after)
+        whole = dict(final)
+        if kind == "chat":
+            whole["message"] = self._message(answer.content, answer.thinking, answer.tool_calls)
+        else:
+            whole["response"] = answer.content
+            if answer.thinking is not None:
+                whole["thinking"] = answer.thinking
+        if cut_after is None:
+            return web.json_response(whole)
+        return await self._cut(request, json.dumps(whole).encode(), "application/json")
+
+    @staticmethod
+    def _message(content: str, thinking: str | None = None, tool_calls: list | None = None) -> dict:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if thinking is not None:
+            message["thinking"] = thinking
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        return message
+
+    def _frames(self, kind: str, body: dict, reply: Reply) -> tuple[list[dict], dict]:
+        """The streamed lines of an answer: content chunks, then the final ``done`` line."""
+        model, created = body["model"], _now()
+        pieces: list[tuple[str, str | None]] = [("", t) for t in split_tokens(reply.thinking or "")]
+        pieces += [(t, None) for t in split_tokens(reply.content)]
+        chunks = []
+        for content, thinking in pieces:
+            if kind == "chat":
+                part = {"message": self._message(content, thinking)}
+            else:
+                part = {"response": content} | ({"thinking": thinking} if thinking is not None else {})
+            chunks.append({"model": model, "created_at": created, **part, "done": False})
+        if reply.tool_calls:  # Ollama sends tool calls in a chunk of their own
+            message = self._message("", None, reply.tool_calls)
+            chunks.append({"model": model, "created_at": created, "message": message, "done": False})
+        prompt_tokens = max(1, len(json.dumps(body.get("messages") or body.get("prompt") or "")) // 4)
+        final = {
+            "model": model,
+            "created_at": created,
+            **({"message": self._message("")} if kind == "chat" else {"response": ""}),
+            "done": True,
+            "done_reason": reply.done_reason,
+            "total_duration": 1_000_000 * (len(pieces) + 10),
+            "load_duration": 1_000_000,
+            "prompt_eval_count": prompt_tokens,
+            "prompt_eval_duration": 1_000_000 * 4,
+            "eval_count": len(pieces),
+            "eval_duration": 1_000_000 * len(pieces),
+        }
+        return chunks, final
+
+    @staticmethod
+    async def _stream(
+        request: web.Request, chunks: list[dict], final: dict, delay: float, cut_after: int | None
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await response.prepare(request)
+        lines = chunks if cut_after is None else chunks[:cut_after]
+        for chunk in lines:
+            await response.write(json.dumps(chunk).encode() + b"\n")
+            if delay:
+                await asyncio.sleep(delay)
+        if cut_after is not None:
+            request.transport.close()  # ends the chunked body early: httpx sees an incomplete read
+            return response
+        await response.write(json.dumps(final).encode() + b"\n")
+        await response.write_eof()
+        return response
+
+    @staticmethod
+    async def _cut(request: web.Request, data: bytes, content_type: str) -> web.StreamResponse:
+        """Promise ``len(data)`` bytes, send half, hang up."""
+        response = web.StreamResponse(headers={"Content-Type": content_type})
+        response.content_length = len(data)
+        await response.prepare(request)
+        await response.write(data[: len(data) // 2])
+        request.transport.close()
+        return response
+
+
+# --------------------------------------------------------------------------
+# CLI: python -m tests.fakes.ollama_server --port N
+# --------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM; print the URL first so a parent process can read it."""
+    parser = argparse.ArgumentParser(description="Fake Ollama server for tests.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--model", action="append", help="installed model (repeatable); default qwen2.5:14b")
+    parser.add_argument("--reply", help="fixed text for every answer (default: echo, or JSON for a schema)")
+    args = parser.parse_args(argv)
+
+    async def serve() -> None:
+        fake = FakeOllama(models=args.model or ("qwen2.5:14b",), host=args.host, port=args.port)
+        if args.reply is not None:
+            fake.responder = lambda _request: args.reply
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with fake:
+            print(fake.url, flush=True)
+            await stop.wait()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
