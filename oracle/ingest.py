@@ -246,7 +246,12 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
 
     skipped_paths = {s.path for s in scan.skipped}
     removed = sorted(set(manifest) - set(scan.hashes) - skipped_paths)
-    touched = set(scan.notes) | (skipped_paths & set(manifest)) | set(removed)
+    # A skipped file counts as changed only if it was indexed before or its bytes changed.
+    newly_skipped = {
+        p for p in skipped_paths & set(manifest)
+        if manifest[p].status != "skipped" or manifest[p].hash != scan.hashes.get(p)
+    }
+    touched = set(scan.notes) | newly_skipped | set(removed)
     report.added = sorted(p for p in scan.notes if p not in manifest)
     report.changed = sorted(p for p in touched if p in manifest and p not in removed)
     report.removed = removed

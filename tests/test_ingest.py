@@ -1,0 +1,261 @@
+"""Ingest end to end with real SQLite, real Chroma and the real bundled model."""
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from oracle.annotate import PROMPT_VERSION
+from oracle.ingest import IngestBusy, IngestLock, ingest
+from oracle.types import GM, PUBLIC
+
+
+def rows(settings, sql, params=()):
+    with sqlite3.connect(settings.sqlite_path) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def labels(settings, visibility=PUBLIC):
+    return sorted({r[0] for r in rows(settings, "SELECT label FROM chunks WHERE visibility = ?", (visibility,))})
+
+
+async def chroma_state(index):
+    vectors = await index.vectors()
+    ids = await asyncio.to_thread(vectors.all_ids)
+    return ids
+
+
+async def test_ingest_builds_every_store(mini_notes, make_settings, open_index):
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    report = await ingest(index)
+
+    assert (sorted(report.added), report.changed, report.removed) == (
+        ["gm/Plans.md", "npcs/Brother_Aldous.md", "sessions/Session 4.md", "sessions/campaign-log.md",
+         "sheets/Mirela_Vane.md", "world/GODS.md", "world/The_True_Heir.md"], [], [])
+    assert [] == report.skipped
+    assert ["Note: campaign-log", "Session 1", "Session 2", "Session 3", "Session 4", "Sheet: Brother_Aldous",
+            "Sheet: Mirela_Vane", "World: GODS"] == labels(settings)
+    assert ["Note: Plans", "Session 1", "Session 3", "World: The_True_Heir"] == labels(settings, GM)
+    # No secret text in any public chunk; every secret in a GM chunk.
+    public_text = " ".join(r[0] for r in rows(settings, "SELECT text FROM chunks WHERE visibility = 'public'"))
+    gm_text = " ".join(r[0] for r in rows(settings, "SELECT text FROM chunks WHERE visibility = 'gm'"))
+    for marker in ["SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR"]:
+        assert marker not in public_text and marker in gm_text
+    # Line ranges point at the file.
+    assert [(6, 6)] == rows(settings, "SELECT start_line, end_line FROM chunks WHERE label = 'Session 1' AND visibility = 'gm'")
+    assert [(3, 5)] == rows(settings, "SELECT start_line, end_line FROM chunks WHERE label = 'Session 1' AND visibility = 'public'")
+    # Every chunk has windows in SQLite and in Chroma, with the chunk's visibility.
+    window_ids = {r[0] for r in rows(settings, "SELECT id FROM windows")}
+    assert report.chunks == len(rows(settings, "SELECT DISTINCT chunk_id FROM windows"))
+    assert window_ids == await chroma_state(index)
+    assert report.windows_embedded == len(window_ids)
+    vectors = await index.vectors()
+    _, chunk_ids, _ = vectors.vectors(visibility=GM)
+    assert set(chunk_ids) == {r[0] for r in rows(settings, "SELECT id FROM chunks WHERE visibility = 'gm'")}
+    # Ollama is down: no annotations, with the reason.
+    assert (0, report.chunks) == (report.annotations_done, report.annotations_missing)
+    assert "not reachable" in report.annotation_note
+
+
+async def test_windows_fit_the_model(mini_notes, make_settings, open_index, embedder):
+    long_session = "## Session 9 — The Long Night\n" + " ".join(
+        f"Mirela counted star number {i} above the Saltmarsh." for i in range(400))
+    (mini_notes / "sessions" / "Session 9.md").write_text(long_session)
+    settings = make_settings(mini_notes, session_max_words=5000)
+    index = open_index(settings)
+    await ingest(index)
+    store = await index.store()
+    chunk = (await store.chunks_by_ids([r[0] for r in rows(settings, "SELECT id FROM chunks WHERE label = 'Session 9'")]))[0]
+    windows = embedder.windows([chunk])
+    assert len(windows) > 10
+    assert max(embedder.token_count(w.text) for w in windows) <= embedder.max_tokens
+    # Together the windows cover every word of the chunk.
+    covered = set(" ".join(w.text.split("\n", 1)[1] for w in windows).split())
+    assert set(chunk.text.split()) <= covered
+
+
+async def test_compendium_from_frontmatter_and_proper_nouns(mini_notes, make_settings, open_index):
+    settings = make_settings(mini_notes)
+    await ingest(open_index(settings))
+    aliases = rows(settings, "SELECT e.name, a.alias, a.visibility FROM aliases a JOIN entities e ON e.id = a.entity_id")
+    assert ("Brother Aldous", "Old Wick", PUBLIC) in aliases
+    assert ("Mirela Vane", "Mira", PUBLIC) in aliases
+    assert ("Mirela Vane", "Mirela", PUBLIC) in aliases  # a first name found in the text
+    assert ("The True Heir", "the Lost Prince", GM) in aliases
+    assert "Dunstan Vale" in {a[0] for a in aliases}  # a recurring proper noun, no LLM needed
+    # Old Wick is named in Session 4 only as a nickname: the mention is there, and public.
+    mentions = rows(settings, "SELECT c.label, m.visibility FROM mentions m JOIN entities e ON e.id = m.entity_id"
+                              " JOIN chunks c ON c.id = m.chunk_id WHERE e.name = 'Brother Aldous' ORDER BY c.label")
+    assert ("Session 4", PUBLIC) in mentions and ("Session 1", PUBLIC) in mentions
+
+
+async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_index, fake_ollama):
+    settings = make_settings(mini_notes, ollama_host=fake_ollama.url)
+    index = open_index(settings)
+    first = await ingest(index)
+    chats = len(fake_ollama.chat_requests())
+    assert first.chunks == chats == first.annotations_done
+    before = rows(settings, "SELECT id FROM chunks ORDER BY id")
+
+    second = await ingest(index)
+    assert (0, 0, len(fake_ollama.chat_requests())) == (second.windows_embedded, second.annotations_missing, chats)
+    assert (7, [], [], []) == (second.unchanged, second.added, second.changed, second.removed)
+    assert before == rows(settings, "SELECT id FROM chunks ORDER BY id")
+
+
+async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, open_index, fake_ollama):
+    settings = make_settings(mini_notes, ollama_host=fake_ollama.url)
+    index = open_index(settings)
+    await ingest(index)
+    before = dict(rows(settings, "SELECT id, label FROM chunks WHERE visibility = 'public'"))
+    windows_before = {r[0] for r in rows(settings, "SELECT id FROM windows")}
+    chats_before = len(fake_ollama.chat_requests())
+
+    log = mini_notes / "sessions" / "campaign-log.md"
+    log.write_text(log.read_text().replace("ambushed them at the ford.", "ambushed them at the ford at dawn."))
+    report = await ingest(index)
+
+    after = dict(rows(settings, "SELECT id, label FROM chunks WHERE visibility = 'public'"))
+    assert ["Session 2"] == sorted(before[i] for i in set(before) - set(after))
+    assert ["Session 2"] == sorted(after[i] for i in set(after) - set(before))
+    assert ["sessions/campaign-log.md"] == report.changed
+    assert 1 == report.windows_embedded
+    assert 1 == len(fake_ollama.chat_requests()) - chats_before  # only the edited chunk is annotated
+    windows_after = {r[0] for r in rows(settings, "SELECT id FROM windows")}
+    assert 1 == len(windows_before - windows_after) == len(windows_after - windows_before)
+    assert windows_after == await chroma_state(index)
+
+
+async def test_deleting_a_file_leaves_nothing_behind(mini_notes, make_settings, open_index):
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    gone = {r[0] for r in rows(settings, "SELECT id FROM chunks WHERE path = 'sessions/Session 4.md'")}
+    assert gone
+    (mini_notes / "sessions" / "Session 4.md").unlink()
+    report = await ingest(index)
+    assert ["sessions/Session 4.md"] == report.removed
+    marks = ",".join("?" * len(gone))
+    assert [] == rows(settings, f"SELECT id FROM chunks WHERE id IN ({marks})", tuple(gone))
+    assert [] == rows(settings, f"SELECT id FROM windows WHERE chunk_id IN ({marks})", tuple(gone))
+    assert [] == rows(settings, f"SELECT chunk_id FROM mentions WHERE chunk_id IN ({marks})", tuple(gone))
+    assert [] == rows(settings, "SELECT path FROM files WHERE path = 'sessions/Session 4.md'")
+    assert {r[0] for r in rows(settings, "SELECT id FROM windows")} == await chroma_state(index)
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("stage, done", [("scan", 0), ("embed", 1), ("commit", 0), ("commit", 1)])
+async def test_an_interrupted_ingest_leaves_a_whole_index_and_the_next_run_completes(
+    stage, done, mini_notes, make_settings, open_index
+):
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    snapshot = rows(settings, "SELECT id, text FROM chunks ORDER BY id")
+    mentions = rows(settings, "SELECT * FROM mentions ORDER BY entity_id, chunk_id")
+
+    (mini_notes / "sessions" / "Session 5.md").write_text("The party found the drowned bell under the Saltmarsh.")
+    log = mini_notes / "sessions" / "campaign-log.md"
+    log.write_text(log.read_text().replace("Weeping Bridge", "Weeping Stone Bridge"))
+
+    def crash_at(event):
+        if event.stage == stage and event.done >= done:
+            raise Crash(stage)
+
+    with pytest.raises(Crash):
+        await ingest(index, progress=crash_at)
+    if (stage, done) == ("commit", 1):
+        # Killed after the commit, before orphan windows were deleted: the new index is served.
+        assert "Session 5" in labels(settings)
+    else:
+        assert snapshot == rows(settings, "SELECT id, text FROM chunks ORDER BY id")
+        assert mentions == rows(settings, "SELECT * FROM mentions ORDER BY entity_id, chunk_id")
+
+    report = await ingest(index)
+    assert "Session 5" in labels(settings)
+    expected_added = [] if (stage, done) == ("commit", 1) else ["sessions/Session 5.md"]
+    assert expected_added == report.added
+    if stage != "scan":  # the windows stored before the kill are reused, not embedded again
+        assert 0 == report.windows_embedded
+    window_ids = {r[0] for r in rows(settings, "SELECT id FROM windows")}
+    chunk_ids = {r[0] for r in rows(settings, "SELECT id FROM chunks")}
+    assert window_ids == await chroma_state(index)  # no orphan windows
+    assert {r[0] for r in rows(settings, "SELECT chunk_id FROM windows")} == chunk_ids
+    assert set() == {r[0] for r in rows(settings, "SELECT chunk_id FROM mentions")} - chunk_ids
+
+
+async def test_a_second_ingest_is_refused(mini_notes, make_settings):
+    settings = make_settings(mini_notes)
+    with IngestLock(settings.lock_path, by="gm#1234"):
+        with pytest.raises(IngestBusy) as err:
+            with IngestLock(settings.lock_path, by="someone else"):
+                pass
+    assert str(err.value).startswith("an ingest is already running (started by gm#1234 at ")
+    with IngestLock(settings.lock_path, by="later"):  # released: free again
+        pass
+
+
+async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_settings, open_index, fake_ollama):
+    down = make_settings(mini_notes)
+    first = await ingest(open_index(down))
+    assert 0 == first.annotations_done
+
+    fake_ollama.responder = lambda request: {
+        "summary": "Mirela meets Brother Aldous in the Lantern Market.",
+        "entities": [{"name": "Lantern Market", "aliases": [], "kind": "place"},
+                     {"name": "Invented Dragon", "aliases": [], "kind": "creature"}],
+    }
+    up = make_settings(mini_notes, ollama_host=fake_ollama.url)
+    second = await ingest(open_index(up))
+    assert (second.chunks, 0) == (second.annotations_done, second.annotations_missing)
+    assert 0 == second.windows_embedded
+    cached = rows(up, "SELECT count(*) FROM annotations WHERE model = ? AND prompt_version = ?", (up.model, PROMPT_VERSION))
+    assert [(second.chunks,)] == cached
+    # Every request is an annotation of a chunk's public or GM text, with the JSON schema.
+    request = fake_ollama.chat_requests()[0]
+    assert "summary" in request["format"]["properties"]
+    names = {r[0] for r in rows(up, "SELECT name FROM entities")}
+    assert "Lantern Market" in names  # grounded in the text
+    assert "Invented Dragon" not in names  # not in any chunk: dropped
+
+
+async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_path):
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+    from urllib.request import urlopen
+
+    from tests.conftest import closed_port_url
+
+    url = closed_port_url()
+    port = url.rsplit(":", 1)[1]
+    chroma = subprocess.Popen(
+        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", port],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                urlopen(f"{url}/api/v2/heartbeat", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        settings = make_settings(mini_notes, chroma_url=url)
+        index = open_index(settings)
+        report = await ingest(index)
+        assert report.windows_embedded > 0
+        assert not settings.chroma_path.exists()  # nothing embedded on disk: it all went to the server
+        vectors = await index.vectors()
+        embedder = await index.embedder()
+        hits = vectors.query(embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
+        top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
+        assert [("Session 1",)] == top
+    finally:
+        chroma.terminate()
+        chroma.wait(10)
