@@ -19,6 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .annotate import PROMPT_VERSION
+from .answer import Hit, Oracle
+from .eval import BankError, load_bank, run_eval
 from .embed import EmbedError
 from .index import Index
 from .ingest import IngestBusy, ingest
@@ -29,9 +31,9 @@ from .types import Progress as IngestProgress
 from .vectors import VectorStoreError
 
 console = Console(stderr=True)
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 150)
 
-DOMAIN_ERRORS = (IngestBusy, StoreError, EmbedError, VectorStoreError, FileNotFoundError, PermissionError)
+DOMAIN_ERRORS = (BankError, IngestBusy, StoreError, EmbedError, VectorStoreError, FileNotFoundError, PermissionError)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
@@ -151,6 +153,143 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# search
+
+
+def snippet(text: str, width: int = 110) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def hits_table(title: str, hits: list[Hit]) -> Table:
+    table = Table(title=title, title_justify="left", expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("label", no_wrap=True)
+    table.add_column("score", justify="right", width=8)
+    table.add_column("lines", no_wrap=True)
+    table.add_column("text", ratio=1)
+    for h in hits:
+        c = h.chunk
+        part = f" ({c.part}/{c.parts})" if c.parts > 1 else ""
+        table.add_row(str(h.rank), c.label + part, f"{h.score:.4f}", f"{c.path}:{c.start_line}-{c.end_line}",
+                      snippet(c.text))
+    return table
+
+
+async def cmd_search(args: argparse.Namespace) -> int:
+    settings = build_settings(args)
+    async with Index(settings) as index:
+        await ensure_index(index, quiet=args.json)
+        retrieval = await Oracle(index).search(args.question, history=args.history, gm=args.gm, k=args.k)
+    if args.json:
+        print(json.dumps(retrieval.to_json(), ensure_ascii=False))
+        return 0
+    k = args.k or settings.k
+    out.print(f"[bold]question[/] {retrieval.question}")
+    if retrieval.search_query != retrieval.question:
+        out.print(f"[bold]searched as[/] {retrieval.search_query}")
+    names = ", ".join(f"{e.name} (\"{e.matched}\")" for e in retrieval.entities) or "none"
+    out.print(f"[bold]entities[/] {names}")
+    for name, hits in retrieval.paths.items():
+        out.print(hits_table(f"{name} path", hits[:k]))
+    out.print(hits_table("fused (reciprocal rank fusion)", retrieval.fused[:k]))
+    timings = "  ".join(f"{name} {ms:.1f} ms" for name, ms in retrieval.timings_ms.items())
+    out.print(f"[dim]{timings}[/]")
+    return 0
+
+
+async def ensure_index(index: Index, *, quiet: bool) -> None:
+    """Ingest when the index is missing; a question is never answered from nothing."""
+    if index.settings.sqlite_path.exists():
+        return
+    if not quiet:
+        console.print(f"no index in {index.settings.data_dir}: ingesting {index.settings.notes_dir} first")
+    await ingest(index, by="the command line")
+
+
+# ---------------------------------------------------------------------------------------------
+# eval
+
+
+async def cmd_eval(args: argparse.Namespace) -> int:
+    bank_path = Path(args.bank)
+    questions = load_bank(bank_path)
+    overrides: dict[str, Any] = {}
+    notes = Path(args.notes) if args.notes else _bank_notes(bank_path)
+    if notes:
+        overrides["notes_dir"] = notes
+    base = Settings(**overrides)
+    if args.data:
+        overrides["data_dir"] = Path(args.data)
+    elif notes:  # one index per corpus, so evaluating several never thrashes one index
+        overrides["data_dir"] = base.data_dir / "eval" / _slug(notes)
+    settings = Settings(**overrides)
+    bars = _Bars(enabled=not args.json and console.is_terminal)
+    async with Index(settings) as index:
+        with bars.progress:
+            await ingest(index, progress=bars, by="oracle eval")
+        result = await run_eval(Oracle(index), questions, gm=args.gm, k=args.k or settings.k)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print_eval(result, args.k or settings.k)
+    return 0
+
+
+def _bank_notes(bank: Path) -> Path | None:
+    """A bank beside a `notes/` folder evaluates that folder (the layout of the shared banks)."""
+    sibling = bank.parent / "notes"
+    return sibling if sibling.is_dir() else None
+
+
+def _slug(path: Path) -> str:
+    import hashlib
+
+    resolved = str(path.resolve())
+    return f"{path.resolve().name}-{hashlib.sha1(resolved.encode()).hexdigest()[:8]}"
+
+
+def print_eval(result: dict, k: int) -> None:
+    rows = [
+        ("union_recall", "recall in the union of the paths"),
+        ("keyword_recall", "recall, keyword path"),
+        ("semantic_recall", "recall, semantic path"),
+        ("entity_recall", "recall, entity path"),
+        ("fused_recall_at_k", f"recall in the fused top {k}"),
+        ("final_recall_at_k", f"recall in the final top {k}"),
+        ("context_recall", "recall in the packed context"),
+        ("mrr", "MRR (final list)"),
+        ("ndcg_at_10", "nDCG@10 (final list)"),
+        ("all_gold_at_10", "all gold in the top 10"),
+        ("arc_coverage_union", "arc coverage, union"),
+        ("arc_coverage_at_k", f"arc coverage, top {k}"),
+        ("arc_coverage_context", "arc coverage, context"),
+        ("ann_recall", "approximate vs exact dense search"),
+    ]
+    kinds = list(result["by_kind"])
+    table = Table(title=f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)")
+    table.add_column("metric")
+    table.add_column("overall", justify="right")
+    for kind in kinds:
+        table.add_column(f"{kind} ({result['by_kind'][kind]['questions']})", justify="right")
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    for key, name in rows:
+        table.add_row(name, cell(result["overall"][key]), *(cell(result["by_kind"][kd][key]) for kd in kinds))
+    out.print(table)
+    if result["misses"]:
+        misses = Table(title="misses: where the evidence was lost", title_justify="left")
+        for col in ("id", "kind", "question", "lost"):
+            misses.add_column(col)
+        for m in result["misses"]:
+            lost = ", ".join(f"{entry} at {stage}" for entry, stage in m["lost"].items())
+            misses.add_row(m["id"], m["kind"], snippet(m["question"], 60), lost)
+        out.print(misses)
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def parser() -> argparse.ArgumentParser:
@@ -166,12 +305,27 @@ def parser() -> argparse.ArgumentParser:
 
     common(sub.add_parser("ingest", help="index the notes folder (only what changed)"))
     common(sub.add_parser("status", help="what is indexed and whether Ollama answers"), notes=False)
+
+    search = sub.add_parser("search", help="retrieval only: what each path found and the fused order")
+    search.add_argument("question")
+    common(search)
+    search.add_argument("--gm", action="store_true", help="include game-master-only notes")
+    search.add_argument("--history", action="append", default=[], help="an earlier question of the thread (repeatable)")
+    search.add_argument("--k", type=int, help="results per path shown, and the final k")
+
+    evaluate = sub.add_parser("eval", help="retrieval quality per stage from a question bank")
+    evaluate.add_argument("bank", help="a JSON Lines bank (see README)")
+    common(evaluate)
+    evaluate.add_argument("--gm", action="store_true", help="evaluate with game-master clearance")
+    evaluate.add_argument("--k", type=int, help="the final k (default ORACLE_K, 8)")
     return p
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "ingest": cmd_ingest,
     "status": cmd_status,
+    "search": cmd_search,
+    "eval": cmd_eval,
 }
 
 

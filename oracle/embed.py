@@ -53,6 +53,8 @@ class Embedder:
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()
+            # Whole chunks are tokenized on purpose (to cut windows); the length warning is noise.
+            hf_logging.set_verbosity_error()
             self.model = SentenceTransformer(self.source, device=device)
         except Exception as exc:
             raise EmbedError(f"cannot load the embedding model {ref!r} ({self.source}): {exc}") from exc

@@ -23,6 +23,7 @@ class Index:
         self.settings = settings
         self._embedder = embedder
         self._store: Store | None = None
+        self._writer: Store | None = None
         self._vectors: VectorStore | None = None
         self._lock = asyncio.Lock()
         self.llm = LLM(
@@ -30,10 +31,18 @@ class Index:
         )
 
     async def store(self) -> Store:
+        """The connection questions read through: it sees only committed ingests."""
         async with self._lock:
             if self._store is None:
                 self._store = await Store.open(self.settings.sqlite_path)
             return self._store
+
+    async def writer(self) -> Store:
+        """The connection ingest writes through, apart from readers so they never see a half-made index."""
+        async with self._lock:
+            if self._writer is None:
+                self._writer = await Store.open(self.settings.sqlite_path)
+            return self._writer
 
     async def embedder(self) -> Embedder:
         async with self._lock:
@@ -52,9 +61,10 @@ class Index:
             return self._vectors
 
     async def close(self) -> None:
-        if self._store is not None:
-            await self._store.close()
-            self._store = None
+        for store in (self._store, self._writer):
+            if store is not None:
+                await store.close()
+        self._store = self._writer = None
 
     async def __aenter__(self) -> Index:
         return self

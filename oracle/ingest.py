@@ -230,7 +230,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     settings = index.settings
     started = time.perf_counter()
     report = IngestReport()
-    store = await index.store()
+    store = await index.writer()
     embedder = await index.embedder()
     vectors = await index.vectors()
     meta = await store.meta()
@@ -351,7 +351,7 @@ async def _annotate(
     `cache` is updated in place. Each annotation is committed on its own, so a kill keeps the work.
     """
     settings = index.settings
-    store = await index.store()
+    store = await index.writer()
     missing_ids = [t.id for t in chunks if hashes[t.id] not in cache]
     report.annotations_done = len(chunks) - len(missing_ids)
     report.annotations_missing = len(missing_ids)

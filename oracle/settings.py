@@ -46,6 +46,17 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
     )
 
+    # Retrieval (measured defaults; see DESIGN.md).
+    k: int = Field(8, validation_alias="ORACLE_K", ge=1, le=40)
+    rrf_k: int = Field(60, validation_alias="ORACLE_RRF_K", ge=1)
+    fused_pool: int = Field(40, validation_alias="ORACLE_FUSED_POOL", ge=1)
+    fusion: str = Field("rrf", validation_alias="ORACLE_FUSION", pattern="^(rrf|weighted_rrf|dbsf)$")
+    path_weights: dict[str, float] = Field(
+        default_factory=lambda: {"keyword": 1.0, "semantic": 1.0, "entity": 1.0},
+        validation_alias="ORACLE_PATH_WEIGHTS",
+    )
+    fts_head_weight: float = Field(2.0, validation_alias="ORACLE_FTS_HEAD_WEIGHT", gt=0)
+
     # Ollama calls at ingest. Every call has a timeout: the client's default is none.
     ollama_timeout: float = Field(120.0, validation_alias="ORACLE_OLLAMA_TIMEOUT", gt=0)
     ollama_probe_timeout: float = Field(3.0, validation_alias="ORACLE_OLLAMA_PROBE_TIMEOUT", gt=0)

@@ -225,6 +225,65 @@ class Store:
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(out, key=lambda c: order[c.id])
 
+    # -- retrieval reads -------------------------------------------------------------------------
+
+    async def keyword_search(
+        self, match: str, visibilities: Sequence[str], limit: int, weights: tuple[float, float]
+    ) -> list[tuple[str, float]]:
+        """(chunk id, score) by FTS5 bm25, best first; higher is better. `match` must be pre-quoted."""
+        if not match:
+            return []
+        marks = ",".join("?" * len(visibilities))
+        rows = await self._all(
+            f"SELECT c.id, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts JOIN chunks c ON c.n = chunks_fts.rowid"
+            f" WHERE chunks_fts MATCH ? AND c.visibility IN ({marks}) ORDER BY score DESC, c.n LIMIT ?",
+            (*weights, match, *visibilities, limit),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        vmarks = ",".join("?" * len(visibilities))
+        for i in range(0, len(ids), 500):
+            batch = list(ids[i : i + 500])
+            marks = ",".join("?" * len(batch))
+            found.update(
+                r[0] for r in await self._all(
+                    f"SELECT id FROM chunks WHERE id IN ({marks}) AND visibility IN ({vmarks})", (*batch, *visibilities)
+                )
+            )
+        return found
+
+    async def visible_aliases(self, visibilities: Sequence[str]) -> list[tuple[int, str, str, str | None]]:
+        """(entity id, alias norm, entity name, entity note path) a reader may match against."""
+        marks = ",".join("?" * len(visibilities))
+        return await self._all(
+            f"SELECT a.entity_id, a.norm, e.name, e.note_path FROM aliases a JOIN entities e ON e.id = a.entity_id"
+            f" WHERE a.visibility IN ({marks}) AND e.visibility IN ({marks})",
+            (*visibilities, *visibilities),
+        )
+
+    async def mentions_of(
+        self, entity_ids: Sequence[int], visibilities: Sequence[str]
+    ) -> list[tuple[int, str, int, str, int]]:
+        """(entity id, chunk id, count, chunk path, chunk order) for visible mentions."""
+        emarks = ",".join("?" * len(entity_ids))
+        vmarks = ",".join("?" * len(visibilities))
+        return await self._all(
+            f"SELECT m.entity_id, m.chunk_id, m.count, c.path, c.n FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
+            f" WHERE m.entity_id IN ({emarks}) AND m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks})",
+            (*entity_ids, *visibilities, *visibilities),
+        )
+
+    async def count_chunks(self, visibilities: Sequence[str]) -> int:
+        marks = ",".join("?" * len(visibilities))
+        return (await self._one(f"SELECT count(*) FROM chunks WHERE visibility IN ({marks})", visibilities))[0]
+
+    async def generation(self) -> str:
+        """Changes whenever an ingest commits: caches keyed by it never serve a replaced index."""
+        row = await self._one("SELECT value FROM meta WHERE key = 'generation'")
+        return row[0] if row else "0"
+
     # -- the one write of an ingest --------------------------------------------------------------
 
     async def apply(self, changes: Changes, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
@@ -276,6 +335,10 @@ class Store:
 
     async def _write_compendium(self, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
         db = self.db
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', '1')"
+            " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
         for table in ("mentions", "aliases", "entities"):
             await db.execute(f"DELETE FROM {table}")
         await db.executemany(

@@ -1,0 +1,239 @@
+"""`oracle eval`: retrieval quality per stage, from a question bank (format: shared eval README).
+
+Ranked lists are collapsed to distinct units (a citation label: a session's parts count once, at
+their best rank) before any metric. A gold entry matches a chunk by label or by note path, with or
+without `.md`, case-insensitively. Questions with no gold entries are unanswerable: they are counted
+by kind but kept out of the recall averages.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from typing import TYPE_CHECKING
+
+from .types import PUBLIC, Chunk
+
+if TYPE_CHECKING:
+    from .answer import Oracle
+
+K_DEFAULT = 8
+
+
+class BankError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    relevant: tuple[str, ...]
+    kind: str = ""
+    history: tuple[str, ...] = ()
+
+
+def load_bank(path: Path) -> list[Question]:
+    questions = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            questions.append(
+                Question(
+                    str(item.get("id", f"q{n}")),
+                    str(item["question"]),
+                    tuple(str(r) for r in item.get("relevant", [])),
+                    str(item.get("kind", "")),
+                    tuple(str(h) for h in item.get("history", []) or []),
+                )
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BankError(f"{path}:{n}: not a bank line ({exc})") from exc
+    if not questions:
+        raise BankError(f"{path} holds no questions")
+    return questions
+
+
+def matches(entry: str, chunk: Chunk) -> bool:
+    entry = entry.strip().lower()
+    path = chunk.path.lower()
+    return entry in {chunk.label.lower(), path, path.removesuffix(".md")}
+
+
+def collapse(chunks: Iterable[Chunk]) -> list[list[Chunk]]:
+    """Distinct units in order of their best-ranked chunk."""
+    units: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        units.setdefault(chunk.label.lower(), []).append(chunk)
+    return list(units.values())
+
+
+def entry_ranks(relevant: Sequence[str], chunks: Sequence[Chunk]) -> dict[str, int | None]:
+    """The 1-based unit rank at which each gold entry is first found (None: not found)."""
+    units = collapse(chunks)
+    ranks: dict[str, int | None] = {}
+    for entry in relevant:
+        ranks[entry] = next(
+            (i for i, unit in enumerate(units, 1) if any(matches(entry, c) for c in unit)), None
+        )
+    return ranks
+
+
+def recall(relevant: Sequence[str], chunks: Sequence[Chunk], k: int | None = None) -> float:
+    if not relevant:
+        return 0.0
+    ranks = entry_ranks(relevant, chunks)
+    return sum(1 for r in ranks.values() if r is not None and (k is None or r <= k)) / len(relevant)
+
+
+def mrr(relevant: Sequence[str], chunks: Sequence[Chunk]) -> float:
+    found = [r for r in entry_ranks(relevant, chunks).values() if r is not None]
+    return 1.0 / min(found) if found else 0.0
+
+
+def ndcg(relevant: Sequence[str], chunks: Sequence[Chunk], k: int = 10) -> float:
+    units = collapse(chunks)[:k]
+    dcg = sum(
+        1.0 / math.log2(i + 1)
+        for i, unit in enumerate(units, 1)
+        if any(matches(e, c) for e in relevant for c in unit)
+    )
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(relevant), k) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def exact_dense(
+    query: np.ndarray, window_chunks: Sequence[str], matrix: np.ndarray, depth: int
+) -> list[str]:
+    """Chunk ids by exact cosine over every window (vectors are normalised): the ANN's reference."""
+    if matrix.size == 0:
+        return []
+    sims = matrix @ query
+    out: list[str] = []
+    for i in np.argsort(-sims):
+        cid = window_chunks[int(i)]
+        if cid not in out:
+            out.append(cid)
+            if len(out) == depth:
+                break
+    return out
+
+
+@dataclass
+class QuestionResult:
+    question: Question
+    union: float
+    paths: dict[str, float]
+    fused_at_k: float
+    final_at_k: float
+    context: float | None
+    mrr: float
+    ndcg10: float
+    all_gold_at_10: bool
+    ann_recall: float | None
+    lost: dict[str, str] = field(default_factory=dict)  # gold entry -> stage where it was lost
+
+
+def lost_at(entry: str, stages: Sequence[tuple[str, Sequence[Chunk], int | None]]) -> str | None:
+    """The first stage whose list no longer holds the entry: where the evidence was lost."""
+    for name, chunks, k in stages:
+        rank = entry_ranks([entry], chunks)[entry]
+        if rank is None or (k is not None and rank > k):
+            return name
+    return None
+
+
+def summarise(results: Sequence[QuestionResult]) -> dict:
+    answerable = [r for r in results if r.question.relevant]
+
+    def mean(values: Iterable[float | None]) -> float | None:
+        values = [v for v in values if v is not None]
+        return round(sum(values) / len(values), 4) if values else None
+
+    def block(rs: Sequence[QuestionResult]) -> dict:
+        arcs = [r for r in rs if r.question.kind == "arc"]
+        out = {
+            "questions": len(rs),
+            "union_recall": mean(r.union for r in rs),
+            **{f"{name}_recall": mean(r.paths.get(name) for r in rs) for name in ("keyword", "semantic", "entity")},
+            "fused_recall_at_k": mean(r.fused_at_k for r in rs),
+            "final_recall_at_k": mean(r.final_at_k for r in rs),
+            "context_recall": mean(r.context for r in rs),
+            "mrr": mean(r.mrr for r in rs),
+            "ndcg_at_10": mean(r.ndcg10 for r in rs),
+            "all_gold_at_10": mean(float(r.all_gold_at_10) for r in rs),
+            "arc_coverage_union": mean(r.union for r in arcs),
+            "arc_coverage_at_k": mean(r.final_at_k for r in arcs),
+            "arc_coverage_context": mean(r.context for r in arcs),
+            "ann_recall": mean(r.ann_recall for r in rs),
+        }
+        return out
+
+    by_kind: dict[str, list[QuestionResult]] = defaultdict(list)
+    for r in answerable:
+        by_kind[r.question.kind or "-"].append(r)
+    unanswerable = [r for r in results if not r.question.relevant]
+    misses = [
+        {
+            "id": r.question.id,
+            "question": r.question.question,
+            "kind": r.question.kind,
+            "lost": r.lost,
+        }
+        for r in answerable
+        if r.lost
+    ]
+    return {
+        "questions": len(results),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "overall": block(answerable),
+        "by_kind": {kind: block(rs) for kind, rs in sorted(by_kind.items())},
+        "misses": misses,
+    }
+
+
+async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k: int) -> dict:
+    """Search every question and measure each stage; see the module docstring."""
+    index = oracle.index
+    vectors = await index.vectors()
+    embedder = await index.embedder()
+    _, window_chunks, matrix = await asyncio.to_thread(vectors.vectors, visibility=None if gm else PUBLIC)
+    depth = max(2 * k, k + 5)
+    results = []
+    for q in questions:
+        retrieval = await oracle.search(q.question, history=q.history, gm=gm, k=k)
+        path_chunks = {name: [h.chunk for h in hits] for name, hits in retrieval.paths.items()}
+        union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
+        fused = [h.chunk for h in retrieval.fused]
+        final = fused
+        query_vector = await asyncio.to_thread(embedder.encode_query, retrieval.search_query)
+        exact = exact_dense(query_vector, window_chunks, matrix, depth)
+        approx = {c.id for c in path_chunks["semantic"]}
+        relevant = q.relevant
+        stages = [("retrieval", union, None), ("fusion", fused, k), ("rerank", final, k)]
+        results.append(
+            QuestionResult(
+                question=q,
+                union=recall(relevant, union),
+                paths={name: recall(relevant, chunks) for name, chunks in path_chunks.items()},
+                fused_at_k=recall(relevant, fused, k),
+                final_at_k=recall(relevant, final, k),
+                context=None,
+                mrr=mrr(relevant, final),
+                ndcg10=ndcg(relevant, final),
+                all_gold_at_10=bool(relevant) and recall(relevant, final, 10) == 1.0,
+                ann_recall=len(approx & set(exact)) / len(exact) if exact else None,
+                lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
+            )
+        )
+    return summarise(results)

@@ -1,0 +1,38 @@
+"""Follow-up expansion: deterministic, no LLM.
+
+"And then what?" cannot be searched alone. A question that starts with a connective (and, but,
+then, so; y, pero, entonces, luego) or is short and names nobody is searched together with the
+user's previous turn. A proper noun in the question overrides the rule: "and Mirela?" names its
+subject. The question answered stays the user's own words; only the search query changes.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+CONNECTIVES = {"and", "but", "then", "so", "also", "y", "e", "pero", "entonces", "luego", "después", "despues"}
+SHORT_WORDS = 6
+_WORD = re.compile(r"[^\W_][\w'’-]*")
+
+
+def has_proper_noun(question: str) -> bool:
+    """A capitalised word that is not the first word, or "I": Mirela, the Saltmarsh."""
+    words = _WORD.findall(question)
+    return any(w[0].isupper() and w not in {"I", "I'm", "I'd"} for w in words[1:])
+
+
+def needs_history(question: str, *, names_entity: bool = False) -> bool:
+    words = _WORD.findall(question)
+    if not words:
+        return True
+    if names_entity or has_proper_noun(question):
+        return False
+    return words[0].lower() in CONNECTIVES or len(words) <= SHORT_WORDS
+
+
+def expand_followup(question: str, history: Sequence[str], *, names_entity: bool = False) -> str:
+    """The text to search for: the question, prefixed by the previous user turn when it needs one."""
+    previous = next((h.strip() for h in reversed(history) if h and h.strip()), "")
+    if previous and needs_history(question, names_entity=names_entity):
+        return f"{previous} {question}".strip()
+    return question

@@ -1,0 +1,81 @@
+"""Rank fusion: data in, data out.
+
+Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009): score(d) = Σ_paths w / (k + rank(d)),
+ranks 1-based, k = 60. It never mixes scores across paths, only ranks. Distribution-based score fusion
+(the 3-sigma normalisation popularised by Qdrant's DBSF) is the alternative that does use scores:
+each path's scores are scaled by its own mean and standard deviation, clipped to [0, 1], then added.
+Ties break on the best single-path rank, then on the id, so the order is deterministic.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fused:
+    id: str
+    score: float
+    ranks: tuple[tuple[str, int], ...]  # (path, 1-based rank) for each path that found it
+
+    @property
+    def best_rank(self) -> int:
+        return min(rank for _, rank in self.ranks)
+
+
+def _order(scores: dict[str, float], ranks: dict[str, dict[str, int]], limit: int | None) -> list[Fused]:
+    fused = [Fused(doc, score, tuple(sorted(ranks[doc].items()))) for doc, score in scores.items()]
+    fused.sort(key=lambda f: (-f.score, f.best_rank, f.id))
+    return fused[:limit] if limit is not None else fused
+
+
+def _ranks(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
+    ranks: dict[str, dict[str, int]] = {}
+    for path, ids in rankings.items():
+        for rank, doc in enumerate(ids, 1):
+            ranks.setdefault(doc, {}).setdefault(path, rank)  # a repeated id keeps its best rank
+    return ranks
+
+
+def rrf(
+    rankings: Mapping[str, Sequence[str]],
+    *,
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[Fused]:
+    """Reciprocal Rank Fusion of ranked id lists; `weights` makes it weighted RRF."""
+    ranks = _ranks(rankings)
+    scores = {
+        doc: sum((weights or {}).get(path, 1.0) / (k + rank) for path, rank in by_path.items())
+        for doc, by_path in ranks.items()
+    }
+    return _order(scores, ranks, limit)
+
+
+def dbsf(
+    scored: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[Fused]:
+    """Distribution-based score fusion of (id, score) lists, higher scores better."""
+    ranks = _ranks({path: [doc for doc, _ in hits] for path, hits in scored.items()})
+    scores: dict[str, float] = {doc: 0.0 for doc in ranks}
+    for path, hits in scored.items():
+        if not hits:
+            continue
+        values = [s for _, s in hits]
+        mean = statistics.fmean(values)
+        std = statistics.pstdev(values)
+        low, span = mean - 3 * std, 6 * std
+        weight = (weights or {}).get(path, 1.0)
+        seen: set[str] = set()
+        for doc, score in hits:
+            if doc in seen:
+                continue
+            seen.add(doc)
+            normalised = 1.0 if span == 0 else min(1.0, max(0.0, (score - low) / span))
+            scores[doc] += weight * normalised
+    return _order(scores, ranks, limit)

@@ -1,0 +1,161 @@
+"""The three retrieval paths. Each returns (chunk id, score) pairs, best first, for visible chunks only.
+
+- keyword: SQLite FTS5 bm25 over label, heading and text, diacritics removed; every user term is
+  quoted, so no question can break MATCH, and literal terms (names, odd tokens) are kept.
+- semantic: the query embedded once, Chroma cosine over the dense windows, collapsed to chunks by
+  their best window; a window whose chunk SQLite does not hold (a half-finished ingest) is dropped.
+- entity: names in the question matched against the Compendium (case-, accent-, possessive-
+  insensitive, longest names first, small typos tolerated); every chunk mentioning a matched entity
+  is a candidate, weighted by the entity's rarity so an everywhere-character cannot crowd out the
+  one session that matters.
+"""
+from __future__ import annotations
+
+import asyncio
+import difflib
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .compendium import normalize, normalize_text
+from .embed import Embedder
+from .store import Store
+from .vectors import VectorStore
+
+Scored = list[tuple[str, float]]
+
+STOPWORDS = frozenset(
+    """a about after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her
+    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
+    now of off on once only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under until up very was
+    we were what when where which while who whom why will with would you your yours yourself yourselves
+    did does tell happened happen know anything something ever
+    el la los las un una unos unas de del y o que en por para con se su sus lo al es qué quién cómo""".split()
+)
+_TERM = re.compile(r"[^\s]+")
+
+
+# ---------------------------------------------------------------------------------------------
+# keyword
+
+
+def fts_terms(text: str) -> list[str]:
+    """The user's literal terms, each a quoted FTS5 string; stopwords dropped unless nothing else is left."""
+    terms: list[str] = []
+    for raw in _TERM.findall(text):
+        term = re.sub(r"^[\W_]+|[\W_]+$", "", raw)  # trailing "?", leading quotes
+        term = re.sub(r"['’]s$", "", term)  # possessive: "Vex's" is "Vex"
+        if term and re.search(r"\w", term) and term not in terms:
+            terms.append(term)
+    kept = [t for t in terms if normalize(t) not in STOPWORDS] or terms
+    return ['"' + t.replace('"', '""') + '"' for t in kept]
+
+
+def fts_query(text: str) -> str:
+    return " OR ".join(fts_terms(text))
+
+
+async def keyword_path(
+    store: Store, text: str, visibilities: Sequence[str], depth: int, weights: tuple[float, float] = (2.0, 1.0)
+) -> Scored:
+    return await store.keyword_search(fts_query(text), visibilities, depth, weights)
+
+
+# ---------------------------------------------------------------------------------------------
+# semantic
+
+
+async def semantic_path(
+    store: Store,
+    vectors: VectorStore,
+    embedder: Embedder,
+    text: str,
+    visibilities: Sequence[str],
+    depth: int,
+) -> Scored:
+    vector = await asyncio.to_thread(embedder.encode_query, text)
+    visibility = visibilities[0] if len(visibilities) == 1 else None
+    hits = await asyncio.to_thread(vectors.query, vector, depth * 4, visibility=visibility)
+    best: dict[str, float] = {}
+    for hit in hits:  # sorted by distance: the first window of a chunk is its best
+        best.setdefault(hit.chunk_id, 1.0 - hit.distance)
+    present = await store.visible_chunk_ids(list(best), visibilities)
+    return [(cid, score) for cid, score in best.items() if cid in present][:depth]
+
+
+# ---------------------------------------------------------------------------------------------
+# entity
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    entity_id: int
+    name: str
+    matched: str  # the words of the question that named it
+    note_path: str | None
+
+
+class EntityMatcher:
+    """The Compendium names one reader may see, compiled for matching questions."""
+
+    def __init__(self, aliases: Sequence[tuple[int, str, str, str | None]]) -> None:
+        self.by_norm: dict[str, list[tuple[int, str, str | None]]] = defaultdict(list)
+        for entity_id, norm, name, note_path in aliases:
+            if len(norm) >= 2 and norm not in STOPWORDS:
+                self.by_norm[norm].append((entity_id, name, note_path))
+        names = sorted(self.by_norm, key=len, reverse=True)  # multi-word names first
+        self.pattern = (
+            re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)") if names else None
+        )
+        self.single_words = [n for n in self.by_norm if " " not in n and len(n) >= 4]
+
+    def find(self, question: str) -> list[EntityMatch]:
+        text = re.sub(r"(?<=\w)'s\b", "", normalize_text(question))
+        found: dict[int, EntityMatch] = {}
+        covered: list[tuple[int, int]] = []
+        if self.pattern is not None:
+            for m in self.pattern.finditer(text):
+                covered.append(m.span())
+                for entity_id, name, note_path in self.by_norm[m.group()]:
+                    found.setdefault(entity_id, EntityMatch(entity_id, name, m.group(), note_path))
+        # A typo a player might make: "Aldus" for "Aldous". Only longer words, never stopwords.
+        for m in re.finditer(r"[^\W\d_][\w'-]{3,}", text):
+            if any(a <= m.start() < b for a, b in covered) or m.group() in STOPWORDS:
+                continue
+            close = difflib.get_close_matches(m.group(), self.single_words, n=1, cutoff=0.84)
+            if close:
+                for entity_id, name, note_path in self.by_norm[close[0]]:
+                    found.setdefault(entity_id, EntityMatch(entity_id, name, m.group(), note_path))
+        return list(found.values())
+
+
+async def entity_path(
+    store: Store, matches: Sequence[EntityMatch], visibilities: Sequence[str], depth: int
+) -> Scored:
+    """Chunks mentioning the matched entities, scored Σ idf(entity) · (1 + ln count).
+
+    idf = ln((N + 1) / df): an entity mentioned in every chunk adds almost nothing, a rare one a lot.
+    An entity's own note (its sheet) comes first among equals.
+    """
+    if not matches:
+        return []
+    rows = await store.mentions_of([m.entity_id for m in matches], visibilities)
+    total = await store.count_chunks(visibilities)
+    df: dict[int, int] = defaultdict(int)
+    for entity_id, *_ in rows:
+        df[entity_id] += 1
+    own_note = {m.entity_id: m.note_path for m in matches}
+    scores: dict[str, float] = defaultdict(float)
+    order: dict[str, int] = {}
+    for entity_id, chunk_id, count, path, n in rows:
+        idf = math.log((total + 1) / df[entity_id])
+        scores[chunk_id] += idf * (1 + math.log(max(count, 1)))
+        if own_note.get(entity_id) == path:
+            scores[chunk_id] += 2 * idf + 1
+        order[chunk_id] = n
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+    return ranked[:depth]
