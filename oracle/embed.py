@@ -72,8 +72,10 @@ class Embedder:
     def token_count(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
 
-    def windows(self, chunks: Sequence[Chunk], overlap_tokens: int = 32) -> list[Window]:
-        """Token windows of each chunk that fit the model, label first, overlapping."""
+    def windows(self, chunks: Sequence[Chunk], overlap_tokens: int = 32, size: int | None = None) -> list[Window]:
+        """Token windows of each chunk, label first, overlapping; at most `size` tokens and never
+        more than the model reads."""
+        limit = min(size or self.max_tokens, self.max_tokens)
         if not chunks:
             return []
         heads = [c.head for c in chunks]
@@ -83,10 +85,10 @@ class Embedder:
         )
         out: list[Window] = []
         for chunk, head, head_len, offsets in zip(chunks, heads, head_lens, encoded["offset_mapping"]):
-            budget = self.max_tokens - 2 - _MARGIN - head_len
-            if budget < 32:  # an absurdly long heading: keep the label alone
+            budget = limit - 2 - _MARGIN - head_len
+            if budget < limit // 2:  # a long heading: keep the label alone
                 head = chunk.label
-                budget = self.max_tokens - 2 - _MARGIN - self.token_count(head)
+                budget = limit - 2 - _MARGIN - self.token_count(head)
             for n, (start, end) in enumerate(_token_windows(chunk.text, offsets, budget, overlap_tokens)):
                 out.append(Window(f"{chunk.id}:{n}", chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility))
             if not offsets:

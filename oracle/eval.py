@@ -95,6 +95,11 @@ def recall(relevant: Sequence[str], chunks: Sequence[Chunk], k: int | None = Non
     return sum(1 for r in ranks.values() if r is not None and (k is None or r <= k)) / len(relevant)
 
 
+def hit(relevant: Sequence[str], chunks: Sequence[Chunk], k: int) -> float:
+    """1.0 when any gold entry is in the top k units: the "recall@k" of the published LoCoMo numbers."""
+    return float(any(r is not None and r <= k for r in entry_ranks(relevant, chunks).values()))
+
+
 def mrr(relevant: Sequence[str], chunks: Sequence[Chunk]) -> float:
     found = [r for r in entry_ranks(relevant, chunks).values() if r is not None]
     return 1.0 / min(found) if found else 0.0
@@ -133,9 +138,14 @@ class QuestionResult:
     question: Question
     union: float
     paths: dict[str, float]
+    paths_at_k: dict[str, float]
     fused_at_k: float
     final_at_k: float
     context: float | None
+    final_at_5: float
+    final_at_10: float
+    hit_at_5: float
+    hit_at_10: float
     mrr: float
     ndcg10: float
     all_gold_at_10: bool
@@ -165,8 +175,16 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
             "questions": len(rs),
             "union_recall": mean(r.union for r in rs),
             **{f"{name}_recall": mean(r.paths.get(name) for r in rs) for name in ("keyword", "semantic", "entity")},
+            **{
+                f"{name}_recall_at_k": mean(r.paths_at_k.get(name) for r in rs)
+                for name in ("keyword", "semantic", "entity")
+            },
             "fused_recall_at_k": mean(r.fused_at_k for r in rs),
             "final_recall_at_k": mean(r.final_at_k for r in rs),
+            "recall_at_5": mean(r.final_at_5 for r in rs),
+            "recall_at_10": mean(r.final_at_10 for r in rs),
+            "hit_at_5": mean(r.hit_at_5 for r in rs),
+            "hit_at_10": mean(r.hit_at_10 for r in rs),
             "context_recall": mean(r.context for r in rs),
             "mrr": mean(r.mrr for r in rs),
             "ndcg_at_10": mean(r.ndcg10 for r in rs),
@@ -226,9 +244,14 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 question=q,
                 union=recall(relevant, union),
                 paths={name: recall(relevant, chunks) for name, chunks in path_chunks.items()},
+                paths_at_k={name: recall(relevant, chunks, k) for name, chunks in path_chunks.items()},
                 fused_at_k=recall(relevant, fused, k),
                 final_at_k=recall(relevant, final, k),
                 context=None,
+                final_at_5=recall(relevant, final, 5),
+                final_at_10=recall(relevant, final, 10),
+                hit_at_5=hit(relevant, final, 5),
+                hit_at_10=hit(relevant, final, 10),
                 mrr=mrr(relevant, final),
                 ndcg10=ndcg(relevant, final),
                 all_gold_at_10=bool(relevant) and recall(relevant, final, 10) == 1.0,

@@ -15,7 +15,7 @@ from .vectors import VectorStore
 
 
 def collection_name(embedder: Embedder, settings: Settings) -> str:
-    return f"windows-{embedder.fingerprint}-o{settings.window_overlap_tokens}"
+    return f"windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
 
 
 class Index:

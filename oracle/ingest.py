@@ -265,7 +265,9 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     to_add = [c for c in new_chunks if full or c.id not in existing]
     to_remove = sorted(old_ids - new_ids) if not full else sorted(old_ids)
 
-    windows = await asyncio.to_thread(embedder.windows, to_add, settings.window_overlap_tokens)
+    windows = await asyncio.to_thread(
+        embedder.windows, to_add, settings.window_overlap_tokens, settings.window_tokens
+    )
     stored = await asyncio.to_thread(vectors.existing, [w.id for w in windows])
     pending = [w for w in windows if w.id not in stored]
     progress(Progress("embed", 0, len(pending)))

@@ -79,7 +79,8 @@ async def semantic_path(
 ) -> Scored:
     vector = await asyncio.to_thread(embedder.encode_query, text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
-    hits = await asyncio.to_thread(vectors.query, vector, depth * 4, visibility=visibility)
+    # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks.
+    hits = await asyncio.to_thread(vectors.query, vector, depth * 8, visibility=visibility)
     best: dict[str, float] = {}
     for hit in hits:  # sorted by distance: the first window of a chunk is its best
         best.setdefault(hit.chunk_id, 1.0 - hit.distance)
@@ -134,12 +135,18 @@ class EntityMatcher:
 
 
 async def entity_path(
-    store: Store, matches: Sequence[EntityMatch], visibilities: Sequence[str], depth: int
+    store: Store,
+    matches: Sequence[EntityMatch],
+    visibilities: Sequence[str],
+    depth: int,
+    ubiquity: float = 0.5,
 ) -> Scored:
     """Chunks mentioning the matched entities, scored Σ idf(entity) · (1 + ln count).
 
     idf = ln((N + 1) / df): an entity mentioned in every chunk adds almost nothing, a rare one a lot.
-    An entity's own note (its sheet) comes first among equals.
+    Fusion reads ranks, not scores, so an entity named in more than `ubiquity` of the chunks (the
+    player characters) contributes only its own note: listing every session it appears in would
+    cast a full vote for an arbitrary order. An entity's own note (its sheet) comes first among equals.
     """
     if not matches:
         return []
@@ -152,6 +159,8 @@ async def entity_path(
     scores: dict[str, float] = defaultdict(float)
     order: dict[str, int] = {}
     for entity_id, chunk_id, count, path, n in rows:
+        if df[entity_id] > ubiquity * total and own_note.get(entity_id) != path:
+            continue
         idf = math.log((total + 1) / df[entity_id])
         scores[chunk_id] += idf * (1 + math.log(max(count, 1)))
         if own_note.get(entity_id) == path:

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     # Chunking (measured defaults; see DESIGN.md).
     session_max_words: int = Field(1200, validation_alias="ORACLE_SESSION_MAX_WORDS", ge=50)
     overlap_words: int = Field(120, validation_alias="ORACLE_OVERLAP_WORDS", ge=0)
+    # all-MiniLM-L6-v2 was trained on 128-token inputs: windows of that size embed best (measured
+    # on the LoCoMo dev conversations); a window never exceeds the model's own limit.
+    window_tokens: int = Field(128, validation_alias="ORACLE_WINDOW_TOKENS", ge=32)
     window_overlap_tokens: int = Field(32, validation_alias="ORACLE_WINDOW_OVERLAP_TOKENS", ge=0)
     folder_kinds: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
