@@ -107,15 +107,24 @@ def merge_sources(sources: Iterable[EntitySource]) -> list[Entity]:
     return entities
 
 
-def proper_nouns(chunks: Sequence[ChunkText], *, min_chunks: int = 2) -> list[EntitySource]:
+def lowercase_vocabulary(chunks: Sequence[ChunkText]) -> set[str]:
+    """Every word the notes write in lower case somewhere: common words, not names."""
+    vocab: set[str] = set()
+    for chunk in chunks:
+        vocab.update(t for t in _TOKEN.findall(chunk.text) if t[0].islower())
+    return vocab
+
+
+def proper_nouns(
+    chunks: Sequence[ChunkText], lower_vocab: set[str] | None = None, *, min_chunks: int = 2
+) -> list[EntitySource]:
     """Recurring capitalised names, found without a model.
 
     A word also written in lower case somewhere in the notes is a common word at a sentence start,
     not a name; a name must recur in at least `min_chunks` chunks.
     """
-    lower_vocab: set[str] = set()
-    for chunk in chunks:
-        lower_vocab.update(t for t in _TOKEN.findall(chunk.text) if t[0].islower())
+    if lower_vocab is None:
+        lower_vocab = lowercase_vocabulary(chunks)
     found: dict[str, dict[str, object]] = {}
     for chunk in chunks:
         for run in _capitalised_runs(chunk.text, lower_vocab):
@@ -163,17 +172,25 @@ def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[str]:
         yield from emit()
 
 
-def adopt_name_parts(entities: list[Entity]) -> list[Entity]:
-    """A proper-noun entity that is one word of exactly one person's full name becomes its alias.
-
-    Players say "Aldous" for "Brother Aldous"; a token shared by two full names stays apart.
+def adopt_name_parts(entities: list[Entity], lower_vocab: set[str] = frozenset()) -> list[Entity]:
+    """A word of exactly one noted entity's full name becomes its alias: players say "Aldous" for
+    "Brother Aldous". Only words the notes never write in lower case ("brother" is a common word),
+    and never a word two full names share. A proper-noun entity that is such a word merges into it.
     """
     owners: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(entities):
         if e.source != "proper-noun" and e.note_path:
-            for word in e.norm.split():
-                if len(word) >= 3 and word not in _CONNECTORS:
-                    owners[word].append(i)
+            for word in dict.fromkeys(e.name.split()):
+                norm = normalize(word)
+                if len(norm) >= 3 and norm not in _CONNECTORS and norm not in _NOT_NAMES:
+                    owners[norm].append(i)
+    lower = {normalize(w) for w in lower_vocab}
+    for norm, owner in owners.items():
+        if len(owner) == 1 and norm not in lower:
+            target = entities[owner[0]]
+            word = next(w for w in target.name.split() if normalize(w) == norm)
+            if word != target.name:
+                target.aliases.setdefault(word, target.visibility)
     keep: list[Entity] = []
     for e in entities:
         owner = owners.get(e.norm)

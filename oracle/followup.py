@@ -15,10 +15,23 @@ SHORT_WORDS = 6
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 
 
+_PRONOUN_I = {"i", "i'm", "i'd", "i'll", "i've"}
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)\W*$")
+
+
 def has_proper_noun(question: str) -> bool:
-    """A capitalised word that is not the first word, or "I": Mirela, the Saltmarsh."""
-    words = _WORD.findall(question)
-    return any(w[0].isupper() and w not in {"I", "I'm", "I'd"} for w in words[1:])
+    """A capitalised word inside a sentence: Mirela, the Saltmarsh.
+
+    Not a sentence's first word, not "I" in any form, not a shouted ALL-CAPS word.
+    """
+    for m in _WORD.finditer(question):
+        word = m.group().replace("’", "'")
+        if not word[0].isupper() or word.lower() in _PRONOUN_I or (len(word) > 1 and word.isupper()):
+            continue
+        if _SENTENCE_START.search(question[: m.start()]):
+            continue
+        return True
+    return False
 
 
 def needs_history(question: str, *, names_entity: bool = False) -> bool:

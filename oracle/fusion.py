@@ -26,7 +26,9 @@ class Fused:
 
 def _order(scores: dict[str, float], ranks: dict[str, dict[str, int]], limit: int | None) -> list[Fused]:
     fused = [Fused(doc, score, tuple(sorted(ranks[doc].items()))) for doc, score in scores.items()]
-    fused.sort(key=lambda f: (-f.score, f.best_rank, f.id))
+    # Rounded: the same ranks summed in another order can differ in the last bit, and equal
+    # scores must reach the tie-break.
+    fused.sort(key=lambda f: (-round(f.score, 12), f.best_rank, f.id))
     return fused[:limit] if limit is not None else fused
 
 

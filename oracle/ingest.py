@@ -28,6 +28,7 @@ from .compendium import (
     Mention,
     adopt_name_parts,
     find_mentions,
+    lowercase_vocabulary,
     merge_sources,
     normalize,
     proper_nouns,
@@ -113,7 +114,8 @@ def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str]]:
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
         for name in sorted(files):
-            if name.startswith(".") or not name.lower().endswith(".md"):
+            at_top = Path(folder) == root
+            if name.startswith(".") or not (name.lower().endswith(".md") or (at_top and name.lower() in COMPENDIUM_FILES)):
                 continue
             full = Path(folder, name)
             rel = full.relative_to(root).as_posix()
@@ -137,10 +139,12 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
         except OSError as exc:
             scan.skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
             continue
+        if "/" not in rel and rel.lower() in COMPENDIUM_FILES:
+            _read_compendium(rel, data, scan)  # read on every run: the Compendium is rebuilt each time
+            if not rel.lower().endswith(".md") or not _has_body(data):
+                continue  # entries only: nothing to index as a note
         digest = hashlib.sha256(data).hexdigest()
         scan.hashes[rel] = digest
-        if "/" not in rel and rel.lower() in COMPENDIUM_FILES:
-            _read_compendium(rel, data, scan)
         old = manifest.get(rel)
         if old is not None and old.hash == digest and not full:
             if old.status == "skipped":
@@ -158,6 +162,14 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
         scan.notes[rel] = note
         scan.warnings += [Skipped(rel, w) for w in note.warnings]
     return scan
+
+
+def _has_body(data: bytes) -> bool:
+    text = data.decode("utf-8", "replace")
+    if text.startswith("---"):
+        parts = text.split("\n---", 1)
+        text = parts[1].split("\n", 1)[1] if len(parts) > 1 and "\n" in parts[1] else ""
+    return bool(text.strip())
 
 
 def _read_compendium(rel: str, data: bytes, scan: Scan) -> None:
@@ -206,8 +218,9 @@ def build_compendium(
         annotation = annotations.get(chunk_hashes.get(chunk.id, ""))
         if annotation:
             sources += annotate_mod.grounded_entities(chunk.text, annotation[1], chunk.visibility)
-    sources += proper_nouns(chunks)
-    entities = adopt_name_parts(merge_sources(sources))
+    lower_vocab = lowercase_vocabulary(chunks)
+    sources += proper_nouns(chunks, lower_vocab)
+    entities = adopt_name_parts(merge_sources(sources), lower_vocab)
     note_stems: dict[str, int] = {}
     for i, e in enumerate(entities):
         if e.note_path:

@@ -46,6 +46,7 @@ _TERM = re.compile(r"[^\s]+")
 def fts_terms(text: str) -> list[str]:
     """The user's literal terms, each a quoted FTS5 string; stopwords dropped unless nothing else is left."""
     terms: list[str] = []
+    text = re.sub(r"[\x00-\x1f\x7f]", " ", text)  # SQLite reads a string only up to a NUL
     for raw in _TERM.findall(text):
         term = re.sub(r"^[\W_]+|[\W_]+$", "", raw)  # trailing "?", leading quotes
         term = re.sub(r"['’]s$", "", term)  # possessive: "Vex's" is "Vex"

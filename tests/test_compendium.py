@@ -52,9 +52,18 @@ def test_adopt_name_parts_makes_a_first_name_an_alias():
         EntitySource("Aldous", (), "name", "proper-noun"),
         EntitySource("Greyhaven", (), "name", "proper-noun"),
     ])
-    kept = adopt_name_parts(entities)
+    kept = adopt_name_parts(entities, lower_vocab={"brother", "the"})  # "brother" is a common word
     assert ["Brother Aldous", "Greyhaven"] == [e.name for e in kept]
     assert {"Aldous": PUBLIC} == kept[0].aliases
+
+
+def test_a_name_word_shared_by_two_notes_is_nobody_alias():
+    entities = merge_sources([
+        EntitySource("Orsolya Brandt", (), "sheet", "frontmatter", "npcs/Orsolya_Brandt.md"),
+        EntitySource("Mattias Brandt", (), "sheet", "frontmatter", "npcs/Mattias_Brandt.md"),
+    ])
+    kept = adopt_name_parts(entities)
+    assert [{"Orsolya": PUBLIC}, {"Mattias": PUBLIC}] == [e.aliases for e in kept]
 
 
 def test_mentions_count_names_links_and_visibility():
