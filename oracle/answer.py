@@ -6,17 +6,29 @@ and keeps the trace.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import annotate
+from .citations import Citation, verify
+from .context import Context, Summary, pack_context
 from .followup import expand_followup
 from .fusion import Fused, dbsf, rrf
 from .index import Index
+from .llm import LLMError
 from .paths import EntityMatch, EntityMatcher, Scored, entity_path, keyword_path, semantic_path
+from .prompt import Turn, build_answer_prompt
+from .rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
 from .types import GM, PUBLIC, Chunk
 
+StageFn = Callable[[str], Awaitable[None]]
+PASSAGES_SHOWN = 5
+NOT_FOUND = "The notes hold nothing on that."
+
 PATHS = ("keyword", "semantic", "entity")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,10 @@ class Oracle:
         self.index = index
         self.settings = index.settings
         self._matchers: dict[tuple[str, bool], EntityMatcher] = {}
+        self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
+        self._cross_encoder = CrossEncoderReranker(
+            self.settings.cross_encoder, use_text=self.settings.cross_encoder_input == "text"
+        )
 
     @staticmethod
     def visibilities(gm: bool) -> tuple[str, ...]:
@@ -135,6 +151,141 @@ class Oracle:
         timings["total"] = _ms(started)
         return Retrieval(question, query, entities, paths, fused_hits, timings)
 
+    async def select(self, retrieval: Retrieval, k: int | None = None) -> Selection:
+        """Rerank the fused pool on its cached annotations and pack the context."""
+        settings = self.settings
+        k = k or settings.k
+        pool = [h.chunk for h in retrieval.fused]
+        store = await self.index.store()
+        by_hash = await store.summaries([c.text_hash for c in pool], settings.model, annotate.PROMPT_VERSION)
+        annotations = {c.id: by_hash[c.text_hash] for c in pool if c.text_hash in by_hash}
+        candidates = [Candidate(c, annotations.get(c.id)) for c in pool]
+        t = time.perf_counter()
+        if settings.reranker == "llm":
+            async with self.llm_slots:
+                reranked = await rerank_llm(self.index.llm, retrieval.question, candidates, k, settings.rerank_timeout)
+        elif settings.reranker == "cross-encoder":
+            reranked = await self._cross_encoder.rerank(retrieval.question, candidates, k)
+        else:
+            reranked = Reranked([c.id for c in pool], False, "off: ORACLE_RERANKER=none", [])
+        retrieval.timings_ms["rerank"] = _ms(t)
+        by_id = {c.id: c for c in pool}
+        final = [by_id[cid] for cid in reranked.order]
+        context = pack_context(final, annotations, k=k, max_summaries=settings.max_summaries)
+        return Selection(final, context, reranked, annotations)
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        history: Sequence[Turn] = (),
+        gm: bool = False,
+        on_stage: StageFn | None = None,
+    ) -> Answer:
+        """Answer from the notes. Never raises for a bad question or a missing LLM; never hangs."""
+
+        async def stage(name: str) -> None:
+            if on_stage is not None:
+                await on_stage(name)
+
+        started = time.perf_counter()
+        question = " ".join(question.split())
+        if not question:
+            return self._answer(question, "Ask a question about the campaign.", "not_found", "empty question", None, None, {})
+        await stage("searching")
+        user_turns = [t.content for t in history if t.role == "user"]
+        retrieval = await self.search(question, history=user_turns, gm=gm)
+        if not retrieval.fused:
+            return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval, None, {})
+        if self.settings.reranker == "llm" and self.llm_slots.locked():
+            await stage("queued")
+        await stage("ranking")
+        selection = await self.select(retrieval)
+        calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
+        context = selection.context
+        if self.llm_slots.locked():
+            await stage("queued")
+        t = time.perf_counter()
+        async with self.llm_slots:
+            await stage("writing")
+            try:
+                reply = await self.index.llm.chat(
+                    build_answer_prompt(question, context, history), timeout=self.settings.answer_timeout
+                )
+                if not reply.strip():
+                    raise LLMError("the model gave an empty answer")
+            except LLMError as exc:
+                retrieval.timings_ms["answer"] = _ms(t)
+                retrieval.timings_ms["total"] = _ms(started)
+                reason = str(exc)
+                log.warning("answering %r without the LLM: %s", question, reason)
+                shown = context.fragments[:PASSAGES_SHOWN]
+                return self._answer(
+                    question, passages_text(reason, shown), "passages", reason, retrieval, selection,
+                    {"llm_calls": calls}, tuple(Citation(c.label, c.path, c.start_line, c.end_line) for c in shown),
+                )
+        retrieval.timings_ms["answer"] = _ms(t)
+        verified = verify(reply, context)
+        retrieval.timings_ms["total"] = _ms(started)
+        answer = self._answer(
+            question,
+            verified.text,
+            "llm",
+            "",
+            retrieval,
+            selection,
+            {
+                "llm_calls": calls,
+                "citations": {
+                    "shown": [c.label for c in verified.citations],
+                    "unknown": list(verified.unknown),
+                    "uncited_sentences": verified.uncited_sentences,
+                },
+            },
+            verified.citations,
+        )
+        return answer
+
+    def _answer(
+        self,
+        question: str,
+        text: str,
+        mode: str,
+        reason: str,
+        retrieval: Retrieval | None,
+        selection: Selection | None,
+        extra: dict,
+        citations: tuple[Citation, ...] = (),
+    ) -> Answer:
+        trace: dict = {"mode": mode, "reason": reason, "llm_calls": 0}
+        if retrieval is not None:
+            trace.update(
+                {
+                    "search_query": retrieval.search_query,
+                    "entities": [e.name for e in retrieval.entities],
+                    "paths": {name: _ids(hits) for name, hits in retrieval.paths.items()},
+                    "union": len({h.chunk.id for hits in retrieval.paths.values() for h in hits}),
+                    "overlap": overlap({n: [h.chunk.id for h in hits] for n, hits in retrieval.paths.items()}),
+                    "fused": _ids(retrieval.fused),
+                    "timings_ms": {name: round(ms, 2) for name, ms in retrieval.timings_ms.items()},
+                }
+            )
+        if selection is not None:
+            trace["rerank"] = {
+                "mode": self.settings.reranker,
+                "used": selection.rerank.used,
+                "reason": selection.rerank.reason,
+                "chosen": selection.rerank.chosen,
+            }
+            trace["packed"] = {
+                "fragments": [[c.id, c.label] for c in selection.context.fragments],
+                "summaries": [[s.chunk.id, s.chunk.label] for s in selection.context.summaries],
+            }
+        trace.update(extra)
+        fragments = selection.context.fragments if selection else ()
+        summaries = selection.context.summaries if selection else ()
+        return Answer(question, text, mode, reason, citations, fragments, summaries, trace)
+
     def fuse(self, scored: dict[str, Scored]) -> list[Fused]:
         settings = self.settings
         if settings.fusion == "dbsf":
@@ -142,6 +293,53 @@ class Oracle:
         weights = settings.path_weights if settings.fusion == "weighted_rrf" else None
         rankings = {name: [cid for cid, _ in hits] for name, hits in scored.items()}
         return rrf(rankings, k=settings.rrf_k, weights=weights, limit=settings.fused_pool)
+
+
+@dataclass
+class Selection:
+    """What reranking and packing made of a retrieval."""
+
+    final: list[Chunk]  # reranked k, then the rest of the pool
+    context: Context
+    rerank: Reranked
+    annotations: dict[str, str]  # chunk id -> annotation, for the pool
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    text: str
+    mode: str  # llm | passages | not_found
+    reason: str
+    citations: tuple[Citation, ...]
+    fragments: tuple[Chunk, ...]
+    summaries: tuple[Summary, ...]
+    trace: dict
+
+    def to_json(self) -> dict:
+        return {
+            "answer": self.text,
+            "mode": self.mode,
+            "reason": self.reason,
+            "citations": [c.to_json() for c in self.citations],
+            "fragments": [c.label for c in self.fragments],
+            "summaries": [s.chunk.label for s in self.summaries],
+            "trace": self.trace,
+        }
+
+
+def passages_text(reason: str, chunks: Sequence[Chunk]) -> str:
+    """The answer without the LLM: the best passages, plainly marked as passages."""
+    lines = [f"The Oracle could not write an answer ({reason}). The most relevant passages from the notes:"]
+    for c in chunks[:PASSAGES_SHOWN]:
+        words = c.text.split()
+        quote = " ".join(words[:60]) + (" …" if len(words) > 60 else "")
+        lines.append(f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> {quote}")
+    return "\n\n".join(lines)
+
+
+def _ids(hits: Sequence[Hit]) -> list[list]:
+    return [[h.chunk.id, h.chunk.label, round(h.score, 6)] for h in hits]
 
 
 def _ms(since: float) -> float:

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from .annotate import PROMPT_VERSION
 from .answer import Hit, Oracle
+from .prompt import Turn
 from .eval import BankError, load_bank, run_eval
 from .embed import EmbedError
 from .index import Index
@@ -198,6 +199,36 @@ async def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_ask(args: argparse.Namespace) -> int:
+    settings = build_settings(args)
+    async with Index(settings) as index:
+        await ensure_index(index, quiet=args.json)
+        oracle = Oracle(index)
+
+        async def show_stage(name: str) -> None:
+            if not args.json:
+                console.print(f"[dim]{name}…[/]")
+
+        history = [Turn("user", h) for h in args.history]
+        answer = await oracle.ask(args.question, history=history, gm=args.gm, on_stage=show_stage)
+    if args.json:
+        print(json.dumps(answer.to_json(), ensure_ascii=False))
+        return 0
+    if answer.mode == "passages":
+        out.print("[yellow bold]Passages, not an answer[/]")
+    out.print(answer.text)
+    if answer.citations:
+        sources = Table(title="sources", title_justify="left")
+        for col in ("label", "note", "lines"):
+            sources.add_column(col)
+        for c in answer.citations:
+            sources.add_row(c.label, c.path, f"{c.start_line}–{c.end_line}")
+        out.print(sources)
+    if args.trace:
+        out.print_json(json.dumps(answer.trace, ensure_ascii=False))
+    return 0
+
+
 async def ensure_index(index: Index, *, quiet: bool) -> None:
     """Ingest when the index is missing; a question is never answered from nothing."""
     if index.settings.sqlite_path.exists():
@@ -274,7 +305,8 @@ def print_eval(result: dict, k: int) -> None:
         ("ann_recall", "approximate vs exact dense search"),
     ]
     kinds = list(result["by_kind"])
-    table = Table(title=f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)")
+    title = f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)"
+    table = Table(title=f"{title}; reranker reordered {result['reranked']} of {result['questions']}")
     table.add_column("metric")
     table.add_column("overall", justify="right")
     for kind in kinds:
@@ -320,6 +352,13 @@ def parser() -> argparse.ArgumentParser:
     search.add_argument("--history", action="append", default=[], help="an earlier question of the thread (repeatable)")
     search.add_argument("--k", type=int, help="results per path shown, and the final k")
 
+    ask = sub.add_parser("ask", help="answer a question from the notes, with sources")
+    ask.add_argument("question")
+    common(ask)
+    ask.add_argument("--gm", action="store_true", help="include game-master-only notes")
+    ask.add_argument("--history", action="append", default=[], help="an earlier question of the thread (repeatable)")
+    ask.add_argument("--trace", action="store_true", help="print every stage's ranked ids, scores and timings")
+
     evaluate = sub.add_parser("eval", help="retrieval quality per stage from a question bank")
     evaluate.add_argument("bank", help="a JSON Lines bank (see README)")
     common(evaluate)
@@ -332,6 +371,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "ingest": cmd_ingest,
     "status": cmd_status,
     "search": cmd_search,
+    "ask": cmd_ask,
     "eval": cmd_eval,
 }
 

@@ -32,6 +32,14 @@ _NOT_NAMES = {
 }
 _CONNECTORS = {"of", "the", "de", "del", "la", "le", "von", "van", "du", "des", "da", "di", "y"}
 _TOKEN = re.compile(r"[^\W\d_][\w'’\-]*")
+_ARTICLES = {"the", "a", "an", "el", "los", "las", "les"}
+_OPENERS = re.compile(r"(?:[.!?:;]|\n)[\s#>*_\-\[(\"'“‘]*$")
+
+
+def _starts_sentence(text: str, pos: int) -> bool:
+    """Whether the word at `pos` opens a sentence, a line or a heading."""
+    before = text[max(0, pos - 40) : pos]
+    return bool(_OPENERS.search(("\n" if pos <= 40 else "") + before))
 
 
 def normalize(text: str) -> str:
@@ -126,9 +134,19 @@ def proper_nouns(
     if lower_vocab is None:
         lower_vocab = lowercase_vocabulary(chunks)
     found: dict[str, dict[str, object]] = {}
+    weak: list[tuple[str, ChunkText]] = []
     for chunk in chunks:
-        for run in _capitalised_runs(chunk.text, lower_vocab):
+        for run, strong in _capitalised_runs(chunk.text, lower_vocab):
+            if not strong:
+                weak.append((run, chunk))
+                continue
             entry = found.setdefault(normalize(run), {"name": run, "chunks": set(), "public": False})
+            entry["chunks"].add(chunk.id)  # type: ignore[union-attr]
+            entry["public"] = entry["public"] or chunk.visibility == PUBLIC
+    # A word opening a sentence counts only for a name also seen mid-sentence.
+    for run, chunk in weak:
+        entry = found.get(normalize(run))
+        if entry is not None:
             entry["chunks"].add(chunk.id)  # type: ignore[union-attr]
             entry["public"] = entry["public"] or chunk.visibility == PUBLIC
     return [
@@ -138,21 +156,27 @@ def proper_nouns(
     ]
 
 
-def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[str]:
+def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[tuple[str, bool]]:
+    """Candidate names, each with whether it is strong evidence (False: one word opening a sentence)."""
     tokens = list(_TOKEN.finditer(text))
     run: list[re.Match[str]] = []
 
     def emit() -> Iterable[str]:
         words = [m.group().strip("'’-") for m in run]
-        while words and (words[-1].lower() in _CONNECTORS):
+        words[-1] = re.sub(r"['’]s$", "", words[-1])  # "Hobb's" names Hobb
+        opens_sentence = _starts_sentence(text, run[0].start())
+        if opens_sentence and words[0].lower() in lower_vocab:
+            words.pop(0)  # capitalised only because it opens a sentence: "After Mirela left"
+        while words and (words[0].lower() in _ARTICLES | _CONNECTORS | _NOT_NAMES):
+            words.pop(0)  # "The Mourning Lantern", "Pay the Tithe"
+        while words and words[-1].lower() in _CONNECTORS:
             words.pop()
-        # Drop leading common words ("The", "After") but keep them inside a name.
-        while words and (words[0].lower() in lower_vocab or words[0].lower() in _NOT_NAMES):
-            words.pop(0)
-        if words and not (len(words) == 1 and (len(words[0]) < 3 or words[0].lower() in _NOT_NAMES)):
-            yield " ".join(words)
+        if len(words) >= 2:  # capitalised words together: "Mourning Lantern", "Red Lanyards"
+            yield " ".join(words), True
+        elif words and len(words[0]) >= 3 and words[0].lower() not in lower_vocab | _NOT_NAMES:
+            yield words[0], not opens_sentence  # a line opening "Appearance" is a heading, not a name
         if len(words) >= 3 and words[1].lower() not in _CONNECTORS:
-            yield " ".join(words[1:])  # "Captain Dunstan Vale" is also "Dunstan Vale"
+            yield " ".join(words[1:]), True  # "Captain Dunstan Vale" is also "Dunstan Vale"
 
     for i, m in enumerate(tokens):
         word = m.group()

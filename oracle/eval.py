@@ -228,17 +228,21 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
     _, window_chunks, matrix = await asyncio.to_thread(vectors.vectors, visibility=None if gm else PUBLIC)
     depth = max(2 * k, k + 5)
     results = []
+    reranks = 0
     for q in questions:
         retrieval = await oracle.search(q.question, history=q.history, gm=gm, k=k)
         path_chunks = {name: [h.chunk for h in hits] for name, hits in retrieval.paths.items()}
         union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
         fused = [h.chunk for h in retrieval.fused]
-        final = fused
+        selection = await oracle.select(retrieval, k)
+        final = selection.final
+        context = [*selection.context.fragments, *(s.chunk for s in selection.context.summaries)]
+        reranks += selection.rerank.used
         query_vector = await asyncio.to_thread(embedder.encode_query, retrieval.search_query)
         exact = exact_dense(query_vector, window_chunks, matrix, depth)
         approx = {c.id for c in path_chunks["semantic"]}
         relevant = q.relevant
-        stages = [("retrieval", union, None), ("fusion", fused, k), ("rerank", final, k)]
+        stages = [("retrieval", union, None), ("fusion", fused, k), ("rerank", final, k), ("context", context, None)]
         results.append(
             QuestionResult(
                 question=q,
@@ -247,7 +251,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 paths_at_k={name: recall(relevant, chunks, k) for name, chunks in path_chunks.items()},
                 fused_at_k=recall(relevant, fused, k),
                 final_at_k=recall(relevant, final, k),
-                context=None,
+                context=recall(relevant, context),
                 final_at_5=recall(relevant, final, 5),
                 final_at_10=recall(relevant, final, 10),
                 hit_at_5=hit(relevant, final, 5),
@@ -259,4 +263,6 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
             )
         )
-    return summarise(results)
+    summary = summarise(results)
+    summary["reranked"] = reranks  # questions the reranker reordered (0: it was off for all)
+    return summary

@@ -60,6 +60,18 @@ class Settings(BaseSettings):
     )
     fts_head_weight: float = Field(2.0, validation_alias="ORACLE_FTS_HEAD_WEIGHT", gt=0)
 
+    # Ranking and answering.
+    reranker: str = Field("llm", validation_alias="ORACLE_RERANKER", pattern="^(llm|cross-encoder|none)$")
+    cross_encoder: str = Field("cross-encoder/ms-marco-MiniLM-L-6-v2", validation_alias="ORACLE_CROSS_ENCODER")
+    cross_encoder_input: str = Field(
+        "annotation", validation_alias="ORACLE_CROSS_ENCODER_INPUT", pattern="^(annotation|text)$"
+    )
+    max_summaries: int = Field(16, validation_alias="ORACLE_MAX_SUMMARIES", ge=0)
+    # Seconds. Rerank + answer stay well inside Discord's 15-minute interaction window.
+    rerank_timeout: float = Field(60.0, validation_alias="ORACLE_RERANK_TIMEOUT", gt=0)
+    answer_timeout: float = Field(300.0, validation_alias="ORACLE_ANSWER_TIMEOUT", gt=0)
+    llm_concurrency: int = Field(2, validation_alias="ORACLE_LLM_CONCURRENCY", ge=1)
+
     # Ollama calls at ingest. Every call has a timeout: the client's default is none.
     ollama_timeout: float = Field(120.0, validation_alias="ORACLE_OLLAMA_TIMEOUT", gt=0)
     ollama_probe_timeout: float = Field(3.0, validation_alias="ORACLE_OLLAMA_PROBE_TIMEOUT", gt=0)

@@ -366,6 +366,21 @@ class Store:
         )
         return {r[0]: (r[1], json.loads(r[2])) for r in rows}
 
+    async def summaries(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
+        """Cached annotations by text hash, for the chunks of one question."""
+        out: dict[str, str] = {}
+        unique = list(dict.fromkeys(hashes))
+        for i in range(0, len(unique), 500):
+            batch = unique[i : i + 500]
+            marks = ",".join("?" * len(batch))
+            rows = await self._all(
+                f"SELECT text_hash, summary FROM annotations WHERE model = ? AND prompt_version = ?"
+                f" AND text_hash IN ({marks})",
+                (model, prompt_version, *batch),
+            )
+            out.update(dict(rows))
+        return out
+
     async def put_annotation(
         self, text_hash: str, model: str, prompt_version: str, summary: str, entities: list[dict]
     ) -> None:

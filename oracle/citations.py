@@ -1,0 +1,72 @@
+"""Verify an answer's citations against the context it was given.
+
+A bracket whose content is a label of the context is a citation (several labels may share one
+bracket, separated by `;` or `,`). A label-shaped citation the context did not contain is removed
+from what is shown and counted. Brackets that are not label-shaped (`[sic]`) are left alone.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .context import Context
+
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,160})\](?!\()")
+_LABEL_SHAPE = re.compile(r"^(session\b|sesi[oó]n\b|sheet:|world:|note:)", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Citation:
+    label: str
+    path: str
+    start_line: int
+    end_line: int
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "path": self.path, "lines": [self.start_line, self.end_line]}
+
+
+@dataclass(frozen=True)
+class Verified:
+    text: str  # the answer with unknown citations removed
+    citations: tuple[Citation, ...]
+    unknown: tuple[str, ...]  # labels cited that the context did not hold
+    uncited_sentences: int
+
+
+def _key(label: str) -> str:
+    return " ".join(label.split()).casefold()
+
+
+def verify(answer: str, context: Context) -> Verified:
+    known = {_key(label): label for label in context.labels}
+    cited: list[str] = []
+    unknown: list[str] = []
+
+    def check(match: re.Match[str]) -> str:
+        inner = match.group(1).strip()
+        parts = [inner] if _key(inner) in known else [p.strip() for p in re.split(r"[;,]", inner)]
+        if not any(_key(p) in known or _LABEL_SHAPE.match(p) for p in parts):
+            return match.group(0)  # not a citation
+        kept = []
+        for part in parts:
+            if _key(part) in known:
+                label = known[_key(part)]
+                kept.append(label)
+                if label not in cited:
+                    cited.append(label)
+            elif part:
+                unknown.append(part)
+        return f"[{'; '.join(kept)}]" if kept else ""
+
+    text = _BRACKET.sub(check, answer)
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text).strip()
+    citations = []
+    for label in cited:
+        chunk = context.chunk_for(label)
+        if chunk is not None:
+            citations.append(Citation(label, chunk.path, chunk.start_line, chunk.end_line))
+    sentences = [s for s in _SENTENCE.split(text) if len(s.split()) >= 4]
+    uncited = sum(1 for s in sentences if not any(f"[{c}" in s or f"; {c}" in s for c in cited))
+    return Verified(text, tuple(citations), tuple(unknown), uncited)

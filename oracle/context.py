@@ -1,0 +1,61 @@
+"""Pack the context: k full fragments, then one-line summaries of what was left out.
+
+One slot per session: the fragments are the best-ranked part of k distinct labels, so a long
+session split in parts cannot fill the context alone. The summaries are the cached annotations of
+candidates that did not make the cut, one per label and never for a label already present in full,
+so the model can tell "in full, citable" from "headline only", and an arc across many sessions still
+shows up as headlines.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .types import Chunk
+
+
+@dataclass(frozen=True)
+class Summary:
+    chunk: Chunk
+    text: str
+
+
+@dataclass(frozen=True)
+class Context:
+    fragments: tuple[Chunk, ...]
+    summaries: tuple[Summary, ...]
+
+    @property
+    def labels(self) -> set[str]:
+        return {c.label for c in self.fragments} | {s.chunk.label for s in self.summaries}
+
+    def chunk_for(self, label: str) -> Chunk | None:
+        """The fragment (else the summarised chunk) a citation label points at."""
+        for chunk in [*self.fragments, *(s.chunk for s in self.summaries)]:
+            if chunk.label == label:
+                return chunk
+        return None
+
+
+def pack_context(
+    ranked: Sequence[Chunk], annotations: Mapping[str, str], *, k: int = 8, max_summaries: int = 16
+) -> Context:
+    """`ranked` is the final order (reranked, then the rest of the pool); `annotations` by chunk id."""
+    fragments: list[Chunk] = []
+    taken: set[str] = set()
+    rest: list[Chunk] = []
+    for chunk in ranked:
+        if len(fragments) < k and chunk.label not in taken:
+            taken.add(chunk.label)
+            fragments.append(chunk)
+        else:
+            rest.append(chunk)
+    summaries: list[Summary] = []
+    for chunk in rest:
+        if len(summaries) == max_summaries:
+            break
+        note = annotations.get(chunk.id)
+        if note and chunk.label not in taken:
+            taken.add(chunk.label)
+            summaries.append(Summary(chunk, note))
+    return Context(tuple(fragments), tuple(summaries))

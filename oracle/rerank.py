@@ -1,0 +1,144 @@
+"""Rerank the fused pool. It never raises and never returns fewer than asked.
+
+`llm` (the default): one call to the same Ollama model that writes the answer (Ollama keeps the
+last-used model resident; a second model would cost an unload and reload per question). The model
+sees each candidate's cached annotation — never its raw text — and returns the best k as JSON
+through a `format` schema. It turns itself off, returning the fused order untouched, when any
+candidate lacks an annotation, when Ollama does not answer in time, or when the reply does not parse;
+unknown candidates are dropped and missing places filled from the fused order.
+
+`cross-encoder`: a sentence-transformers CrossEncoder scoring the question against each candidate's
+annotation (or text, by setting). `none`: the fused order.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .llm import LLM, LLMError
+from .types import Chunk
+
+log = logging.getLogger(__name__)
+
+PROMPT_VERSION = "rerank-v1"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk: Chunk
+    annotation: str | None
+
+
+@dataclass(frozen=True)
+class Reranked:
+    order: list[str]  # chunk ids, best first: the k chosen, then the rest of the pool in fused order
+    used: bool  # False: the fused order was kept
+    reason: str  # why it turned off, or what it did
+    chosen: list[str]  # what the reranker itself picked (before filling), for the trace
+    called: bool = False  # whether a chat call was made
+
+
+class RerankReply(BaseModel):
+    best: list[int] = Field(description="candidate numbers, most useful first")
+
+
+def rerank_messages(question: str, candidates: Sequence[Candidate], k: int) -> list[dict[str, str]]:
+    lines = [f"{i}. ({c.chunk.label}) {c.annotation}" for i, c in enumerate(candidates, 1)]
+    return [
+        {
+            "role": "system",
+            "content": (
+                "You choose which passages of a game master's campaign notes can answer a player's "
+                "question. Each passage is described in one or two sentences. Reply in JSON with the "
+                "numbers of the most useful passages, most useful first."
+            ),
+        },
+        {
+            "role": "user",
+            "content": (
+                f"Question: {question}\n\nPassages:\n" + "\n".join(lines) + f"\n\nChoose up to {k}."
+            ),
+        },
+    ]
+
+
+def fill(chosen: Sequence[str], fused: Sequence[str]) -> list[str]:
+    """The chosen ids first, then every other fused id in fused order: nothing is ever lost."""
+    seen = set(chosen)
+    return list(chosen) + [cid for cid in fused if cid not in seen]
+
+
+def _kept(reason: str, fused: Sequence[str]) -> Reranked:
+    return Reranked(list(fused), False, reason, [])
+
+
+async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k: int, timeout: float) -> Reranked:
+    fused = [c.chunk.id for c in candidates]
+    if len(candidates) <= 1:
+        return _kept("nothing to rerank", fused)
+    missing = sum(1 for c in candidates if not c.annotation)
+    if missing:
+        return _kept(f"off: {missing} of {len(candidates)} candidates have no annotation yet (run oracle ingest with Ollama)", fused)
+    try:
+        reply = await llm.chat_model(rerank_messages(question, candidates, k), RerankReply, timeout=timeout)
+    except LLMError as exc:
+        return Reranked(list(fused), False, f"off: {exc}", [], called=True)
+    chosen: list[str] = []
+    unknown = 0
+    for number in reply.best:
+        if 1 <= number <= len(candidates):
+            cid = candidates[number - 1].chunk.id
+            if cid not in chosen:
+                chosen.append(cid)
+        else:
+            unknown += 1
+    chosen = chosen[:k]
+    if not chosen:
+        return Reranked(list(fused), False, f"off: the reply named no known candidate ({unknown} unknown)", [], True)
+    note = f"chose {len(chosen)}" + (f", dropped {unknown} unknown" if unknown else "")
+    if len(chosen) < min(k, len(fused)):
+        note += f", filled {min(k, len(fused)) - len(chosen)} from the fused order"
+    return Reranked(fill(chosen, fused), True, note, chosen, called=True)
+
+
+class CrossEncoderReranker:
+    """Loaded once; scoring runs off the event loop."""
+
+    def __init__(self, model: str, use_text: bool = False) -> None:
+        self.model_ref = model
+        self.use_text = use_text
+        self._model: Any = None
+        self._error: str | None = None
+        self._lock = asyncio.Lock()
+
+    async def _load(self) -> Any:
+        async with self._lock:
+            if self._model is None and self._error is None:
+                try:
+                    from sentence_transformers import CrossEncoder
+
+                    self._model = await asyncio.to_thread(CrossEncoder, self.model_ref, device="cpu")
+                except Exception as exc:  # a missing or broken model turns reranking off, never the answer
+                    self._error = f"off: cannot load the cross-encoder {self.model_ref!r}: {type(exc).__name__}: {exc}"
+                    log.warning(self._error)
+            return self._model
+
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked:
+        fused = [c.chunk.id for c in candidates]
+        model = await self._load()
+        if model is None:
+            return _kept(self._error or "off", fused)
+        if not candidates:
+            return _kept("nothing to rerank", fused)
+        if not self.use_text and any(not c.annotation for c in candidates):
+            return _kept("off: some candidates have no annotation yet", fused)
+        pairs = [(question, c.chunk.text if self.use_text else c.annotation or "") for c in candidates]
+        scores = await asyncio.to_thread(model.predict, pairs)
+        ranked = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), i))
+        chosen = [fused[i] for i in ranked[:k]]
+        return Reranked(fill(chosen, fused), True, f"cross-encoder chose {len(chosen)}", chosen)
