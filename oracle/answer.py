@@ -12,8 +12,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import annotate
+from .compendium import normalize
 from .citations import Citation, verify
 from .context import Context, Summary, pack_context
+from .dossier import Dossier, build_dossier, rank_names
 from .followup import expand_followup
 from .fusion import Fused, dbsf, rrf
 from .index import Index
@@ -285,6 +287,30 @@ class Oracle:
         fragments = selection.context.fragments if selection else ()
         summaries = selection.context.summaries if selection else ()
         return Answer(question, text, mode, reason, citations, fragments, summaries, trace)
+
+    async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:
+        """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
+        store = await self.index.store()
+        rows = await store.entity_names(self.visibilities(gm))
+        return [name for _, name in rank_names(query, rows, limit)]
+
+    async def who(self, name: str, *, gm: bool = False) -> Dossier | None:
+        """The dossier of the entity a name (or alias, or a near miss) points at."""
+        matcher = await self.matcher(gm)
+        norm = normalize(name)
+        candidates = matcher.by_norm.get(norm) or []
+        entity_id = candidates[0][0] if candidates else None
+        if entity_id is None:
+            found = matcher.find(name)
+            if not found:
+                return None
+            entity_id = found[0].entity_id
+        store = await self.index.store()
+        row = await store.entity(entity_id, self.visibilities(gm))
+        if row is None:
+            return None
+        canonical, kind, aliases, mentions = row
+        return build_dossier(canonical, kind, aliases, mentions)
 
     def fuse(self, scored: dict[str, Scored]) -> list[Fused]:
         settings = self.settings

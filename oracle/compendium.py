@@ -48,7 +48,8 @@ def normalize(text: str) -> str:
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     text = text.casefold().replace("’", "'")
     text = re.sub(r"(?<=\w)'s\b", "", text)
-    return re.sub(r"\s+", " ", text).strip(" \t\n.,;:!?\"'()[]")
+    text = re.sub(r"\s+", " ", text).strip(" \t\n.,;:!?\"'()[]")
+    return re.sub(r"^(?:the|a|an) (?=\S)", "", text)  # "The Old Stag" is "Old Stag"
 
 
 @dataclass

@@ -284,6 +284,38 @@ class Store:
         row = await self._one("SELECT value FROM meta WHERE key = 'generation'")
         return row[0] if row else "0"
 
+    async def entity_names(self, visibilities: Sequence[str]) -> list[tuple[int, str, str]]:
+        """(entity id, name or alias, canonical name) of every visible entity, for autocomplete."""
+        marks = ",".join("?" * len(visibilities))
+        return await self._all(
+            f"SELECT a.entity_id, a.alias, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id"
+            f" WHERE a.visibility IN ({marks}) AND e.visibility IN ({marks}) ORDER BY e.name, a.alias",
+            (*visibilities, *visibilities),
+        )
+
+    async def entity(self, entity_id: int, visibilities: Sequence[str]) -> tuple[str, str, list[str], list[tuple]] | None:
+        """(name, kind, visible aliases, mentions as (label, path, start, end, count)) of one entity."""
+        marks = ",".join("?" * len(visibilities))
+        row = await self._one(
+            f"SELECT name, kind FROM entities WHERE id = ? AND visibility IN ({marks})", (entity_id, *visibilities)
+        )
+        if row is None:
+            return None
+        aliases = [
+            r[0]
+            for r in await self._all(
+                f"SELECT alias FROM aliases WHERE entity_id = ? AND visibility IN ({marks}) ORDER BY alias",
+                (entity_id, *visibilities),
+            )
+            if r[0] != row[0]
+        ]
+        mentions = await self._all(
+            f"SELECT c.label, c.path, c.start_line, c.end_line, m.count FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
+            f" WHERE m.entity_id = ? AND m.visibility IN ({marks}) AND c.visibility IN ({marks}) ORDER BY c.n",
+            (entity_id, *visibilities, *visibilities),
+        )
+        return row[0], row[1], aliases, mentions
+
     # -- the one write of an ingest --------------------------------------------------------------
 
     async def apply(self, changes: Changes, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:

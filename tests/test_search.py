@@ -169,7 +169,7 @@ def mentioning(settings, name: str, visibility: str = PUBLIC) -> set[str]:
 async def test_entity_path_matches_an_alias(mini):
     result = await Oracle(mini).search("What did the Candle Monk sell?")
 
-    assert [("Brother Aldous", "the candle monk")] == [(e.name, e.matched) for e in result.entities]
+    assert [("Brother Aldous", "candle monk")] == [(e.name, e.matched) for e in result.entities]
     entity = result.paths["entity"]
     assert "Sheet: Brother_Aldous" == entity[0].chunk.label  # his own note first
     assert mentioning(mini.settings, "Brother Aldous") == {h.chunk.id for h in entity}

@@ -1,0 +1,77 @@
+"""A Compendium dossier: who or what an entity is, its other names, and where the notes mention it."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .compendium import normalize
+
+
+@dataclass(frozen=True)
+class Mentioned:
+    label: str
+    path: str
+    start_line: int
+    end_line: int
+    count: int
+
+
+@dataclass(frozen=True)
+class Dossier:
+    name: str
+    kind: str
+    aliases: tuple[str, ...]
+    mentions: tuple[Mentioned, ...]  # one per label, sessions in campaign order first
+
+    @property
+    def sessions(self) -> tuple[Mentioned, ...]:
+        return tuple(m for m in self.mentions if m.label.startswith("Session "))
+
+    def to_json(self) -> dict:
+        sessions = self.sessions
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "aliases": list(self.aliases),
+            "first": sessions[0].label if sessions else None,
+            "last": sessions[-1].label if sessions else None,
+            "mentions": [
+                {"label": m.label, "path": m.path, "lines": [m.start_line, m.end_line], "count": m.count}
+                for m in self.mentions
+            ],
+        }
+
+
+def _order(label: str) -> tuple[int, float, str]:
+    m = re.fullmatch(r"Session (\d+)", label)
+    return (0, int(m.group(1)), label) if m else (1, 0.0, label)
+
+
+def build_dossier(name: str, kind: str, aliases: Sequence[str], rows: Sequence[tuple]) -> Dossier:
+    """`rows`: (label, path, start, end, count) per mentioning chunk; parts of a label are merged."""
+    by_label: dict[str, Mentioned] = {}
+    for label, path, start, end, count in rows:
+        seen = by_label.get(label)
+        if seen is None:
+            by_label[label] = Mentioned(label, path, start, end, count)
+        else:
+            by_label[label] = Mentioned(label, seen.path, seen.start_line, seen.end_line, seen.count + count)
+    mentions = tuple(sorted(by_label.values(), key=lambda m: _order(m.label)))
+    return Dossier(name, kind, tuple(aliases), mentions)
+
+
+def rank_names(query: str, names: Sequence[tuple[int, str, str]], limit: int = 25) -> list[tuple[int, str]]:
+    """Autocomplete: (entity id, canonical name) whose name or alias starts with, then contains, the query."""
+    q = normalize(query)
+    starts: dict[int, str] = {}
+    contains: dict[int, str] = {}
+    for entity_id, alias, canonical in names:
+        n = normalize(alias)
+        if not q or n.startswith(q) or any(w.startswith(q) for w in n.split()):
+            starts.setdefault(entity_id, canonical)
+        elif q in n:
+            contains.setdefault(entity_id, canonical)
+    ranked = sorted(starts.items(), key=lambda item: item[1].casefold())
+    ranked += sorted(((i, c) for i, c in contains.items() if i not in starts), key=lambda item: item[1].casefold())
+    return ranked[:limit]

@@ -1,0 +1,767 @@
+"""Answering end to end: `Oracle.ask` over real SQLite, Chroma and the bundled model, with the fake
+Ollama over real HTTP recording every request.
+
+A harbour campaign (24 one-session files about Orrin Hale, one of them long enough to be split in
+three parts, plus the mini campaign and its secrets) is ingested once for the module, with the fake
+answering the annotation requests: every chunk's cached annotation is `ANNOT-<hash of its text>`,
+text no chunk contains. Each test then scripts the rerank and answer requests (`script`).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from oracle.answer import Oracle
+from oracle.index import Index
+from oracle.ingest import ingest
+from oracle.prompt import SYSTEM, Turn
+from oracle.settings import Settings
+from oracle.types import GM, PUBLIC
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
+from tests.fakes.ollama_server import EMPTY, Delay, FakeOllama, HttpError, ModelNotFound, RawBody, TruncatedJson
+
+module_loop = pytest.mark.asyncio(loop_scope="module")
+
+MODEL = "qwen2.5:14b"
+KEEP_ALIVE = "17m"  # not the default: the request must carry the setting's value
+QUESTION = "What did Orrin Hale do at the harbour?"
+SECRETS = ["SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR"]
+PASSAGES_PREFIX = "The Oracle could not write an answer"
+
+EVENTS = [
+    "inspected the cargo of lamp oil and charged the party a double tariff",
+    "lost a game of knucklebones to Teodric and paid his debt in dried eels",
+    "closed the east quay after a storm sank two fishing boats",
+    "hired the party to find a smuggler hiding under the fish market",
+    "argued with the Salt Guild about the price of mooring rights",
+    "hung a lantern on the breakwater to guide a lost galley home",
+    "confiscated a crate of black powder from a foreign caravel",
+    "told Mirela that the tide tables had been forged by a clerk",
+    "fell ill with marsh fever and sent his daughter to keep the ledgers",
+    "raised the harbour chain to keep a pirate sloop out of the bay",
+    "sold the party an old rowing boat with a cracked keel",
+    "paid the crew of the Gull to search the wreck of the Amber Rose",
+    "banned the Candle Monk's pilgrims from sleeping on the docks",
+    "found a message in a bottle that spoke of a drowned bell",
+    "refused to let the prince's barge dock without paying its toll",
+    "organised the feast of nets on the longest night of the year",
+    "caught Pip stealing coils of rope from the chandler's shop",
+    "rebuilt the lighthouse stairs with timber from the old shipyard",
+    "drank too much rum at the Anchor tavern and sang about whales",
+    "signed a truce with the eel poachers of the southern shoals",
+    "lost the harbour seal during a fight on the fish market steps",
+    "welcomed a delegation of river dwarves selling iron chains",
+    "burned the plague ship Vesper before it could reach the piers",
+    "retired and handed his brass whistle to a young sailor named Corra",
+]
+
+# Over the module's 50-word session cap: three parts, one label.
+LONG_SESSION = """
+## The Storm
+Orrin Hale climbed the seawall while the storm battered the town. He counted the ships still out at
+sea and swore he would ring the alarm bell until dawn if he had to.
+
+## The Wreck
+At first light the wreck of a merchant cog lay on the rocks below the lighthouse. Orrin Hale sent
+rowers out to pull survivors from the freezing water before the tide turned.
+
+## The Reckoning
+Later the merchants blamed Orrin Hale for the lost cargo. He showed them the harbour ledger, proved
+the cog had ignored his warning flags, and fined the captain twenty crowns.
+"""
+
+
+def session_file(n: int, event: str) -> str:
+    return (
+        f"Orrin Hale, the harbourmaster of Greyhaven, {event}.\n"
+        f"The party watched from the pier as the gulls circled overhead on day {n}.\n"
+    )
+
+
+HARBOUR = dict(MINI_CAMPAIGN) | {
+    f"sessions/Session {n}.md": LONG_SESSION if n == 20 else session_file(n, event)
+    for n, event in enumerate(EVENTS, 10)
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The fake's script
+
+
+def annotation_of(text: str) -> str:
+    return "ANNOT-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def kind(request: dict) -> str:
+    """annotate | rerank | answer: what an /api/chat request is, from its `format` schema."""
+    fmt = request.get("format")
+    if isinstance(fmt, dict) and "summary" in fmt.get("properties", {}):
+        return "annotate"
+    if isinstance(fmt, dict) and "best" in fmt.get("properties", {}):
+        return "rerank"
+    assert fmt is None, fmt
+    return "answer"
+
+
+def annotate_reply(request: dict) -> dict:
+    content = request["messages"][-1]["content"]
+    passage = re.match(r"Passage from .*?:\n\n(.*)\n\nReply in JSON", content, re.S)
+    assert passage, content
+    return {"summary": annotation_of(passage.group(1)), "entities": []}
+
+
+DEFAULT_ANSWER = "Orrin Hale runs the harbour of Greyhaven."
+
+
+def script(rerank=None, answer=DEFAULT_ANSWER):
+    """A responder: annotations always; `rerank` and `answer` replies (or functions of the request)."""
+    rerank = {"best": [1]} if rerank is None else rerank
+
+    def responder(request: dict):
+        what = kind(request)
+        if what == "annotate":
+            return annotate_reply(request)
+        reply = rerank if what == "rerank" else answer
+        return reply(request) if callable(reply) else reply
+
+    return responder
+
+
+def requests_of(fake: FakeOllama, what: str) -> list[dict]:
+    return [r for r in fake.chat_requests() if kind(r) == what]
+
+
+# ---------------------------------------------------------------------------------------------
+# The campaign, ingested once
+
+
+def settings_for(notes: Path, data: Path, host: str, **overrides) -> Settings:
+    values = {
+        "notes_dir": notes,
+        "data_dir": data,
+        "ollama_host": host,
+        "model": MODEL,
+        "keep_alive": KEEP_ALIVE,
+        "session_max_words": 50,
+        "ollama_probe_timeout": 2.0,
+        "ollama_timeout": 10.0,
+        "rerank_timeout": 5.0,
+        "answer_timeout": 5.0,
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)
+
+
+@dataclass
+class Campaign:
+    notes: Path
+    data: Path
+    fake: FakeOllama
+    index: Index
+    chunks: dict[str, dict]  # chunk id -> its row
+    annotations: dict[str, str]  # text hash -> cached annotation
+
+    def settings(self, **overrides) -> Settings:
+        return settings_for(self.notes, self.data, self.fake.url, **overrides)
+
+    @contextlib.asynccontextmanager
+    async def oracle(self, **overrides):
+        """The module's Oracle, or one over the same index with other settings."""
+        if not overrides:
+            yield Oracle(self.index)
+            return
+        index = Index(self.settings(**overrides), embedder=await self.index.embedder())
+        try:
+            yield Oracle(index)
+        finally:
+            await index.close()
+
+
+def chunk_rows(settings: Settings) -> dict[str, dict]:
+    with sqlite3.connect(settings.sqlite_path) as db:
+        db.row_factory = sqlite3.Row
+        return {r["id"]: dict(r) for r in db.execute("SELECT * FROM chunks")}
+
+
+def annotation_rows(settings: Settings) -> dict[str, str]:
+    with sqlite3.connect(settings.sqlite_path) as db:
+        return dict(db.execute("SELECT text_hash, summary FROM annotations WHERE model = ?", (MODEL,)))
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def campaign(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("harbour")
+    notes = write_notes(root / "notes", HARBOUR)
+    async with FakeOllama(models=[MODEL]) as fake:  # on the module's loop, like every test here
+        fake.responder = script()
+        settings = settings_for(notes, root / "data", fake.url)
+        index = Index(settings, embedder=embedder)
+        report = await ingest(index)
+        assert (0, "") == (report.annotations_missing, report.annotation_note)
+        yield Campaign(notes, root / "data", fake, index, chunk_rows(settings), annotation_rows(settings))
+        await index.close()
+
+
+@pytest.fixture
+def fake(campaign) -> FakeOllama:
+    """The module's fake, its recording cleared, answering annotations, rerank [1] and a plain answer."""
+    campaign.fake.reset()
+    campaign.fake.responder = script()
+    return campaign.fake
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the requests
+
+
+HEADER = re.compile(r"^\[(?P<label>[^\]\n]+)\] \((?P<path>[^\n]+?), lines (?P<lines>\d+–\d+)(?:, part \d+ of \d+)?\)$", re.M)
+HEADLINES = "HEADLINES ONLY (other notes, not shown in full):\n"
+
+
+def header_of(row: dict) -> tuple[str, str, str]:
+    return row["label"], row["path"], f"{row['start_line']}–{row['end_line']}"
+
+
+def fragment_headers(request: dict) -> list[tuple[str, str, str]]:
+    return [(m["label"], m["path"], m["lines"]) for m in HEADER.finditer(request["messages"][-1]["content"])]
+
+
+def headlines(request: dict) -> list[tuple[str, str]]:
+    content = request["messages"][-1]["content"]
+    if HEADLINES not in content:
+        return []
+    block = content.split(HEADLINES, 1)[1].split("\n\n---\n\n", 1)[0]
+    return [re.fullmatch(r"\[([^\]]+)\] (.+)", line).groups() for line in block.split("\n")]
+
+
+def flat(messages: list[dict]) -> str:
+    return " ".join(" ".join(m["content"].split()) for m in messages)
+
+
+def word_runs(text: str, n: int = 8) -> list[str]:
+    words = text.split()
+    return [" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))]
+
+
+def pool_ids(answer) -> list[str]:
+    return [cid for cid, _, _ in answer.trace["fused"]]
+
+
+def expected_headlines(campaign: Campaign, final: list[str], k: int = 8, cap: int = 16) -> list[tuple[str, str]]:
+    """The spec of the headlines: leftovers in final order, annotated, one per label, none in full."""
+    taken = {campaign.chunks[cid]["label"] for cid in final[:k]}
+    out = []
+    for cid in final[k:]:
+        row = campaign.chunks[cid]
+        note = campaign.annotations.get(row["text_hash"])
+        if note and row["label"] not in taken and len(out) < cap:
+            taken.add(row["label"])
+            out.append((row["label"], note))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The campaign itself
+
+
+@module_loop
+async def test_the_campaign_is_big_enough_and_fully_annotated(campaign):
+    rows = campaign.chunks.values()
+    assert len(rows) >= 25
+    assert len({r["label"] for r in rows if r["kind"] == "session"}) >= 20
+    assert all(r["text_hash"] in campaign.annotations for r in rows)
+    assert [1, 2, 3] == sorted(r["part"] for r in rows if r["label"] == "Session 20")
+    for row in rows:  # no annotation repeats its chunk's text
+        assert campaign.annotations[row["text_hash"]] == annotation_of(row["text"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The rerank request
+
+
+@module_loop
+async def test_the_rerank_request_holds_annotations_and_no_raw_text(campaign, fake):
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    [rerank] = requests_of(fake, "rerank")
+    pool = pool_ids(answer)
+    assert len(pool) > 8
+    assert (MODEL, KEEP_ALIVE, False, {"temperature": 0}) == (
+        rerank["model"], rerank["keep_alive"], rerank["stream"], rerank["options"])
+    assert ["best"] == rerank["format"]["required"]
+    # Every candidate, numbered in fused order, by its label and annotation.
+    user = rerank["messages"][-1]["content"]
+    listed = re.findall(r"^(\d+)\. \((.+?)\) (.*)$", user, re.M)
+    expected = [
+        (str(i), campaign.chunks[cid]["label"], campaign.annotations[campaign.chunks[cid]["text_hash"]])
+        for i, cid in enumerate(pool, 1)
+    ]
+    assert expected == listed
+    assert user.startswith(f"Question: {QUESTION}\n")
+    # Not one 8-word run of any chunk's text (the pool's or any other's).
+    messages = flat(rerank["messages"])
+    for cid, row in campaign.chunks.items():
+        leaked = [run for run in word_runs(row["text"]) if run in messages]
+        assert [] == leaked, (row["label"], cid)
+    # The same check finds the raw text where it belongs: in the answer request.
+    [request] = requests_of(fake, "answer")
+    for chunk in answer.fragments:
+        assert word_runs(chunk.text)[0] in flat(request["messages"])
+
+
+@module_loop
+async def test_the_rerankers_choice_is_honoured_and_filled_from_the_fused_order(campaign, fake):
+    fake.responder = script(rerank={"best": [3, 1]})
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    pool = pool_ids(answer)
+    final = [pool[2], pool[0]] + [cid for cid in pool if cid not in (pool[2], pool[0])]
+    [request] = requests_of(fake, "answer")
+    assert [header_of(campaign.chunks[cid]) for cid in final[:8]] == fragment_headers(request)
+    assert final[:8] == [c.id for c in answer.fragments]
+    assert {"mode": "llm", "used": True, "reason": "chose 2, filled 6 from the fused order",
+            "chosen": [pool[2], pool[0]]} == answer.trace["rerank"]
+    assert [[cid, campaign.chunks[cid]["label"]] for cid in final[:8]] == answer.trace["packed"]["fragments"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The answer request
+
+
+@module_loop
+async def test_the_answer_request_holds_eight_fragments_then_the_headlines(campaign, fake):
+    fake.responder = script(rerank={"best": [3, 1]})
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    [request] = requests_of(fake, "answer")
+    pool = pool_ids(answer)
+    final = [pool[2], pool[0]] + [cid for cid in pool if cid not in (pool[2], pool[0])]
+    headers = fragment_headers(request)
+    assert 8 == len(headers)
+    shown = headlines(request)
+    assert expected_headlines(campaign, final) == shown
+    assert 1 <= len(shown) <= 16
+    labels = [label for label, _ in shown]
+    assert len(set(labels)) == len(labels)  # one per session label
+    assert set() == set(labels) & {label for label, _, _ in headers}  # none for a label in full
+    assert [s.chunk.label for s in answer.summaries] == labels
+    # The blocks in order: fragments, then headlines, then the question.
+    content = request["messages"][-1]["content"]
+    assert content.startswith("NOTES IN FULL (cite by label):\n\n---\n\n")
+    assert content.index(HEADLINES) > max(m.start() for m in HEADER.finditer(content))
+    assert content.endswith(f"\n\n---\n\nQuestion: {QUESTION}")
+    # The citation instructions, with no example label to copy: not a digit in them.
+    assert [("system", SYSTEM), ("user", content)] == [(m["role"], m["content"]) for m in request["messages"]]
+    assert [] == re.findall(r"\d", SYSTEM)
+    assert (MODEL, KEEP_ALIVE, False) == (request["model"], request["keep_alive"], request["stream"])
+
+
+@module_loop
+async def test_headlines_are_capped_by_max_summaries(campaign, fake):
+    async with campaign.oracle(max_summaries=4) as oracle:
+        answer = await oracle.ask(QUESTION)
+    [request] = requests_of(fake, "answer")
+    pool = pool_ids(answer)  # the reranker chose [1]: the fused order
+    assert len(expected_headlines(campaign, pool)) > 4
+    assert expected_headlines(campaign, pool, cap=4) == headlines(request)
+
+
+@module_loop
+async def test_a_label_in_parts_gets_one_headline(campaign, fake):
+    """Session 20 comes in three parts; left out of the fragments, it is one headline."""
+    question = "Orrin Hale in the storm, the wreck of the cog and the reckoning with the merchants"
+    async with campaign.oracle() as oracle:
+        retrieval = await oracle.search(question)
+    pool = [h.chunk.id for h in retrieval.fused]
+    parts = [i for i, cid in enumerate(pool, 1) if campaign.chunks[cid]["label"] == "Session 20"]
+    assert len(parts) >= 2
+    others = [i for i in range(1, len(pool) + 1) if i not in parts][:8]
+    fake.responder = script(rerank={"best": others})  # every part of Session 20 left out
+
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(question)
+    [request] = requests_of(fake, "answer")
+    shown = headlines(request)
+    assert "Session 20" not in {label for label, _, _ in fragment_headers(request)}
+    first_part = pool[parts[0] - 1]
+    assert 1 == [label for label, _ in shown].count("Session 20")
+    assert ("Session 20", campaign.annotations[campaign.chunks[first_part]["text_hash"]]) in shown
+    assert [s.chunk.label for s in answer.summaries] == [label for label, _ in shown]
+
+
+@module_loop
+async def test_the_question_is_the_users_words_and_history_comes_as_messages(campaign, fake):
+    history = [
+        Turn("user", "Who is Orrin Hale?"),
+        Turn("assistant", "He is the harbourmaster of Greyhaven."),
+        Turn("user", "   "),  # an empty turn is not sent
+    ]
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask("  and then   what? ", history=history)
+
+    assert "Who is Orrin Hale? and then what?" == answer.trace["search_query"]  # searched with the turn before
+    [rerank] = requests_of(fake, "rerank")
+    assert rerank["messages"][-1]["content"].startswith("Question: and then what?\n")
+    [request] = requests_of(fake, "answer")
+    assert [
+        ("system", SYSTEM),
+        ("user", "Who is Orrin Hale?"),
+        ("assistant", "He is the harbourmaster of Greyhaven."),
+    ] == [(m["role"], m["content"]) for m in request["messages"][:-1]]
+    assert request["messages"][-1]["content"].endswith("\n\nQuestion: and then what?")
+    assert "llm" == answer.mode
+
+
+# ---------------------------------------------------------------------------------------------
+# Rerank fallbacks: the fused order is kept and the answer still written
+
+
+def assert_fused_order_kept(campaign: Campaign, answer, request: dict) -> None:
+    pool = pool_ids(answer)
+    assert pool[:8] == [c.id for c in answer.fragments]
+    assert [header_of(campaign.chunks[cid]) for cid in pool[:8]] == fragment_headers(request)
+    assert (False, []) == (answer.trace["rerank"]["used"], answer.trace["rerank"]["chosen"])
+
+
+@module_loop
+async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake):
+    async with campaign.oracle() as oracle:
+        retrieval = await oracle.search(QUESTION)
+        missing = retrieval.fused[10].chunk  # among the headlines-to-be
+        with sqlite3.connect(campaign.index.settings.sqlite_path) as db:
+            saved = db.execute("SELECT * FROM annotations WHERE text_hash = ?", (missing.text_hash,)).fetchall()
+            db.execute("DELETE FROM annotations WHERE text_hash = ?", (missing.text_hash,))
+        try:
+            answer = await oracle.ask(QUESTION)
+        finally:
+            with sqlite3.connect(campaign.index.settings.sqlite_path) as db:
+                db.executemany(f"INSERT INTO annotations VALUES ({','.join('?' * len(saved[0]))})", saved)
+
+    assert [] == requests_of(fake, "rerank")  # no rerank call at all
+    [request] = requests_of(fake, "answer")
+    assert_fused_order_kept(campaign, answer, request)
+    reason = answer.trace["rerank"]["reason"]
+    assert reason.startswith("off: 1 of ") and "no annotation" in reason
+    assert ("llm", 1, 1) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
+    assert missing.label not in [label for label, _ in headlines(request)]  # no headline without a note
+
+
+@module_loop
+async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
+    fake.responder = script(rerank=Delay(4, {"best": [3, 1]}))
+    async with campaign.oracle(rerank_timeout=1.0) as oracle:
+        started = time.perf_counter()
+        answer = await oracle.ask(QUESTION)
+        elapsed = time.perf_counter() - started
+
+    assert elapsed < 3.5  # the 1-second rerank bound, not the 4-second reply
+    [request] = requests_of(fake, "answer")
+    assert_fused_order_kept(campaign, answer, request)
+    assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace["rerank"]["reason"]
+    assert ("llm", DEFAULT_ANSWER, 2, 2) == (
+        answer.mode, answer.text, answer.trace["llm_calls"], len(fake.chat_requests()))
+
+
+@module_loop
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        (RawBody(b"{this is not json"), "off: Ollama call failed: "),
+        (RawBody("<html>bad gateway</html>", status=200, content_type="text/html"), "off: Ollama call failed: "),
+        (TruncatedJson(), "off: the model's reply is not the JSON asked for: "),
+        ("the best ones are three and one", "off: the model's reply is not the JSON asked for: "),
+        ({"best": "three"}, "off: the model's reply is not the JSON asked for: "),
+        ({"chosen": [3]}, "off: the model's reply is not the JSON asked for: "),
+        ({"best": [0, -1, 99]}, "off: the reply named no known candidate (3 unknown)"),
+        ({"best": []}, "off: the reply named no known candidate (0 unknown)"),
+    ],
+    ids=["raw-garbage", "html", "truncated", "prose", "wrong-type", "wrong-key", "all-unknown", "empty-list"],
+)
+async def test_an_unusable_rerank_reply_keeps_the_fused_order(campaign, fake, reply, reason):
+    fake.responder = script(rerank=reply)
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    [request] = requests_of(fake, "answer")
+    assert_fused_order_kept(campaign, answer, request)
+    assert answer.trace["rerank"]["reason"].startswith(reason)
+    assert ("llm", 2, 2) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
+
+
+@module_loop
+async def test_unknown_candidates_are_dropped_and_the_rest_filled(campaign, fake):
+    fake.responder = script(rerank={"best": [99, 2, 2, 0]})
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    pool = pool_ids(answer)
+    final = [pool[1], pool[0]] + pool[2:]
+    [request] = requests_of(fake, "answer")
+    assert [header_of(campaign.chunks[cid]) for cid in final[:8]] == fragment_headers(request)
+    assert {"mode": "llm", "used": True, "reason": "chose 1, dropped 2 unknown, filled 7 from the fused order",
+            "chosen": [pool[1]]} == answer.trace["rerank"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer fallbacks: passages, never an exception
+
+
+def assert_passages(campaign: Campaign, answer) -> None:
+    assert "passages" == answer.mode
+    assert answer.text.startswith(f"{PASSAGES_PREFIX} ({answer.reason}). The most relevant passages from the notes:")
+    best = list(answer.fragments[:5])
+    assert 5 == len(best)
+    assert [(c.label, c.path, c.start_line, c.end_line) for c in best] == [
+        (c.label, c.path, c.start_line, c.end_line) for c in answer.citations]
+    for c in best:
+        assert f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> " in answer.text
+    data = answer.to_json()
+    assert [{"label": c.label, "path": c.path, "lines": [c.start_line, c.end_line]} for c in best] == data["citations"]
+    assert (answer.reason, answer.reason) == (data["reason"], answer.trace["reason"])
+
+
+@module_loop
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        (ModelNotFound(), f"Ollama does not have the model {MODEL!r} (run: ollama pull {MODEL})"),
+        (HttpError(500, "boom"), "Ollama answered 500: boom"),
+        (EMPTY, "the model gave an empty answer"),
+        ("  \n ", "the model gave an empty answer"),
+        (Delay(4, "too late"), "did not answer in time"),
+    ],
+    ids=["404", "500", "empty", "blank", "timeout"],
+)
+async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake, reply, reason):
+    fake.responder = script(rerank={"best": [3, 1]}, answer=reply)
+    async with campaign.oracle(answer_timeout=1.0) as oracle:
+        started = time.perf_counter()
+        answer = await oracle.ask(QUESTION)
+        elapsed = time.perf_counter() - started
+
+    assert elapsed < 3.5
+    assert reason in answer.reason
+    assert_passages(campaign, answer)
+    pool = pool_ids(answer)
+    assert [pool[2], pool[0]] == [c.id for c in answer.fragments[:2]]  # still the reranked order
+    assert (2, 2) == (answer.trace["llm_calls"], len(fake.chat_requests()))
+
+
+@module_loop
+async def test_a_refused_connection_gives_passages(campaign, fake):
+    host = closed_port_url()
+    async with campaign.oracle(ollama_host=host) as oracle:
+        started = time.perf_counter()
+        answer = await oracle.ask(QUESTION)
+        elapsed = time.perf_counter() - started
+
+    assert elapsed < 3.5
+    assert f"Ollama is not reachable at {host}" == answer.reason
+    assert f"off: Ollama is not reachable at {host}" == answer.trace["rerank"]["reason"]
+    assert_passages(campaign, answer)
+    assert pool_ids(answer)[:8] == [c.id for c in answer.fragments]
+    assert [] == fake.requests
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="oracle/llm.py:44 builds ollama.AsyncClient(timeout=settings.ollama_timeout): httpx's read timeout "
+    "(the ingest timeout, 120 s by default) cuts every answer call, so ORACLE_ANSWER_TIMEOUT (300 s) never applies",
+)
+@module_loop
+async def test_the_answer_timeout_not_the_ingest_timeout_bounds_the_answer(campaign, fake):
+    fake.responder = script(rerank={"best": [3, 1]}, answer=Delay(2, "Orrin Hale runs the harbour."))
+    async with campaign.oracle(ollama_timeout=1.0, answer_timeout=5.0) as oracle:
+        answer = await oracle.ask(QUESTION)
+    assert ("llm", "", "Orrin Hale runs the harbour.") == (answer.mode, answer.reason, answer.text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Citations in the answer
+
+
+@module_loop
+async def test_invented_citations_are_removed(campaign, fake):
+    def answer_citing(request: dict) -> str:
+        label = fragment_headers(request)[0][0]
+        return f"Orrin Hale kept the harbour ledger [{label}]. He sank the Gull at dawn [Session 999]."
+
+    fake.responder = script(answer=answer_citing)
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    first = answer.fragments[0]
+    assert f"Orrin Hale kept the harbour ledger [{first.label}]. He sank the Gull at dawn." == answer.text
+    assert {"shown": [first.label], "unknown": ["Session 999"], "uncited_sentences": 1} == answer.trace["citations"]
+    assert [{"label": first.label, "path": first.path, "lines": [first.start_line, first.end_line]}] == (
+        answer.to_json()["citations"])
+    assert ("llm", "") == (answer.mode, answer.reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# How many calls a question costs
+
+
+@module_loop
+@pytest.mark.parametrize("reranker, calls", [("llm", 2), ("none", 1)])
+async def test_calls_per_question(campaign, fake, reranker, calls):
+    async with campaign.oracle(reranker=reranker) as oracle:
+        answer = await oracle.ask(QUESTION)
+    assert (calls, calls) == (len(fake.chat_requests()), answer.trace["llm_calls"])
+    assert 1 == len(requests_of(fake, "answer"))
+    assert "llm" == answer.mode
+    if reranker == "none":
+        assert {"mode": "none", "used": False, "reason": "off: ORACLE_RERANKER=none", "chosen": []} == (
+            answer.trace["rerank"])
+
+
+@module_loop
+@pytest.mark.parametrize("question", ["", "   \n\t "])
+async def test_an_empty_question_costs_no_call(campaign, fake, question):
+    # Every non-empty question reaches some chunk on the semantic path; only an empty one finds nothing.
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(question)
+    assert ("not_found", "empty question", 0) == (answer.mode, answer.reason, answer.trace["llm_calls"])
+    assert ([], [], []) == (fake.requests, list(answer.fragments), list(answer.citations))
+
+
+@module_loop
+async def test_a_question_that_finds_nothing_costs_no_call(tmp_path, embedder, campaign, fake):
+    """Every note is the GM's: a player's search finds nothing, so no LLM call; the GM's finds it."""
+    notes = write_notes(tmp_path / "notes", {"gm/Plans.md": MINI_CAMPAIGN["gm/Plans.md"]})
+    index = Index(settings_for(notes, tmp_path / "data", fake.url), embedder=embedder)
+    try:
+        await ingest(index)
+        fake.reset()
+        fake.responder = script()
+        oracle = Oracle(index)
+        answer = await oracle.ask("Who will betray the Hollow King?")
+        assert ("not_found", "no passage matched", 0) == (answer.mode, answer.reason, answer.trace["llm_calls"])
+        assert "The notes hold nothing on that." == answer.text
+        assert ([], []) == (fake.requests, answer.trace["fused"])
+
+        answer = await oracle.ask("Who will betray the Hollow King?", gm=True)
+        # One candidate: nothing to rerank, one call.
+        assert ("llm", 1, 1) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
+        assert "nothing to rerank" == answer.trace["rerank"]["reason"]
+    finally:
+        await index.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Game-master secrets
+
+PROBES = [
+    "Who does the compass belong to?",
+    "What does Pip hide?",
+    "Who will betray the Hollow King?",
+    "Who is the lost prince?",
+    "secret plans of the true heir and the hollow king's compass",
+]
+
+
+@module_loop
+@pytest.mark.parametrize("failure", [False, True], ids=["answered", "passages"])
+async def test_a_player_question_never_sends_a_secret(campaign, fake, failure):
+    fake.responder = script(answer=HttpError(500, "down") if failure else DEFAULT_ANSWER)
+    async with campaign.oracle() as oracle:
+        for question in PROBES:
+            answer = await oracle.ask(question)
+            assert {PUBLIC} == {c.visibility for c in answer.fragments} | {s.chunk.visibility for s in answer.summaries}
+            assert "SECRET-" not in json.dumps(answer.to_json()), question
+            assert ("passages" if failure else "llm") == answer.mode
+    requests = fake.chat_requests()
+    assert ["rerank", "answer"] * len(PROBES) == [kind(r) for r in requests]
+    assert "SECRET-" not in json.dumps(requests)
+
+
+@module_loop
+@pytest.mark.parametrize("question, marker", [("What does Pip hide?", "SECRET-PIP"),
+                                              ("Who does the compass belong to?", "SECRET-COMPASS")])
+async def test_the_gm_gets_the_secret_in_context(campaign, fake, question, marker):
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(question, gm=True)
+    [request] = requests_of(fake, "answer")
+    assert marker in request["messages"][-1]["content"]
+    secret = [c for c in answer.fragments if marker in c.text]
+    assert [GM] == [c.visibility for c in secret]
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+CLI_NOTES = dict(MINI_CAMPAIGN) | {
+    f"sessions/Session {n}.md": session_file(n, event) for n, event in enumerate(EVENTS[:6], 10)
+}
+JSON_KEYS = {"answer", "mode", "reason", "citations", "fragments", "summaries", "trace"}
+
+
+def start_cli(root: Path, host: str, question: str) -> subprocess.Popen:
+    """`oracle ask --json` in a fresh process, with no index yet (it ingests first)."""
+    write_notes(root / "notes", CLI_NOTES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ORACLE_", "OLLAMA_"))}
+    env |= {"OLLAMA_HOST": host, "HF_HUB_OFFLINE": "1", "ORACLE_OLLAMA_PROBE_TIMEOUT": "2"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "oracle.cli", "ask", question,
+         "--notes", str(root / "notes"), "--data", str(root / "data"), "--json"],
+        cwd=root,  # no developer .env read
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen) -> tuple[int, dict, str]:
+    stdout, stderr = process.communicate(timeout=180)
+    assert 0 == process.returncode, stderr
+    return process.returncode, json.loads(stdout), stderr
+
+
+def test_oracle_ask_json_on_the_command_line(tmp_path):
+    fake = FakeOllama(models=[MODEL]).run_in_thread()
+    try:
+        fake.responder = script(rerank={"best": [2]}, answer="Orrin Hale runs the harbour [Session 10].")
+        # Both at once (each loads the model for seconds): one with the fake, one with Ollama gone.
+        up = start_cli(tmp_path / "up", fake.url, QUESTION)
+        down = start_cli(tmp_path / "down", closed_port_url(), QUESTION)
+        code, data, _ = finish(up)
+        kinds = [kind(r) for r in fake.chat_requests()]
+    finally:
+        fake.stop_thread()
+    assert JSON_KEYS == set(data)
+    assert ("llm", "") == (data["mode"], data["reason"])
+    assert "Orrin Hale runs the harbour [Session 10]." == data["answer"]
+    assert [{"label": "Session 10", "path": "sessions/Session 10.md", "lines": [1, 2]}] == data["citations"]
+    assert 8 == len(data["fragments"])
+    assert data["trace"]["rerank"]["used"] is True
+    chunks = kinds.count("annotate")  # no index yet: the command ingested first, one annotation per chunk
+    assert chunks > 8 and ["rerank", "answer"] == kinds[chunks:]
+    assert 2 == data["trace"]["llm_calls"]
+
+    # Ollama gone: the same command still answers, with passages, and exits 0.
+    code, data, _ = finish(down)
+    assert 0 == code
+    assert JSON_KEYS == set(data)
+    assert "passages" == data["mode"]
+    assert data["reason"].startswith("Ollama is not reachable at http://127.0.0.1:")
+    assert data["answer"].startswith(PASSAGES_PREFIX)
+    assert 5 == len(data["citations"])
+    assert data["trace"]["rerank"]["reason"].startswith("off: ")  # no annotations without Ollama
