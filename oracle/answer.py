@@ -288,6 +288,24 @@ class Oracle:
         summaries = selection.context.summaries if selection else ()
         return Answer(question, text, mode, reason, citations, fragments, summaries, trace)
 
+    async def status(self) -> dict:
+        """What is indexed, when, with which models, and whether Ollama answers."""
+        settings = self.settings
+        store = await self.index.store()
+        stats = await store.stats(settings.model, annotate.PROMPT_VERSION)
+        meta = await store.meta()
+        reason = await self.index.llm.probe(settings.ollama_probe_timeout)
+        return {
+            **stats,
+            "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
+            "last_ingest": meta.get("last_ingest"),
+            "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
+            "notes_dir": meta.get("notes_dir"),
+            "embed_model": meta.get("embed_model", settings.embed_model),
+            "model": settings.model,
+            "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
+        }
+
     async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:
         """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
         store = await self.index.store()

@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .annotate import PROMPT_VERSION
 from .answer import Hit, Oracle
 from .prompt import Turn
 from .eval import BankError, load_bank, run_eval
@@ -26,7 +25,7 @@ from .embed import EmbedError
 from .index import Index
 from .ingest import IngestBusy, ingest
 from .settings import Settings
-from .store import Store, StoreError
+from .store import StoreError
 from .types import IngestReport
 from .types import Progress as IngestProgress
 from .vectors import VectorStoreError
@@ -113,24 +112,11 @@ def print_ingest_report(report: IngestReport) -> None:
 
 async def cmd_status(args: argparse.Namespace) -> int:
     settings = build_settings(args)
-    store = await Store.open(settings.sqlite_path, create=False)
-    try:
-        stats = await store.stats(settings.model, PROMPT_VERSION)
-        meta = await store.meta()
-    finally:
-        await store.close()
-    index = Index(settings)
-    reason = await index.llm.probe(settings.ollama_probe_timeout)
-    status = {
-        **stats,
-        "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
-        "last_ingest": meta.get("last_ingest"),
-        "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
-        "notes_dir": meta.get("notes_dir"),
-        "embed_model": meta.get("embed_model", settings.embed_model),
-        "model": settings.model,
-        "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
-    }
+    if not settings.sqlite_path.exists():
+        raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
+    async with Index(settings) as index:
+        status = await Oracle(index).status()
+    reason = status["ollama"]["reason"]
     if args.json:
         print(json.dumps(status, ensure_ascii=False))
         return 0

@@ -27,7 +27,11 @@ class Index:
         self._vectors: VectorStore | None = None
         self._lock = asyncio.Lock()
         self.llm = LLM(
-            settings.ollama_host, settings.model, timeout=settings.ollama_timeout, keep_alive=settings.keep_alive
+            settings.ollama_host,
+            settings.model,
+            timeout=settings.ollama_timeout,
+            max_timeout=max(settings.answer_timeout, settings.rerank_timeout),
+            keep_alive=settings.keep_alive,
         )
 
     async def store(self) -> Store:

@@ -36,12 +36,16 @@ def _reason(exc: BaseException, host: str, model: str) -> str:
 
 
 class LLM:
-    def __init__(self, host: str, model: str, *, timeout: float, keep_alive: str | None = "30m") -> None:
+    def __init__(
+        self, host: str, model: str, *, timeout: float, max_timeout: float | None = None, keep_alive: str | None = "30m"
+    ) -> None:
+        """`timeout` bounds a call that names none; `max_timeout` is the transport's backstop and must
+        cover the longest per-call timeout (the answer's), or httpx would cut that call first."""
         self.host = host
         self.model = model
         self.timeout = timeout
         self.keep_alive = keep_alive
-        self._client = ollama.AsyncClient(host=host, timeout=timeout)
+        self._client = ollama.AsyncClient(host=host, timeout=max(timeout, max_timeout or 0) + 5)
 
     async def probe(self, timeout: float = 3.0) -> str | None:
         """None when the model answers `show`, else the reason it cannot be used."""

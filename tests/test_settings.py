@@ -1,6 +1,7 @@
 """Settings: every one documented in .env.example, and the example loads as it is."""
 from pathlib import Path
 
+from bot.settings import BotSettings
 from oracle.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -10,7 +11,9 @@ def test_env_example_lists_every_setting_and_loads():
     example = REPO / ".env.example"
     names = {line.split("=", 1)[0] for line in example.read_text().splitlines() if line and not line.startswith("#")}
     aliases = {field.validation_alias for field in Settings.model_fields.values()}
-    assert aliases == names
+    bot_aliases = {field.validation_alias for field in BotSettings.model_fields.values()}
+    assert aliases | bot_aliases == names
+    assert set() == aliases & bot_aliases  # the core never reads a bot setting (nor the token)
     loaded = Settings(_env_file=example)
     defaults = Settings(_env_file=None)
     assert defaults.model_dump(exclude={"chroma_url"}) == loaded.model_dump(exclude={"chroma_url"})
@@ -22,3 +25,18 @@ def test_environment_overrides(monkeypatch, tmp_path):
     monkeypatch.setenv("ORACLE_K", "5")
     settings = Settings(_env_file=None)
     assert (tmp_path / "vault", 5) == (settings.notes_dir, settings.k)
+
+
+def test_bot_settings_parse_lists(monkeypatch):
+    monkeypatch.setenv("ORACLE_GM_ROLES", "Game Master, 1234")
+    monkeypatch.setenv("ORACLE_GM_CHANNELS", "111, 222")
+    monkeypatch.setenv("DISCORD_TOKEN", "secret-token")
+    settings = BotSettings(_env_file=None)
+    assert (["game master", "1234"], [111, 222]) == (settings.gm_roles, settings.gm_channels)
+    assert "secret-token" not in repr(settings)  # a log of the settings never shows the token
+
+
+def test_bot_settings_from_the_example():
+    example = BotSettings(_env_file=REPO / ".env.example")
+    assert (None, [], ["gm", "dm", "game master", "dungeon master"]) == (
+        example.guild_id, example.gm_channels, example.gm_roles)

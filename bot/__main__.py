@@ -1,0 +1,60 @@
+"""`python -m bot`: open the index once, then run the Discord client until stopped."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+import discord
+
+from oracle.answer import Oracle
+from oracle.index import Index
+from oracle.settings import Settings
+
+from .client import OracleBot
+from .history import ThreadHistory
+from .settings import BotSettings
+
+log = logging.getLogger("bot")
+
+
+async def run(settings: Settings, bot_settings: BotSettings) -> int:
+    token = bot_settings.token.get_secret_value()
+    if not token:
+        log.error("DISCORD_TOKEN is not set: put it in .env or the environment (see .env.example)")
+        return 2
+    async with Index(settings) as index:
+        await index.embedder()  # load the model before the gateway connects: no stall later
+        history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
+        oracle = Oracle(index)
+        try:
+            for message_content in (True, False):
+                bot = OracleBot(settings=bot_settings, index=index, oracle=oracle, history=history,
+                                message_content=message_content)
+                try:
+                    async with bot:
+                        await bot.start(token)
+                    return 0
+                except discord.PrivilegedIntentsRequired:
+                    log.warning(
+                        "the Message Content intent is not enabled for this application: follow-ups in threads "
+                        "are answered only when the bot is mentioned (enable it in the Developer Portal)"
+                    )
+                except discord.LoginFailure:
+                    log.error("Discord refused the token (DISCORD_TOKEN): check it in the Developer Portal")
+                    return 2
+        finally:
+            await history.close()
+    return 1
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(run(Settings(), BotSettings()))
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The discord.py client: resources come in from `main()`, commands come from the cog."""
+from __future__ import annotations
+
+import logging
+
+import discord
+from discord.ext import commands
+
+from oracle.answer import Oracle
+from oracle.index import Index
+
+from .history import ThreadHistory
+from .settings import BotSettings
+
+log = logging.getLogger(__name__)
+
+
+def make_intents(message_content: bool) -> discord.Intents:
+    intents = discord.Intents.default()
+    intents.message_content = message_content  # privileged: needed to read replies in threads
+    return intents
+
+
+class OracleBot(commands.Bot):
+    def __init__(
+        self,
+        *,
+        settings: BotSettings,
+        index: Index,
+        oracle: Oracle,
+        history: ThreadHistory,
+        message_content: bool = True,
+    ) -> None:
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=make_intents(message_content),
+            allowed_mentions=discord.AllowedMentions.none(),  # an answer never pings anyone
+            help_command=None,
+        )
+        self.settings = settings
+        self.index = index
+        self.oracle = oracle
+        self.history = history
+
+    async def setup_hook(self) -> None:
+        from .cog import OracleCog
+
+        await self.add_cog(OracleCog(self))
+        if self.settings.guild_id:
+            guild = discord.Object(id=self.settings.guild_id)
+            self.tree.copy_global_to(guild=guild)
+            synced = await self.tree.sync(guild=guild)
+        else:
+            synced = await self.tree.sync()
+        log.info("synced %d application commands", len(synced))
+
+    async def on_ready(self) -> None:
+        log.info("ready as %s in %d servers", self.user, len(self.guilds))

@@ -1,0 +1,38 @@
+"""The bot's own settings. The core never sees them, so the token cannot reach a trace or a log."""
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing_extensions import Annotated
+
+
+class BotSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
+
+    token: SecretStr = Field(SecretStr(""), validation_alias="DISCORD_TOKEN")
+    guild_id: int | None = Field(None, validation_alias="DISCORD_GUILD_ID")
+    gm_roles: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["gm", "dm", "game master", "dungeon master"], validation_alias="ORACLE_GM_ROLES"
+    )
+    gm_channels: Annotated[list[int], NoDecode] = Field(default_factory=list, validation_alias="ORACLE_GM_CHANNELS")
+    cooldown_seconds: float = Field(10.0, validation_alias="ORACLE_COOLDOWN_SECONDS", ge=0)
+    history_turns: int = Field(6, validation_alias="ORACLE_HISTORY_TURNS", ge=0)
+
+    @field_validator("guild_id", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if value in ("", None) else value
+
+    @field_validator("gm_roles", mode="before")
+    @classmethod
+    def _roles(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().casefold() for part in value.split(",") if part.strip()]
+        return [str(v).strip().casefold() for v in value] if isinstance(value, list) else value
+
+    @field_validator("gm_channels", mode="before")
+    @classmethod
+    def _channels(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [int(part) for part in value.replace(" ", "").split(",") if part]
+        return value
