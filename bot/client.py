@@ -30,12 +30,14 @@ class OracleBot(commands.Bot):
         oracle: Oracle,
         history: ThreadHistory,
         message_content: bool = True,
+        **options: object,
     ) -> None:
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=make_intents(message_content),
             allowed_mentions=discord.AllowedMentions.none(),  # an answer never pings anyone
             help_command=None,
+            **options,
         )
         self.settings = settings
         self.index = index

@@ -1,0 +1,337 @@
+"""The fake Discord (tests/fakes/discord_server.py) against the real, unmodified discord.py.
+
+A tiny bot defined here logs in, syncs an ``/oracle`` group to the guild and runs
+``/oracle echo`` end to end: defer, progress edits, followup, a thread on its
+message, a user's message in that thread, autocomplete, a RECONNECT in the
+middle of the command, a rate-limited followup, a late acknowledgement, and a
+clean shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import warnings
+
+import aiohttp
+import discord
+import pytest
+import pytest_asyncio
+from discord import app_commands
+
+from tests.fakes.discord_server import EPHEMERAL, LOADING, FakeDiscord
+
+WORDS = ["dragon", "drowned bell", "dunstan vale", "mirela"]
+
+
+class EchoBot(discord.Client):
+    """A minimal Oracle-shaped bot: one guild command group, ``/oracle echo`` and ``/oracle slow``."""
+
+    def __init__(self, guild_id: int, *, message_content: bool = True) -> None:
+        intents = discord.Intents.default()
+        intents.message_content = message_content
+        super().__init__(intents=intents, guild_ready_timeout=0.05)
+        self.tree = app_commands.CommandTree(self)
+        self.guild_obj = discord.Object(guild_id)
+        self.gate: asyncio.Event | None = None  # when set by a test, echo pauses after its first edit
+        self.slow_delay = 0.0
+        self.seen: list[discord.Message] = []
+        self.threads_opened: list[discord.Thread] = []
+        self.thread_events: list[discord.Thread] = []
+        self.completed: list[tuple[int, int]] = []
+        self.errors: list[app_commands.AppCommandError] = []
+        self.resumes = 0
+
+        oracle = app_commands.Group(name="oracle", description="Ask the Oracle about the campaign")
+
+        @oracle.command(name="echo", description="Echo text back, with progress")
+        @app_commands.describe(text="What to echo", private="Only you see the answer")
+        async def echo(interaction: discord.Interaction, text: str, private: bool = False) -> None:
+            await interaction.response.defer(thinking=True, ephemeral=private)
+            await interaction.edit_original_response(content="Consulting the notes… 50%")
+            if self.gate is not None:
+                await self.gate.wait()
+            original = await interaction.edit_original_response(content="Consulting the notes… 100%")
+            followup = await interaction.followup.send(
+                f"Echo: {text} <@{interaction.user.id}>", wait=True, allowed_mentions=discord.AllowedMentions.none()
+            )
+            if not private:
+                thread = await original.create_thread(name=f"echo {text}")
+                self.threads_opened.append(thread)
+                await thread.send("Ask follow-ups here.")
+            self.completed.append((interaction.id, followup.id))
+
+        @echo.autocomplete("text")
+        async def echo_text(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+            return [app_commands.Choice(name=w.title(), value=w) for w in WORDS if current.lower() in w][:25]
+
+        @oracle.command(name="slow", description="Answers after a delay")
+        async def slow(interaction: discord.Interaction) -> None:
+            await asyncio.sleep(self.slow_delay)
+            await interaction.response.send_message("finally")
+
+        self.tree.add_command(oracle, guild=self.guild_obj)
+
+        @self.tree.error
+        async def on_tree_error(interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+            self.errors.append(error)
+
+    async def setup_hook(self) -> None:
+        await self.tree.sync(guild=self.guild_obj)
+
+    async def on_message(self, message: discord.Message) -> None:
+        if self.user is not None and message.author.id == self.user.id:
+            return
+        self.seen.append(message)
+
+    async def on_thread_create(self, thread: discord.Thread) -> None:
+        self.thread_events.append(thread)
+
+    async def on_resumed(self) -> None:
+        self.resumes += 1
+
+
+@pytest_asyncio.fixture
+async def fake():
+    async with FakeDiscord() as fake:
+        yield fake
+        assert fake.errors == []
+
+
+@pytest_asyncio.fixture
+async def bot(fake):
+    client = EchoBot(fake.guild_id)
+    async with fake.run_client(client):
+        yield client
+
+
+async def run_echo(fake: FakeDiscord, bot: EchoBot, text: str = "hello"):
+    inter = await fake.interaction("oracle echo", {"text": text}, member=fake.player)
+    await fake.wait_until(lambda: bot.completed, timeout=5, what="echo to complete")
+    return inter
+
+
+async def test_login_ready_identify_and_guild_sync(fake, bot):
+    assert discord.http.Route.BASE == f"{fake.url}/api/v10"
+
+    me = fake.requests_for("GET", "/users/@me")
+    assert len(me) == 1 and me[0].status == 200
+    assert me[0].headers["Authorization"] == "Bot fake-token"
+    assert [r.status for r in fake.requests_for("GET", "/oauth2/applications/@me")] == [200]
+
+    puts = fake.requests_for("PUT", "/applications/{application_id}/guilds/{guild_id}/commands")
+    assert [(r.path, r.status) for r in puts] == [
+        (f"/applications/{fake.app_id}/guilds/{fake.guild_id}/commands", 200)
+    ]
+    assert [c["name"] for c in puts[0].json] == ["oracle"]
+    assert [o["name"] for o in puts[0].json[0]["options"]] == ["echo", "slow"]
+    registered = fake.commands(fake.guild_id)
+    assert registered[0]["guild_id"] == str(fake.guild_id)
+    assert puts[0].response[0]["id"] == registered[0]["id"]
+    assert fake.requests_for("PUT", "/applications/{application_id}/commands") == []
+
+    assert fake.intents == bot.intents.value
+    assert fake.intents & (1 << 15)  # MESSAGE_CONTENT was requested
+    assert fake.identify["token"] == "fake-token"
+    [conn] = fake.gateway_connections
+    assert conn.kind == "identify" and conn.compress == "zlib-stream"
+    assert [p["t"] for p in conn.sent if p["op"] == 0][:2] == ["READY", "GUILD_CREATE"]
+    await fake.wait_until(lambda: conn.heartbeats >= 1 and bot.latency != float("inf"), 3, "a heartbeat ACK")
+
+    assert bot.user.id == fake.app_id and bot.application_id == fake.app_id
+    guild = bot.get_guild(fake.guild_id)
+    assert guild.name == "The Ember Road" and guild.owner_id == fake.owner.id
+    assert sorted(r.name for r in guild.roles) == ["@everyone", "GM", "Oracle", "Player"]
+    channel = bot.get_channel(fake.channel_id)
+    assert isinstance(channel, discord.TextChannel) and channel.name == "campaign"
+    assert guild.me.id == fake.app_id
+
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{fake.api_url}/gateway") as resp:
+            assert resp.headers["Content-Type"] == "application/json"
+            assert await resp.json() == {"url": fake.ws_url}
+
+
+async def test_slash_command_end_to_end_with_thread_and_follow_up_message(fake, bot):
+    inter = await run_echo(fake, bot)
+
+    assert inter.payload["data"]["guild_id"] == str(fake.guild_id)
+    assert inter.payload["member"]["roles"] == [str(fake.player_role_id)]
+    assert [(e.kind, e.status) for e in inter.events] == [
+        ("callback", 204), ("edit_original", 200), ("edit_original", 200), ("followup", 200)
+    ]
+    assert inter.response.type == 5 and inter.response.elapsed < 3.0
+    assert inter.response.data is None
+    assert [e.body["content"] for e in inter.edits] == ["Consulting the notes… 50%", "Consulting the notes… 100%"]
+    assert inter.original.content == "Consulting the notes… 100%"
+    assert inter.original.flags == 0 and not inter.original.loading
+
+    [followup] = inter.followups
+    assert followup.content == f"Echo: hello <@{fake.player.id}>"
+    assert followup.allowed_mentions == {"parse": []}
+    assert followup.mention_ids == []
+    assert followup.author_id == fake.app_id
+    assert bot.completed == [(inter.id, followup.id)]
+
+    [thread] = fake.threads
+    assert thread["id"] == str(inter.original.id)
+    assert (thread["type"], thread["parent_id"], thread["name"]) == (11, str(fake.channel_id), "echo hello")
+    [created] = fake.dispatched("THREAD_CREATE")
+    assert created["d"]["id"] == thread["id"] and created["d"]["newly_created"] is True
+    thread_id = int(thread["id"])
+    cached = bot.get_channel(thread_id)
+    assert isinstance(cached, discord.Thread) and cached.parent_id == fake.channel_id
+    assert [t.id for t in bot.thread_events] == [thread_id]
+    assert [m.content for m in fake.messages(thread_id)] == ["Ask follow-ups here."]
+    assert [m.content for m in fake.messages(fake.channel_id)] == [
+        "Consulting the notes… 100%", f"Echo: hello <@{fake.player.id}>"
+    ]
+
+    sent = await fake.message(thread_id, fake.player, "What about the drowned bell?")
+    await fake.wait_until(lambda: bot.seen, 3, "on_message")
+    [seen] = bot.seen
+    assert (seen.id, seen.content, seen.author.id) == (sent.id, "What about the drowned bell?", fake.player.id)
+    assert seen.channel.id == thread_id and isinstance(seen.channel, discord.Thread)
+
+
+async def test_private_echo_is_ephemeral_and_opens_no_thread(fake, bot):
+    inter = await fake.interaction("oracle echo", {"text": "psst", "private": True}, member=fake.gm)
+    await fake.wait_until(lambda: bot.completed, 5, "echo to complete")
+    assert inter.response.type == 5 and inter.response.data == {"flags": EPHEMERAL}
+    assert inter.original.flags == EPHEMERAL  # loading flag cleared by the first edit
+    assert inter.followups[0].flags == 0  # later followups have their own ephemerality
+    assert fake.threads == []
+    assert [m.id for m in fake.messages(fake.channel_id) if not m.ephemeral] == [inter.followups[0].id]
+
+
+async def test_first_followup_after_defer_replaces_the_loading_message(fake, bot):
+    @bot.tree.command(name="quick", description="defer then followup", guild=bot.guild_obj)
+    async def quick(interaction: discord.Interaction) -> None:
+        await interaction.response.defer(thinking=True)
+        await interaction.followup.send("done")
+
+    await bot.tree.sync(guild=bot.guild_obj)
+    inter = await fake.interaction("quick", member=fake.gm)
+    [msg] = await inter.wait_followups(1)
+    assert msg is inter.original and inter.events[-1].replaced_original
+    assert (msg.content, msg.flags & LOADING) == ("done", 0)
+
+
+async def test_autocomplete_returns_the_bots_choices(fake, bot):
+    choices = await fake.autocomplete("oracle echo", {"text": "dr"}, member=fake.gm)
+    assert choices == [{"name": "Dragon", "value": "dragon"}, {"name": "Drowned Bell", "value": "drowned bell"}]
+    inter = fake.interactions[-1]
+    assert inter.type == 4 and inter.response.type == 8 and inter.response.elapsed < 3.0
+    assert inter.payload["data"]["options"] == [
+        {"type": 1, "name": "echo", "options": [{"name": "text", "type": 3, "value": "dr", "focused": True}]}
+    ]
+
+
+async def test_forced_reconnect_mid_command_resumes_and_completes(fake, bot):
+    bot.gate = asyncio.Event()
+    inter = await fake.interaction("oracle echo", {"text": "again"}, member=fake.player)
+    await inter.wait_edits(1)
+
+    session = fake.session
+    await fake.reconnect(wait=False)
+    said = await fake.message(fake.channel_id, fake.gm, "said during the reconnect")  # buffered or live
+    await fake.wait_until(lambda: session.resumes == 1, 5, "RESUME")
+    await fake.wait_until(lambda: bot.resumes == 1, 3, "on_resumed")
+
+    first, second = fake.gateway_connections
+    assert first.closed and first.close_code == 4000
+    assert (second.kind, second.path, second.session) == ("resume", "/resume", session)
+    assert len(fake.sessions) == 1
+    await fake.wait_until(lambda: bot.seen, 3, "the message sent during the reconnect")
+
+    bot.gate.set()
+    await fake.wait_until(lambda: bot.completed, 5, "echo to complete")
+    assert inter.followups[0].content == f"Echo: again <@{fake.player.id}>"
+    thread_id = int(fake.threads[0]["id"])
+    await fake.wait_until(lambda: isinstance(bot.get_channel(thread_id), discord.Thread), 3, "THREAD_CREATE")
+    await asyncio.sleep(0.1)
+    assert [(m.id, m.content) for m in bot.seen] == [(said.id, "said during the reconnect")]
+
+
+async def test_rate_limited_followup_is_retried(fake, bot):
+    rule = fake.rate_limit("POST", "/webhooks/{application_id}/{token}", times=1, retry_after=0.2)
+    inter = await run_echo(fake, bot, "patience")
+
+    posts = fake.requests_for("POST", "/webhooks/{application_id}/{token}")
+    assert [r.status for r in posts] == [429, 200]
+    assert posts[0].response == {"message": "You are being rate limited.", "retry_after": 0.2, "global": False}
+    assert posts[1].at - posts[0].at >= 0.2
+    assert rule.hits == [posts[0]] and rule.remaining == 0
+    assert [m.content for m in inter.followups] == [f"Echo: patience <@{fake.player.id}>"]
+    assert [e.kind for e in inter.events].count("followup") == 1
+
+
+async def test_rate_limited_channel_message_is_retried(fake, bot):
+    fake.rate_limit("POST", "/channels/{channel_id}/messages", times=2, retry_after=0.1)
+    sent = await bot.get_channel(fake.channel_id).send("hello table")
+    posts = fake.requests_for("POST", f"/channels/{fake.channel_id}/messages")
+    assert [r.status for r in posts] == [429, 429, 200]
+    assert fake.get_message(sent.id).content == "hello table"
+
+
+async def test_late_acknowledgement_is_unknown_interaction(fake, bot):
+    fake.ack_deadline = 0.3
+    bot.slow_delay = 0.5
+    inter = await fake.interaction("oracle slow", member=fake.gm)
+    await fake.wait_until(lambda: bot.errors, 5, "the command error")
+    [callback] = inter.callbacks
+    assert (callback.status, callback.error) == (404, {"message": "Unknown interaction", "code": 10062})
+    assert callback.elapsed >= 0.3 and not inter.acknowledged
+    [error] = bot.errors
+    assert isinstance(error.original, discord.NotFound) and error.original.code == 10062
+
+
+async def test_interaction_helper_checks_options_like_the_discord_client(fake, bot):
+    with pytest.raises(ValueError, match="missing required"):
+        await fake.interaction("oracle echo", {"private": True})
+    with pytest.raises(ValueError, match="unknown option"):
+        await fake.interaction("oracle echo", {"text": "x", "loud": True})
+    with pytest.raises(ValueError, match="not registered"):
+        await fake.interaction("nope")
+
+
+async def test_unknown_route_is_404_and_recorded(fake, bot):
+    route = discord.http.Route("GET", "/guilds/{guild_id}/audit-logs", guild_id=fake.guild_id)
+    with pytest.raises(discord.NotFound) as info:
+        await bot.http.request(route)
+    assert (info.value.code, info.value.text) == (0, "404: Not Found")
+    [unknown] = fake.unknown_requests
+    assert (unknown.method, unknown.path, unknown.status) == ("GET", f"/guilds/{fake.guild_id}/audit-logs", 404)
+
+
+async def test_without_message_content_intent_content_is_blank_unless_mentioned(fake):
+    client = EchoBot(fake.guild_id, message_content=False)
+    async with fake.run_client(client):
+        assert not fake.intents & (1 << 15)
+        await fake.message(fake.channel_id, fake.player, "secret plan")
+        await fake.message(fake.channel_id, fake.player, f"{fake.bot.mention} hi")
+        await fake.wait_until(lambda: len(client.seen) == 2, 3, "two messages")
+    assert [m.content for m in client.seen] == ["", f"<@{fake.app_id}> hi"]
+
+
+async def test_clean_shutdown_leaves_no_unclosed_sessions(fake, caplog):
+    caplog.set_level(logging.WARNING)
+    client = EchoBot(fake.guild_id)
+    task = asyncio.create_task(client.start("fake-token"))
+    await fake.wait_until(lambda: client.is_ready() or task.done(), 10, "ready")
+    assert client.is_ready()
+    await client.close()
+    assert await asyncio.wait_for(task, 5) is None
+    assert client.is_closed()
+    await fake.wait_until(lambda: all(c.closed for c in fake.gateway_connections), 3, "gateway closed")
+    # The client closes the socket itself. discord.py 2.7.1 asks for 1000, but with its poll task
+    # blocked in receive() aiohttp lets that task's close(code=4000) reach the wire first.
+    assert fake.gateway_connections[0].close_code in (1000, 4000)
+    del client, task
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+        await asyncio.sleep(0)
+    assert [str(w.message) for w in caught if "nclosed" in str(w.message)] == []
+    assert [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()] == []
