@@ -53,7 +53,9 @@ class Settings(BaseSettings):
     k: int = Field(8, validation_alias="ORACLE_K", ge=1, le=40)
     rrf_k: int = Field(60, validation_alias="ORACLE_RRF_K", ge=1)
     fused_pool: int = Field(40, validation_alias="ORACLE_FUSED_POOL", ge=1)
-    fusion: str = Field("rrf", validation_alias="ORACLE_FUSION", pattern="^(rrf|weighted_rrf|dbsf)$")
+    # Distribution-based score fusion beat RRF on both dev sets (LoCoMo dev conversations: any gold in
+    # the top 5 0.922 vs 0.904, MRR 0.785 vs 0.745; SciFact train: nDCG@10 0.710 vs 0.697).
+    fusion: str = Field("dbsf", validation_alias="ORACLE_FUSION", pattern="^(rrf|weighted_rrf|dbsf)$")
     path_weights: dict[str, float] = Field(
         default_factory=lambda: {"keyword": 1.0, "semantic": 1.0, "entity": 1.0},
         validation_alias="ORACLE_PATH_WEIGHTS",
