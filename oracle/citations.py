@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from .context import Context
 
-_BRACKET = re.compile(r"\[([^\[\]\n]{1,160})\](?!\()")
+_BRACKET = re.compile(r"([ \t]*)\[([^\[\]\n]{1,160})\](?!\()")
+_TRAILING_CITATIONS = re.compile(r"([.!?])(\s*)((?:\[[^\[\]\n]+\][ \t]*)+)")
 _LABEL_SHAPE = re.compile(r"^(session\b|sesi[oó]n\b|sheet:|world:|note:)", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -44,9 +45,24 @@ def verify(answer: str, context: Context) -> Verified:
     cited: list[str] = []
     unknown: list[str] = []
 
+    def split(inner: str) -> list[str]:
+        """Labels in one bracket: `;`-separated, or `,`-separated unless the comma is inside a label."""
+        parts: list[str] = []
+        for piece in re.split(r"\s*;\s*", inner.strip()):
+            if _key(piece) in known:
+                parts.append(piece)
+                continue
+            words = piece.split(",")
+            i = 0
+            while i < len(words):
+                j = next((j for j in range(len(words), i, -1) if _key(",".join(words[i:j])) in known), i + 1)
+                parts.append(",".join(words[i:j]).strip())
+                i = j
+        return [p for p in parts if p]
+
     def check(match: re.Match[str]) -> str:
-        inner = match.group(1).strip()
-        parts = [inner] if _key(inner) in known else [p.strip() for p in re.split(r"[;,]", inner)]
+        space, inner = match.group(1), match.group(2).strip()
+        parts = split(inner)
         if not any(_key(p) in known or _LABEL_SHAPE.match(p) for p in parts):
             return match.group(0)  # not a citation
         kept = []
@@ -56,17 +72,18 @@ def verify(answer: str, context: Context) -> Verified:
                 kept.append(label)
                 if label not in cited:
                     cited.append(label)
-            elif part:
+            else:
                 unknown.append(part)
-        return f"[{'; '.join(kept)}]" if kept else ""
+        return f"{space}[{'; '.join(kept)}]" if kept else ""  # a removed bracket takes its space along
 
-    text = _BRACKET.sub(check, answer)
-    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text).strip()
+    text = _BRACKET.sub(check, answer).strip()
     citations = []
     for label in cited:
         chunk = context.chunk_for(label)
         if chunk is not None:
             citations.append(Citation(label, chunk.path, chunk.start_line, chunk.end_line))
-    sentences = [s for s in _SENTENCE.split(text) if len(s.split()) >= 4]
+    # "… at noon. [Session 2]" cites the sentence before the bracket.
+    counting = _TRAILING_CITATIONS.sub(lambda m: f" {m.group(3).strip()}{m.group(1)}{m.group(2)}", text)
+    sentences = [s for s in _SENTENCE.split(counting) if len(s.split()) >= 4]
     uncited = sum(1 for s in sentences if not any(f"[{c}" in s or f"; {c}" in s for c in cited))
     return Verified(text, tuple(citations), tuple(unknown), uncited)

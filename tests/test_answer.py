@@ -34,7 +34,7 @@ from tests.fakes.ollama_server import EMPTY, Delay, FakeOllama, HttpError, Model
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
-MODEL = "qwen2.5:14b"
+MODEL = "llama3.1:8b"  # not the default: every request must carry ORACLE_MODEL
 KEEP_ALIVE = "17m"  # not the default: the request must carry the setting's value
 QUESTION = "What did Orrin Hale do at the harbour?"
 SECRETS = ["SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR"]
@@ -458,18 +458,18 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
     reason = answer.trace["rerank"]["reason"]
     assert reason.startswith("off: 1 of ") and "no annotation" in reason
     assert ("llm", 1, 1) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
-    assert missing.label not in [label for label, _ in headlines(request)]  # no headline without a note
+    assert missing.id not in [s.chunk.id for s in answer.summaries]  # no headline without a note
 
 
 @module_loop
 async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
-    fake.responder = script(rerank=Delay(4, {"best": [3, 1]}))
+    fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
     async with campaign.oracle(rerank_timeout=1.0) as oracle:
         started = time.perf_counter()
         answer = await oracle.ask(QUESTION)
         elapsed = time.perf_counter() - started
 
-    assert elapsed < 3.5  # the 1-second rerank bound, not the 4-second reply
+    assert elapsed < 10  # the 1-second rerank bound, not the 30-second reply
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
     assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace["rerank"]["reason"]
@@ -543,7 +543,7 @@ def assert_passages(campaign: Campaign, answer) -> None:
         (HttpError(500, "boom"), "Ollama answered 500: boom"),
         (EMPTY, "the model gave an empty answer"),
         ("  \n ", "the model gave an empty answer"),
-        (Delay(4, "too late"), "did not answer in time"),
+        (Delay(30, "too late"), "did not answer in time"),
     ],
     ids=["404", "500", "empty", "blank", "timeout"],
 )
@@ -554,7 +554,7 @@ async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake,
         answer = await oracle.ask(QUESTION)
         elapsed = time.perf_counter() - started
 
-    assert elapsed < 3.5
+    assert elapsed < 10  # 1-second timeouts; a hung reply would take 30
     assert reason in answer.reason
     assert_passages(campaign, answer)
     pool = pool_ids(answer)
@@ -570,7 +570,7 @@ async def test_a_refused_connection_gives_passages(campaign, fake):
         answer = await oracle.ask(QUESTION)
         elapsed = time.perf_counter() - started
 
-    assert elapsed < 3.5
+    assert elapsed < 5  # refused at once: no timeout is waited out
     assert f"Ollama is not reachable at {host}" == answer.reason
     assert f"off: Ollama is not reachable at {host}" == answer.trace["rerank"]["reason"]
     assert_passages(campaign, answer)
@@ -578,16 +578,11 @@ async def test_a_refused_connection_gives_passages(campaign, fake):
     assert [] == fake.requests
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="oracle/llm.py:44 builds ollama.AsyncClient(timeout=settings.ollama_timeout): httpx's read timeout "
-    "(the ingest timeout, 120 s by default) cuts every answer call, so ORACLE_ANSWER_TIMEOUT (300 s) never applies",
-)
 @module_loop
 async def test_the_answer_timeout_not_the_ingest_timeout_bounds_the_answer(campaign, fake):
+    """The transport's own timeout must not cut an answer the answer timeout still allows."""
     fake.responder = script(rerank={"best": [3, 1]}, answer=Delay(2, "Orrin Hale runs the harbour."))
-    async with campaign.oracle(ollama_timeout=1.0, answer_timeout=5.0) as oracle:
+    async with campaign.oracle(ollama_timeout=1.0, answer_timeout=10.0) as oracle:
         answer = await oracle.ask(QUESTION)
     assert ("llm", "", "Orrin Hale runs the harbour.") == (answer.mode, answer.reason, answer.text)
 
@@ -629,6 +624,19 @@ async def test_calls_per_question(campaign, fake, reranker, calls):
     if reranker == "none":
         assert {"mode": "none", "used": False, "reason": "off: ORACLE_RERANKER=none", "chosen": []} == (
             answer.trace["rerank"])
+
+
+@module_loop
+async def test_the_stages_are_reported_in_order(campaign, fake):
+    stages: list[str] = []
+
+    async def on_stage(name: str) -> None:
+        stages.append(name)
+
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION, on_stage=on_stage)
+    assert ["searching", "ranking", "writing"] == stages
+    assert "llm" == answer.mode
 
 
 @module_loop
@@ -717,7 +725,7 @@ def start_cli(root: Path, host: str, question: str) -> subprocess.Popen:
     """`oracle ask --json` in a fresh process, with no index yet (it ingests first)."""
     write_notes(root / "notes", CLI_NOTES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ORACLE_", "OLLAMA_"))}
-    env |= {"OLLAMA_HOST": host, "HF_HUB_OFFLINE": "1", "ORACLE_OLLAMA_PROBE_TIMEOUT": "2"}
+    env |= {"OLLAMA_HOST": host, "ORACLE_MODEL": MODEL, "HF_HUB_OFFLINE": "1", "ORACLE_OLLAMA_PROBE_TIMEOUT": "2"}
     return subprocess.Popen(
         [sys.executable, "-m", "oracle.cli", "ask", question,
          "--notes", str(root / "notes"), "--data", str(root / "data"), "--json"],
