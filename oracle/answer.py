@@ -19,6 +19,7 @@ from .dossier import Dossier, build_dossier, rank_names
 from .followup import expand_followup
 from .fusion import Fused, dbsf, rrf
 from .index import Index
+from .leaks import SecretGuard
 from .llm import LLMError
 from .paths import EntityMatch, EntityMatcher, Scored, entity_path, keyword_path, semantic_path
 from .prompt import Turn, build_answer_prompt
@@ -88,6 +89,7 @@ class Oracle:
         self.settings = index.settings
         self._matchers: dict[tuple[str, bool], EntityMatcher] = {}
         self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
+        self._guard: tuple[str, SecretGuard] | None = None
         self._cross_encoder = CrossEncoderReranker(
             self.settings.cross_encoder, use_text=self.settings.cross_encoder_input == "text"
         )
@@ -219,15 +221,14 @@ class Oracle:
             except LLMError as exc:
                 retrieval.timings_ms["answer"] = _ms(t)
                 retrieval.timings_ms["total"] = _ms(started)
-                reason = str(exc)
-                log.warning("answering %r without the LLM: %s", question, reason)
-                shown = context.fragments[:PASSAGES_SHOWN]
-                return self._answer(
-                    question, passages_text(reason, shown), "passages", reason, retrieval, selection,
-                    {"llm_calls": calls}, tuple(Citation(c.label, c.path, c.start_line, c.end_line) for c in shown),
-                )
+                log.warning("answering %r without the LLM: %s", question, exc)
+                return self._passages(question, str(exc), retrieval, selection, {"llm_calls": calls})
         retrieval.timings_ms["answer"] = _ms(t)
         verified = verify(reply, context)
+        if not gm and (await self.secret_guard()).leaks(verified.text):
+            log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
+            reason = "withheld: the answer repeated game-master-only notes"
+            return self._passages(question, reason, retrieval, selection, {"llm_calls": calls, "withheld": True})
         retrieval.timings_ms["total"] = _ms(started)
         answer = self._answer(
             question,
@@ -247,6 +248,16 @@ class Oracle:
             verified.citations,
         )
         return answer
+
+    def _passages(
+        self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict
+    ) -> Answer:
+        """The answer without the LLM's text: the best passages, their labels as the sources."""
+        shown = selection.context.fragments[:PASSAGES_SHOWN]
+        citations = tuple(Citation(c.label, c.path, c.start_line, c.end_line) for c in shown)
+        return self._answer(
+            question, passages_text(reason, shown), "passages", reason, retrieval, selection, extra, citations
+        )
 
     def _answer(
         self,
@@ -287,6 +298,14 @@ class Oracle:
         fragments = selection.context.fragments if selection else ()
         summaries = selection.context.summaries if selection else ()
         return Answer(question, text, mode, reason, citations, fragments, summaries, trace)
+
+    async def secret_guard(self) -> SecretGuard:
+        """Built once per committed ingest, off the event loop."""
+        store = await self.index.store()
+        generation = await store.generation()
+        if self._guard is None or self._guard[0] != generation:
+            self._guard = (generation, await asyncio.to_thread(SecretGuard, await store.chunk_texts()))
+        return self._guard[1]
 
     async def status(self) -> dict:
         """What is indexed, when, with which models, and whether Ollama answers."""
