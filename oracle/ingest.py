@@ -335,6 +335,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     if orphans:
         await asyncio.to_thread(vectors.delete, orphans)
 
+    await store.forget_orphan_annotations()
     if await _annotate(index, report, all_texts, hashes, cache, progress):
         # New annotations bring the names the model extracted into the Compendium.
         entities, mentions = await asyncio.to_thread(

@@ -423,6 +423,12 @@ class Store:
         )
         await self.db.commit()
 
+    async def forget_orphan_annotations(self) -> int:
+        """Drop cached annotations of text no chunk holds any more: a removed secret leaves no trace."""
+        cursor = await self.db.execute("DELETE FROM annotations WHERE text_hash NOT IN (SELECT text_hash FROM chunks)")
+        await self.db.commit()
+        return cursor.rowcount
+
     # -- status --------------------------------------------------------------------------------
 
     async def set_meta(self, values: dict[str, str]) -> None:

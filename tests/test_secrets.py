@@ -1,0 +1,204 @@
+"""Game-master secrets never reach a player: every form, every path, every output.
+
+A marker sits inside every secret of every form. Each probe is asked as a player through search,
+ask (the fake Ollama records every request), who, autocomplete and a thread follow-up: no marker may
+appear anywhere. Asked with clearance, each secret is found. Removing a secret and reingesting
+leaves it in no store.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+
+import pytest
+import pytest_asyncio
+
+from oracle.answer import Oracle
+from oracle.ingest import ingest
+from oracle.prompt import Turn
+from tests.conftest import write_notes
+from tests.fakes.ollama_server import FakeOllama
+
+module_loop = pytest.mark.asyncio(loop_scope="module")
+
+SECRET_CAMPAIGN = {
+    "sessions/Session 1.md": """
+        ## Session 1 — The Heir's Road
+        The party escorted Lady Maren Thorne to the border fort of Kelvor.
+        The captain of Kelvor, Osric Vane, asked about the missing heir and the sealed letter.
+        %% SECRET-INLINE Osric Vane is paid by the smugglers of the Grey Marsh %%
+        They camped by the river and heard bells in the marsh.
+    """,
+    "sessions/Session 2.md": """
+        ## Session 2 — The Sealed Letter
+        Maren opened the sealed letter at dawn; it spoke of a debt owed by the old king.
+        %%
+        SECRET-MULTILINE the letter was forged by Maren herself
+        to draw the heir out of hiding
+        %%
+        The party rode on toward the marsh, where the smugglers of the Grey Marsh keep their boats.
+        > [!secret] What the bells mean
+        > SECRET-CALLOUT the bells ring when the drowned heir walks
+        > under the marsh water at night
+        Osric Vane followed them at a distance.
+        > [!gm]
+        > SECRET-GMCALLOUT Osric will betray the party in session five
+    """,
+    "world/The_True_Heir.md": """
+        ---
+        visibility: gm
+        aliases: [the Hidden Queen]
+        ---
+        SECRET-VISIBILITY The true heir is Lady Maren Thorne, raised as a merchant's daughter.
+        Zarquon Estmere knows it. Zarquon Estmere hid the proof.
+    """,
+    "world/The_Drowned_Court.md": """
+        ---
+        gm: true
+        ---
+        SECRET-GMTRUE The drowned court under the marsh is ruled by the old king's ghost.
+    """,
+    "gm/Act Two.md": "SECRET-GMFOLDER In act two the smugglers burn the fort of Kelvor, led by Zarquon Estmere.\n",
+    "world/gm/Fort Kelvor Vault.md": "SECRET-NESTED The vault under fort Kelvor holds the crown of the old king.\n",
+    "npcs/Osric_Vane.md": """
+        ---
+        aliases: [the Captain]
+        ---
+        Captain of the border fort of Kelvor, gruff and tired.
+    """,
+}
+
+PROBES = {
+    "SECRET-INLINE": "Who pays Osric Vane?",
+    "SECRET-MULTILINE": "Who forged the sealed letter?",
+    "SECRET-CALLOUT": "What do the bells in the marsh mean?",
+    "SECRET-GMCALLOUT": "Will Osric betray the party?",
+    "SECRET-VISIBILITY": "Who is the true heir?",
+    "SECRET-GMTRUE": "Who rules the drowned court under the marsh?",
+    "SECRET-GMFOLDER": "What happens to the fort of Kelvor in act two?",
+    "SECRET-NESTED": "What is in the vault under fort Kelvor?",
+}
+SECRET_NAMES = ["Hidden Queen", "Zarquon Estmere"]  # named only in secrets
+MARKER = re.compile(r"SECRET-[A-Z]+|Zarquon|Hidden Queen", re.I)
+
+
+def annotation_or_answer(request: dict) -> object:
+    """Annotations echo the passage's first words (so a GM annotation holds its marker);
+    reranking keeps the fused order; answers quote every fragment header they were given."""
+    schema = request.get("format") or {}
+    user = request["messages"][-1]["content"]
+    if "summary" in schema.get("properties", {}):
+        passage = user.split("\n\n", 1)[1] if "\n\n" in user else user
+        return {"summary": " ".join(passage.split()[:14]), "entities": []}
+    if "best" in schema.get("properties", {}):
+        return {"best": [1, 2, 3]}
+    labels = re.findall(r"^\[([^\]]+)\] \(", user, re.M)
+    return " ".join(f"The notes speak of it [{label}]." for label in labels) or "The notes do not say."
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def campaign(tmp_path_factory, embedder):
+    from oracle.index import Index
+    from oracle.settings import Settings
+
+    root = tmp_path_factory.mktemp("secrets")
+    notes = write_notes(root / "notes", SECRET_CAMPAIGN)
+    async with FakeOllama(models=["qwen2.5:14b"]) as fake:
+        fake.responder = annotation_or_answer
+        settings = Settings(
+            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
+            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
+        )
+        index = Index(settings, embedder=embedder)
+        report = await ingest(index)
+        assert 0 == report.annotations_missing  # GM chunks annotated too: the guard must hold anyway
+        yield index, fake, notes
+        await index.close()
+
+
+def assert_no_secret(thing: object, where: str) -> None:
+    text = thing if isinstance(thing, str) else json.dumps(thing, ensure_ascii=False, default=str)
+    found = MARKER.findall(text)
+    assert [] == found, f"secret text in {where}"
+
+
+@module_loop
+@pytest.mark.parametrize("marker", sorted(PROBES))
+async def test_a_player_never_sees_a_secret(campaign, marker):
+    index, fake, _ = campaign
+    oracle = Oracle(index)
+    question = PROBES[marker]
+
+    retrieval = await oracle.search(question)
+    assert_no_secret(retrieval.to_json(), "search")
+
+    fake.reset()
+    fake.responder = annotation_or_answer
+    answer = await oracle.ask(question)
+    assert "llm" == answer.mode
+    assert_no_secret(answer.to_json(), "the answer and its trace")
+    assert_no_secret([r.body for r in fake.requests], "a request to Ollama")
+
+    followup = await oracle.ask("and then what?", history=[Turn("user", question), Turn("assistant", answer.text)])
+    assert_no_secret(followup.to_json(), "a follow-up")
+    assert_no_secret([r.body for r in fake.requests], "a follow-up's request to Ollama")
+
+
+@module_loop
+@pytest.mark.parametrize("marker", sorted(PROBES))
+async def test_a_game_master_finds_every_secret(campaign, marker):
+    index, _, _ = campaign
+    retrieval = await Oracle(index).search(PROBES[marker], gm=True)
+    assert any(marker in h.chunk.text for h in retrieval.fused[:8]), f"{marker} not found with clearance"
+
+
+@module_loop
+async def test_the_compendium_keeps_secret_names_from_players(campaign):
+    index, _, _ = campaign
+    oracle = Oracle(index)
+    for name in SECRET_NAMES:
+        assert await oracle.who(name) is None
+        assert [] == [n for n in await oracle.names(name.split()[0]) if MARKER.search(n)]
+        assert await oracle.who(name, gm=True) is not None
+    everything = await oracle.names("", limit=1000)
+    assert_no_secret(everything, "autocomplete")
+    dossier = await oracle.who("Osric Vane")
+    assert_no_secret(dossier.to_json(), "a dossier")
+    assert ["Session 1", "Session 2"] == [m.label for m in dossier.sessions]
+
+
+@module_loop
+async def test_an_answer_repeating_secret_text_is_withheld(campaign):
+    """The second line: a model that repeats a secret anyway (here, scripted to) is not shown."""
+    index, fake, _ = campaign
+    fake.responder = lambda request: (
+        annotation_or_answer(request) if request.get("format")
+        else "The bells ring when the drowned heir walks under the marsh water at night [Session 2]."
+    )
+    answer = await Oracle(index).ask("What do the bells mean?")
+    fake.responder = annotation_or_answer
+    assert ("passages", "withheld: the answer repeated game-master-only notes") == (answer.mode, answer.reason)
+    assert "drowned heir walks" not in answer.text
+
+
+async def test_a_removed_secret_leaves_no_trace(tmp_path, make_settings, open_index, fake_ollama):
+    notes = write_notes(tmp_path / "notes", SECRET_CAMPAIGN)
+    fake_ollama.responder = annotation_or_answer
+    settings = make_settings(notes, ollama_host=fake_ollama.url)
+    index = open_index(settings)
+    await ingest(index)
+    session = notes / "sessions" / "Session 1.md"
+    session.write_text(re.sub(r"%%.*?%%\n", "", session.read_text(), flags=re.S))
+    await ingest(index)
+
+    with sqlite3.connect(settings.sqlite_path) as db:
+        dump = "\n".join(db.iterdump())
+    assert "SECRET-INLINE" not in dump  # chunks, FTS index, annotations, Compendium
+    assert "SECRET-MULTILINE" in dump  # the others are still there, GM-only
+    vectors = await index.vectors()
+    ids, chunk_ids, _ = await asyncio.to_thread(vectors.vectors)
+    with sqlite3.connect(settings.sqlite_path) as db:
+        live = {r[0] for r in db.execute("SELECT id FROM chunks")}
+    assert set(chunk_ids) == live  # no window of the removed secret's chunk remains
