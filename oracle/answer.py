@@ -23,8 +23,11 @@ from .leaks import SecretGuard
 from .llm import LLMError
 from .paths import EntityMatch, EntityMatcher, Scored, entity_path, keyword_path, semantic_path
 from .prompt import Turn, build_answer_prompt
+from .embed import Embedder
 from .rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
+from .store import Store
 from .types import GM, PUBLIC, Chunk
+from .vectors import VectorStore
 
 StageFn = Callable[[str], Awaitable[None]]
 PASSAGES_SHOWN = 5
@@ -98,9 +101,9 @@ class Oracle:
     def visibilities(gm: bool) -> tuple[str, ...]:
         return (PUBLIC, GM) if gm else (PUBLIC,)
 
-    async def matcher(self, gm: bool) -> EntityMatcher:
+    async def matcher(self, gm: bool, store: Store | None = None) -> EntityMatcher:
         """The Compendium names this reader may see; rebuilt only when an ingest commits."""
-        store = await self.index.store()
+        store = store or await self.index.store()
         key = (await store.generation(), gm)
         if key not in self._matchers:
             aliases = await store.visible_aliases(self.visibilities(gm))
@@ -110,16 +113,27 @@ class Oracle:
     async def search(
         self, question: str, *, history: Sequence[str] = (), gm: bool = False, k: int | None = None
     ) -> Retrieval:
+        vectors = await self.index.vectors()
+        embedder = await self.index.embedder()  # loaded once per process, not a cost of the question
+        async with self.index.snapshot() as store:
+            return await self._search(store, vectors, embedder, question, history, gm, k or self.settings.k)
+
+    async def _search(
+        self,
+        store: Store,
+        vectors: VectorStore,
+        embedder: Embedder,
+        question: str,
+        history: Sequence[str],
+        gm: bool,
+        k: int,
+    ) -> Retrieval:
         settings = self.settings
-        k = k or settings.k
         depth = max(2 * k, k + 5)
         visibilities = self.visibilities(gm)
         timings: dict[str, float] = {}
-        store = await self.index.store()
-        vectors = await self.index.vectors()
-        embedder = await self.index.embedder()  # loaded once per process, not a cost of the question
         started = time.perf_counter()
-        matcher = await self.matcher(gm)
+        matcher = await self.matcher(gm, store)
         entities = matcher.find(question)
         query = expand_followup(question, history, names_entity=bool(entities))
         if query != question:

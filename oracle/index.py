@@ -6,6 +6,8 @@ Chroma are synchronous and slow to load, so they load lazily, once, off the even
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from .embed import Embedder
 from .llm import LLM
@@ -24,6 +26,7 @@ class Index:
         self._embedder = embedder
         self._store: Store | None = None
         self._writer: Store | None = None
+        self._idle_readers: list[Store] = []
         self._vectors: VectorStore | None = None
         self._lock = asyncio.Lock()
         self.llm = LLM(
@@ -40,6 +43,22 @@ class Index:
             if self._store is None:
                 self._store = await Store.open(self.settings.sqlite_path)
             return self._store
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Store]:
+        """A reader inside a read transaction: every query of one question sees the same committed
+        index, even when an ingest commits half-way through the question (WAL keeps the snapshot)."""
+        store = self._idle_readers.pop() if self._idle_readers else await Store.open(self.settings.sqlite_path)
+        try:
+            await store.db.execute("BEGIN")
+            try:
+                yield store
+            finally:
+                await store.db.execute("COMMIT")
+        except BaseException:
+            await store.close()
+            raise
+        self._idle_readers.append(store)
 
     async def writer(self) -> Store:
         """The connection ingest writes through, apart from readers so they never see a half-made index."""
@@ -65,10 +84,11 @@ class Index:
             return self._vectors
 
     async def close(self) -> None:
-        for store in (self._store, self._writer):
+        for store in (self._store, self._writer, *self._idle_readers):
             if store is not None:
                 await store.close()
         self._store = self._writer = None
+        self._idle_readers = []
 
     async def __aenter__(self) -> Index:
         return self
