@@ -8,8 +8,11 @@ import sys
 import discord
 
 from oracle.answer import Oracle
+from oracle.embed import EmbedError
 from oracle.index import Index
 from oracle.settings import Settings
+from oracle.store import StoreError
+from oracle.vectors import VectorStoreError
 
 from .client import OracleBot
 from .history import ThreadHistory
@@ -24,7 +27,14 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         log.error("DISCORD_TOKEN is not set: put it in .env or the environment (see .env.example)")
         return 2
     async with Index(settings) as index:
-        await index.embedder()  # load the model before the gateway connects: no stall later
+        try:
+            # Load the model and open both stores before the gateway connects: a broken index is
+            # reported once, with what to run, instead of failing every question.
+            await index.embedder()
+            await index.vectors()
+        except (StoreError, VectorStoreError, EmbedError) as exc:
+            log.error("%s", exc)
+            return 2
         history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
         oracle = Oracle(index)
         try:

@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from oracle.ingest import IngestBusy, ingest
+from oracle.ingest import IngestBusy, IngestError, ingest
 from oracle.prompt import Turn
 from oracle.types import IngestReport, Progress
 
@@ -144,6 +144,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             report = await ingest(self.bot.index, progress=record, by=by)
         except IngestBusy as exc:
             raise UserError(f"Not started: {exc}.") from None
+        except IngestError as exc:
+            raise UserError(f"Reingest failed: {exc}.") from None
         finally:
             updater.cancel()
         await interaction.edit_original_response(content=ingest_summary(report))

@@ -23,7 +23,7 @@ from .prompt import Turn
 from .eval import BankError, load_bank, run_eval
 from .embed import EmbedError
 from .index import Index
-from .ingest import IngestBusy, ingest
+from .ingest import IngestBusy, IngestError, ingest
 from .settings import Settings
 from .store import StoreError
 from .types import IngestReport
@@ -33,7 +33,7 @@ from .vectors import VectorStoreError
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 150)
 
-DOMAIN_ERRORS = (BankError, IngestBusy, StoreError, EmbedError, VectorStoreError, FileNotFoundError, PermissionError)
+DOMAIN_ERRORS = (BankError, IngestBusy, IngestError, StoreError, EmbedError, VectorStoreError, FileNotFoundError, PermissionError)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:

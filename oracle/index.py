@@ -13,7 +13,7 @@ from .embed import Embedder
 from .llm import LLM
 from .settings import Settings
 from .store import Store
-from .vectors import VectorStore
+from .vectors import VectorStore, VectorStoreError
 
 
 def collection_name(embedder: Embedder, settings: Settings) -> str:
@@ -28,6 +28,7 @@ class Index:
         self._writer: Store | None = None
         self._idle_readers: list[Store] = []
         self._vectors: VectorStore | None = None
+        self._vectors_checked = False
         self._lock = asyncio.Lock()
         self.llm = LLM(
             settings.ollama_host,
@@ -73,7 +74,9 @@ class Index:
                 self._embedder = await asyncio.to_thread(Embedder, self.settings.embed_model)
             return self._embedder
 
-    async def vectors(self) -> VectorStore:
+    async def vectors(self, *, check: bool = True) -> VectorStore:
+        """The Chroma collection. With `check`, refuse one that lacks windows SQLite has indexed (a
+        deleted or foreign Chroma folder): questions would silently lose the semantic path."""
         embedder = await self.embedder()
         async with self._lock:
             if self._vectors is None:
@@ -81,7 +84,20 @@ class Index:
                 self._vectors = await asyncio.to_thread(
                     VectorStore, self.settings.chroma_path, name, url=self.settings.chroma_url
                 )
-            return self._vectors
+                self._vectors_checked = False
+            vectors = self._vectors
+        if check and not self._vectors_checked:
+            store = await self.store()
+            expected = await store.window_count()
+            present = await asyncio.to_thread(vectors.count)
+            if present < expected:
+                where = self.settings.chroma_url or self.settings.chroma_path
+                raise VectorStoreError(
+                    f"the dense index at {where} holds {present} of the {expected} windows the index names: "
+                    "run `oracle ingest` to rebuild it"
+                )
+            self._vectors_checked = True
+        return vectors
 
     async def close(self) -> None:
         for store in (self._store, self._writer, *self._idle_readers):

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +39,8 @@ from .index import Index, collection_name
 from .llm import LLMError
 from .notes import NoteError, decode, parse_note
 from .settings import Settings
-from .store import Changes, FileRecord
+from .store import Changes, FileRecord, StoreError
+from .vectors import VectorStoreError
 from .types import GM, PUBLIC, Chunk, EntitySource, IngestReport, Note, Progress, Skipped
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,10 @@ ProgressFn = Callable[[Progress], None]
 
 class IngestBusy(RuntimeError):
     """Another ingest holds the lock; the message says who started it and when."""
+
+
+class IngestError(RuntimeError):
+    """The ingest could not finish (disk full, read-only folder, a broken store); nothing was lost."""
 
 
 class IngestLock:
@@ -235,8 +241,13 @@ def build_compendium(
 
 async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = "the command line") -> IngestReport:
     """Bring the index in line with the notes folder. Raises IngestBusy if another ingest runs."""
-    with IngestLock(index.settings.lock_path, by):
-        return await _ingest(index, progress or (lambda p: None))
+    try:
+        with IngestLock(index.settings.lock_path, by):
+            return await _ingest(index, progress or (lambda p: None))
+    except (sqlite3.Error, OSError, VectorStoreError, StoreError) as exc:
+        log.exception("ingest failed")
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise IngestError(f"the ingest stopped ({reason}); the previous index is still served") from exc
 
 
 async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
@@ -245,7 +256,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     report = IngestReport()
     store = await index.writer()
     embedder = await index.embedder()
-    vectors = await index.vectors()
+    vectors = await index.vectors(check=False)  # an ingest is what repairs a missing dense index
     meta = await store.meta()
     collection = collection_name(embedder, settings)
     chunking = f"{CHUNKER_VERSION}/{settings.session_max_words}/{settings.overlap_words}"
@@ -277,12 +288,15 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     new_ids = {c.id for c in new_chunks}
     to_add = [c for c in new_chunks if full or c.id not in existing]
     to_remove = sorted(old_ids - new_ids) if not full else sorted(old_ids)
+    # Chunks SQLite keeps whose windows Chroma lost (a deleted Chroma folder): embed them again.
+    stored_ids = await asyncio.to_thread(vectors.all_ids)
+    lost = await store.chunks_missing_windows(stored_ids, exclude=set(to_remove) | {c.id for c in to_add})
+    report.windows_repaired = len(lost)
 
     windows = await asyncio.to_thread(
-        embedder.windows, to_add, settings.window_overlap_tokens, settings.window_tokens
+        embedder.windows, to_add + lost, settings.window_overlap_tokens, settings.window_tokens
     )
-    stored = await asyncio.to_thread(vectors.existing, [w.id for w in windows])
-    pending = [w for w in windows if w.id not in stored]
+    pending = [w for w in windows if w.id not in stored_ids]
     progress(Progress("embed", 0, len(pending)))
     for i in range(0, len(pending), _EMBED_BATCH):
         batch = pending[i : i + _EMBED_BATCH]

@@ -198,6 +198,15 @@ class Store:
             ids.update(r[0] for r in await self._all("SELECT id FROM chunks WHERE path = ?", (path,)))
         return ids
 
+    async def chunks_missing_windows(self, stored: set[str], exclude: set[str]) -> list[Chunk]:
+        """Chunks with a window SQLite names but the vector store lacks."""
+        rows = await self._all("SELECT id, chunk_id FROM windows")
+        missing = sorted({chunk for wid, chunk in rows if wid not in stored and chunk not in exclude})
+        return await self.chunks_by_ids(missing)
+
+    async def window_count(self) -> int:
+        return (await self._one("SELECT count(*) FROM windows"))[0]
+
     async def window_ids(self) -> set[str]:
         return {r[0] for r in await self._all("SELECT id FROM windows")}
 

@@ -124,6 +124,7 @@ class IngestReport:
     warnings: list[Skipped] = field(default_factory=list)
     chunks: int = 0
     windows_embedded: int = 0
+    windows_repaired: int = 0  # chunks whose lost dense windows were embedded again
     annotations_done: int = 0
     annotations_missing: int = 0
     annotation_note: str = ""
@@ -142,6 +143,7 @@ class IngestReport:
             },
             "chunks": self.chunks,
             "windows_embedded": self.windows_embedded,
+            "windows_repaired": self.windows_repaired,
             "annotations": {
                 "done": self.annotations_done,
                 "missing": self.annotations_missing,

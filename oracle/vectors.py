@@ -5,6 +5,7 @@ of truth: a window whose chunk SQLite does not hold is ignored at query time and
 """
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,21 @@ _BATCH = 1000  # below Chroma's max batch size on every backend
 
 class VectorStoreError(RuntimeError):
     pass
+
+
+def _guarded(method):
+    """Chroma raises its own and its Rust core's errors: one domain error with the reason instead."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except VectorStoreError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"the Chroma store failed ({type(exc).__name__}: {exc})") from exc
+
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -62,15 +78,18 @@ class VectorStore:
         except Exception as exc:
             raise VectorStoreError(f"cannot open the Chroma collection {collection!r}: {exc}") from exc
 
+    @_guarded
     def count(self) -> int:
         return self.collection.count()
 
+    @_guarded
     def existing(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for i in range(0, len(ids), _BATCH):
             found.update(self.collection.get(ids=list(ids[i : i + _BATCH]), include=[])["ids"])
         return found
 
+    @_guarded
     def all_ids(self) -> set[str]:
         ids: set[str] = set()
         offset = 0
@@ -81,6 +100,7 @@ class VectorStore:
                 return ids
             offset += len(page)
 
+    @_guarded
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
         for i in range(0, len(ids), _BATCH):
             self.collection.upsert(
@@ -89,11 +109,13 @@ class VectorStore:
                 metadatas=list(metadatas[i : i + _BATCH]),
             )
 
+    @_guarded
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         for i in range(0, len(ids), _BATCH):
             self.collection.delete(ids=ids[i : i + _BATCH])
 
+    @_guarded
     def query(self, vector: np.ndarray, n: int, *, visibility: str | None = None) -> list[DenseHit]:
         """Nearest windows; `visibility="public"` keeps GM-only windows out of the search itself."""
         total = self.collection.count()
@@ -113,6 +135,7 @@ class VectorStore:
             )
         ]
 
+    @_guarded
     def vectors(self, *, visibility: str | None = None) -> tuple[list[str], list[str], np.ndarray]:
         """Every window's id, chunk id and vector: for an exact search to compare against."""
         where = {"visibility": visibility} if visibility else None
