@@ -25,8 +25,12 @@ class NoteError(ValueError):
 def decode(data: bytes) -> tuple[str, list[str]]:
     """Bytes to text with `\\n` line ends. Returns (text, warnings); raises NoteError if binary."""
     warnings: list[str] = []
-    if b"\x00" in data[:8192]:
+    sample = data[:8192]
+    if sample.count(0) * 50 > len(sample):  # over 2% NUL bytes: a binary file, not stray NULs
         raise NoteError("binary file (NUL bytes), not a Markdown note")
+    if b"\x00" in data:  # a stray NUL in a text note: drop it, keep the note
+        warnings.append(f"removed {data.count(0)} NUL bytes")
+        data = data.replace(b"\x00", b"")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

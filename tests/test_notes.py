@@ -115,3 +115,8 @@ def test_public_note_secrets_are_cut_out():
     note = parse("sessions/Session 3.md", "Public.\n%% SECRET-X %%\n> [!gm]\n> SECRET-Y [[Kat|the witch]]\nEnd.")
     assert "SECRET" not in note.text
     assert (Secret(2, 2, "SECRET-X"), Secret(3, 4, "SECRET-Y the witch")) == note.secrets
+
+
+def test_stray_nul_bytes_in_a_text_note_are_dropped_with_a_warning():
+    text, warnings = decode(b"## Session 1\nThe party\x00 rested by the river all night long.\n")
+    assert ("## Session 1\nThe party rested by the river all night long.\n", ["removed 1 NUL bytes"]) == (text, warnings)
