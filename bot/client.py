@@ -56,5 +56,9 @@ class OracleBot(commands.Bot):
             synced = await self.tree.sync()
         log.info("synced %d application commands", len(synced))
 
+    async def on_message(self, message: discord.Message) -> None:
+        """No prefix commands: thread follow-ups are the cog's listener, and a mention must not be
+        read as an unknown command."""
+
     async def on_ready(self) -> None:
         log.info("ready as %s in %d servers", self.user, len(self.guilds))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 2.0  # seconds between edits of the reingest progress line
+FAILED = "Something went wrong answering that; the game master can find the details in the log."
 
 
 class UserError(Exception):
@@ -110,15 +112,21 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         except UserError as exc:
             await message.reply(str(exc))
             return
-        history = await self.bot.history.turns(message.channel.id, self.bot.settings.history_turns)
-        async with message.channel.typing():
-            # A thread is public: everyone reading it gets the player answer.
-            answer = await self.bot.oracle.ask(question, history=history, gm=False)
-        pieces = split_message(answer_text(answer))
-        embed = sources_embed(answer)
-        for i, piece in enumerate(pieces, 1):
-            await message.channel.send(piece, embed=embed if i == len(pieces) and embed else discord.utils.MISSING)
-        await self.bot.history.add_turns(message.channel.id, [Turn("user", question), Turn("assistant", answer.text)])
+        try:
+            history = await self.bot.history.turns(message.channel.id, self.bot.settings.history_turns)
+            async with message.channel.typing():
+                # A thread is public: everyone reading it gets the player answer.
+                answer = await self.bot.oracle.ask(question, history=history, gm=False)
+            pieces = split_message(answer_text(answer))
+            embed = sources_embed(answer)
+            for i, piece in enumerate(pieces, 1):
+                await message.channel.send(piece, embed=embed if i == len(pieces) and embed else discord.utils.MISSING)
+            await self.bot.history.add_turns(
+                message.channel.id, [Turn("user", question), Turn("assistant", answer.text)]
+            )
+        except Exception:
+            log.exception("follow-up %r in thread %s failed", question, message.channel.id)
+            await message.reply(FAILED)
 
     # -- /oracle reingest --------------------------------------------------------------------------
 
@@ -199,9 +207,12 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         else:
             command = interaction.command.qualified_name if interaction.command else "?"
             log.error("/%s failed (%s)", command, interaction.namespace, exc_info=original)
-            message = "Something went wrong answering that; the game master can find the details in the log."
+            message = FAILED
         try:
             if interaction.response.is_done():
+                # The deferred message may say "Searching…" to the whole channel: take it down.
+                with contextlib.suppress(discord.HTTPException):
+                    await interaction.delete_original_response()
                 await interaction.followup.send(message, ephemeral=True)
             else:
                 await interaction.response.send_message(message, ephemeral=True)

@@ -29,7 +29,8 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
         cut = window.rfind("\n\n")
         if cut < limit // 3:
             ends = [m.end() for m in re.finditer(r"[.!?…][)\]\"'”]*\s", window)]
-            cut = ends[-1] if ends and ends[-1] >= limit // 3 else window.rfind(" ")
+            spaces = [m.start() for m in re.finditer(r"\s", window)]
+            cut = ends[-1] if ends and ends[-1] >= limit // 3 else (spaces[-1] if spaces else -1)
         if cut <= 0:
             cut = limit
         pieces.append(text[:cut].rstrip())
@@ -57,6 +58,18 @@ def _fit(lines: list[str], limit: int) -> str:
     return "\n".join(out)
 
 
+def _fit_joined(items: list[str], limit: int) -> str:
+    """As many comma-separated items as fit, then how many were left out."""
+    shown: list[str] = []
+    for i, item in enumerate(items):
+        rest = len(items) - i - 1
+        candidate = ", ".join([*shown, item]) + (f", …and {rest} more" if rest else "")
+        if len(candidate) > limit:
+            return ", ".join(shown) + f", …and {len(items) - i} more" if shown else f"…and {len(items)} more"
+        shown.append(item)
+    return ", ".join(shown)
+
+
 def sources_embed(answer: Answer) -> discord.Embed | None:
     if not answer.citations:
         return None
@@ -78,7 +91,7 @@ def dossier_embed(dossier: Dossier) -> discord.Embed:
         EMBED_DESCRIPTION_LIMIT,
     ) or "No mentions in the notes.")
     if dossier.aliases:
-        embed.add_field(name="Also called", value=_fit([", ".join(dossier.aliases)], 1024)[:1024], inline=False)
+        embed.add_field(name="Also called", value=_fit_joined(list(dossier.aliases), 1024), inline=False)
     if data["first"]:
         embed.add_field(name="First seen", value=data["first"], inline=True)
         embed.add_field(name="Last seen", value=data["last"], inline=True)

@@ -1,0 +1,912 @@
+"""The Discord bot end to end: the real, unmodified discord.py client (`OracleBot`) against the fake
+Discord (tests/fakes/discord_server.py), answering from a real index (SQLite, Chroma, the bundled
+embedding model) with the fake Ollama over real HTTP recording every request.
+
+The campaign (the mini campaign with its GM secrets, plus a `compendium.yaml` of 40 public names and
+one GM-only name, for autocomplete) is ingested once for the module. Each test starts its own fake
+Discord and its own bot on the module's event loop, with a fresh Oracle and thread history.
+
+The fake Ollama (`Brain`) answers annotation requests (schema with `summary`), rerank requests
+(schema with `best`: candidate 1 first) and answers (no schema): by default the answer cites the
+first note of the context, `The Candle Monk sold the compass [<label>].`
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+
+import bot.cog
+from bot.client import OracleBot
+from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
+from bot.history import ThreadHistory
+from bot.settings import BotSettings
+from oracle.answer import Oracle
+from oracle.index import Index
+from oracle.ingest import IngestLock, ingest
+from oracle.settings import Settings
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
+from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, FakeInteraction, FakeMember
+from tests.fakes.ollama_server import FakeOllama
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+MODEL = "qwen2.5:14b"
+SECRETS = ("SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR")
+ZARN = (
+    "Azure Basalt Cobalt Dagger Falcon Garnet Harrow Indigo Jasper Kestrel Lichen Marble Nettle Onyx "
+    "Pewter Quartz Raven Sable Thistle Umber Vellum Willow Yarrow Zircon Auburn Briar Copper Dahlia "
+    "Flint Granite Heron Ivory Juniper Kelp Linden Mallow Nimbus Opal Pollen Russet"
+).split()
+ZARN_GM = "Zarn Basilisk"  # sorts among the first 25 "Zarn" names: a leak would show
+COMPENDIUM = [{"name": f"Zarn {w}", "kind": "person"} for w in ZARN] + [
+    {"name": ZARN_GM, "kind": "person", "visibility": "gm"}
+]
+CAMPAIGN = dict(MINI_CAMPAIGN) | {"compendium.yaml": yaml.safe_dump(COMPENDIUM)}
+MINI_NAMES = ["Brother Aldous", "Dunstan Vale", "GODS", "Hollow King", "Mirela Vane", "Pip", "Saltmarsh", "Teodric"]
+PUBLIC_NAMES = sorted(MINI_NAMES + [f"Zarn {w}" for w in ZARN], key=str.casefold)
+
+QUESTION = "Who sold Mirela the brass compass in the Lantern Market?"
+ERROR_SENTENCE = "Something went wrong answering that; the game master can find the details in the log."
+
+
+# ---------------------------------------------------------------------------------------------
+# The fake Ollama's script
+
+
+HEADER = re.compile(
+    r"^\[(?P<label>[^\]\n]+)\] \((?P<path>[^\n]+?), lines (?P<start>\d+)–(?P<end>\d+)(?:, part \d+ of \d+)?\)$", re.M
+)
+
+
+def kind(request: dict) -> str:
+    fmt = request.get("format")
+    if isinstance(fmt, dict) and "summary" in fmt.get("properties", {}):
+        return "annotate"
+    if isinstance(fmt, dict) and "best" in fmt.get("properties", {}):
+        return "rerank"
+    assert fmt is None, fmt
+    return "answer"
+
+
+def headers(request: dict) -> list[tuple[str, str, int, int]]:
+    """(label, path, start, end) of each note in full in an answer request, in order."""
+    content = request["messages"][-1]["content"]
+    return [(m["label"], m["path"], int(m["start"]), int(m["end"])) for m in HEADER.finditer(content)]
+
+
+def first_label(request: dict) -> str:
+    return headers(request)[0][0]
+
+
+def cite_first(request: dict) -> str:
+    return f"The Candle Monk sold the compass [{first_label(request)}]."
+
+
+def annotate_reply(request: dict) -> dict:
+    content = request["messages"][-1]["content"]
+    passage = re.match(r"Passage from .*?:\n\n(.*)\n\nReply in JSON", content, re.S)
+    assert passage, content
+    return {"summary": "ANNOT-" + hashlib.sha256(passage.group(1).encode()).hexdigest()[:12], "entities": []}
+
+
+class Brain:
+    """The fake Ollama's responder; counts the rerank and answer calls in flight."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.answer: Any = cite_first
+        self.rerank: Any = {"best": [1]}
+        self.delay = 0.0  # seconds, for rerank and answer calls
+        self.answer_delay = 0.0  # seconds more, for answer calls
+        self.annotate_delay = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.writing = asyncio.Event()  # set when an answer call arrives
+
+    async def __call__(self, request: dict) -> Any:
+        what = kind(request)
+        if what == "annotate":
+            if self.annotate_delay:
+                await asyncio.sleep(self.annotate_delay)
+            return annotate_reply(request)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if what == "answer":
+                self.writing.set()
+            await asyncio.sleep(self.delay + (self.answer_delay if what == "answer" else 0.0))
+            reply = self.rerank if what == "rerank" else self.answer
+            return reply(request) if callable(reply) else reply
+        finally:
+            self.in_flight -= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The campaign, ingested once; a fake Discord and a bot per test
+
+
+@dataclass
+class Campaign:
+    root: Path
+    notes: Path
+    ollama: FakeOllama
+    brain: Brain
+    index: Index
+    embedder: Any
+
+    @property
+    def settings(self) -> Settings:
+        return self.index.settings
+
+    def make_settings(self, **overrides) -> Settings:
+        values = {
+            "notes_dir": self.notes,
+            "data_dir": self.root / "data",
+            "ollama_host": self.ollama.url,
+            "model": MODEL,
+            "ollama_probe_timeout": 2.0,
+            "ollama_timeout": 10.0,
+            "rerank_timeout": 5.0,
+            "answer_timeout": 10.0,
+        }
+        values.update(overrides)
+        return Settings(_env_file=None, **values)
+
+    def requests(self, what: str | None = None) -> list[dict]:
+        return [r for r in self.ollama.chat_requests() if what is None or kind(r) == what]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def campaign(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("bot-campaign")
+    notes = write_notes(root / "notes", CAMPAIGN)
+    brain = Brain()
+    async with FakeOllama(models=[MODEL]) as ollama:
+        ollama.responder = brain
+        camp = Campaign(root, notes, ollama, brain, None, embedder)  # type: ignore[arg-type]
+        camp.index = Index(camp.make_settings(), embedder=embedder)
+        report = await ingest(camp.index)
+        assert (12, 0, "", []) == (report.chunks, report.annotations_missing, report.annotation_note, report.skipped)
+        yield camp
+        await camp.index.close()
+
+
+@pytest.fixture
+def world(campaign) -> Campaign:
+    """The module's campaign, its fake Ollama's recording cleared and its script back to the default."""
+    campaign.ollama.requests.clear()
+    campaign.brain.reset()
+    return campaign
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def fake():
+    async with FakeDiscord() as discord_fake:
+        yield discord_fake
+        assert discord_fake.errors == []
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def indexes(campaign):
+    """Open more Indexes over the module's data (other settings), closed at the end of the test."""
+    opened: list[Index] = []
+
+    def open_(**overrides) -> Index:
+        index = Index(campaign.make_settings(**overrides), embedder=campaign.embedder)
+        opened.append(index)
+        return index
+
+    yield open_
+    for index in opened:
+        with contextlib.suppress(Exception):
+            await index.close()
+
+
+@contextlib.asynccontextmanager
+async def start_bot(world: Campaign, fake: FakeDiscord, history_path: Path, *, index: Index | None = None,
+                    message_content: bool = True, **overrides):
+    """An OracleBot logged in to the fake; `bot.completed` collects the interactions it finished."""
+    history = await ThreadHistory.open(history_path)
+    index = index or world.index
+    values: dict[str, Any] = {"token": "fake-token", "guild_id": fake.guild_id, "gm_roles": ["gm"],
+                              "gm_channels": [], "cooldown_seconds": 0, "history_turns": 6}
+    values.update(overrides)
+    settings = BotSettings(_env_file=None, **values)
+    client = OracleBot(settings=settings, index=index, oracle=Oracle(index), history=history,
+                       message_content=message_content, guild_ready_timeout=0.05)
+    client.completed = []  # type: ignore[attr-defined]
+
+    async def on_app_command_completion(interaction, command) -> None:
+        client.completed.append(interaction.id)  # type: ignore[attr-defined]
+
+    client.add_listener(on_app_command_completion)
+    try:
+        async with fake.run_client(client):
+            yield client
+    finally:
+        await history.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def oracle_bot(world, fake, tmp_path):
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3") as client:
+        yield client
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+async def until(check: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
+    """Poll `check()` (sync or async) until it is truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def run(fake: FakeDiscord, client: OracleBot, command: str, options: dict | None = None, *,
+              member: FakeMember | None = None, channel_id: int | None = None, timeout: float = 10.0) -> FakeInteraction:
+    """Send a slash command and wait until the bot finished it (successfully)."""
+    inter = await fake.interaction(command, options or {}, member=member or fake.player, channel_id=channel_id)
+    await fake.wait_until(lambda: inter.id in client.completed, timeout, f"/{command} to complete")
+    return inter
+
+
+def spy_answers(client: OracleBot) -> list:
+    """Every Answer the bot's Oracle returns, in order (wraps `oracle.ask`)."""
+    answers: list = []
+    real = client.oracle.ask
+
+    async def ask(*args, **kwargs):
+        answer = await real(*args, **kwargs)
+        answers.append(answer)
+        return answer
+
+    client.oracle.ask = ask  # type: ignore[method-assign]
+    return answers
+
+
+def spy_searches(client: OracleBot) -> list:
+    """Every Retrieval of the bot's Oracle (its `search_query` is the expanded query)."""
+    searches: list = []
+    real = client.oracle.search
+
+    async def search(*args, **kwargs):
+        retrieval = await real(*args, **kwargs)
+        searches.append(retrieval)
+        return retrieval
+
+    client.oracle.search = search  # type: ignore[method-assign]
+    return searches
+
+
+def source_line(label: str, path: str, start: int, end: int) -> str:
+    return f"**{label}** — `{path}` lines {start}–{end}"
+
+
+def rows(path: Path, sql: str) -> list[tuple]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute(sql).fetchall()
+
+
+def bot_messages(fake: FakeDiscord, channel_id: int | None = None) -> list:
+    return [m for m in fake.messages(channel_id) if m.author_id == fake.app_id]
+
+
+def no_secret(requests: list[dict]) -> bool:
+    dumped = json.dumps(requests)
+    return not any(s in dumped for s in SECRETS)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. /oracle ask end to end
+
+
+async def test_ask_end_to_end_as_a_player(world, fake, oracle_bot, tmp_path):
+    question = QUESTION + " And what does that compass always point at, whoever carries it across the marsh?"
+    assert len(question) > 100
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": question}, member=fake.player)
+
+    assert (inter.response.type, inter.response.data) == (5, None)  # deferred, public
+    assert inter.response.elapsed < 3.0
+    [rerank, request] = world.requests()
+    assert (kind(rerank), kind(request)) == ("rerank", "answer")
+    label, path, start, end = headers(request)[0]
+    expected = f"The Candle Monk sold the compass [{label}]."
+
+    assert [e.kind for e in inter.events] == ["callback"] + ["edit_original"] * 4
+    assert [e.body["content"] for e in inter.edits] == [
+        PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"], expected
+    ]
+    assert [e.elapsed for e in inter.edits] == sorted(e.elapsed for e in inter.edits)
+    assert inter.followups == []
+    original = inter.original
+    assert (original.content, original.flags, original.loading) == (expected, 0, False)
+    [embed] = original.embeds
+    assert (embed["title"], embed["description"]) == ("Sources", source_line(label, path, start, end))
+    assert original.allowed_mentions == {"parse": []}
+
+    [thread] = fake.threads
+    assert thread["id"] == str(original.id)  # opened on the answer message
+    assert (thread["parent_id"], thread["type"]) == (str(fake.channel_id), 11)
+    assert thread["name"] == thread_name(question) == question[:99] + "…"
+    assert len(thread["name"]) == 100
+    thread_id = int(thread["id"])
+
+    history = tmp_path / "bot.sqlite3"
+    assert rows(history, "SELECT thread_id, guild_id, channel_id, owner_id FROM threads") == [
+        (thread_id, fake.guild_id, fake.channel_id, fake.player.id)
+    ]
+    assert rows(history, "SELECT role, content FROM turns WHERE thread_id = %d ORDER BY id" % thread_id) == [
+        ("user", question), ("assistant", expected)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Follow-ups in the thread, also after a restart
+
+
+async def test_follow_up_in_the_thread_uses_the_history_and_survives_a_restart(world, fake, tmp_path):
+    history_path = tmp_path / "bot.sqlite3"
+    async with start_bot(world, fake, history_path) as client:
+        inter = await run(fake, client, "oracle ask", {"question": QUESTION})
+        first_answer = inter.original.content
+        thread_id = int(fake.threads[0]["id"])
+        searches = spy_searches(client)
+        world.ollama.requests.clear()
+
+        said = await fake.message(thread_id, fake.player, "and then what?")
+        await until(lambda: len(rows(history_path, "SELECT 1 FROM turns")) == 4, what="the follow-up's turns")
+
+        [rerank, request] = world.requests()
+        second_answer = f"The Candle Monk sold the compass [{first_label(request)}]."
+        [reply] = [m for m in bot_messages(fake, thread_id)]
+        assert reply.content == second_answer  # answered IN the thread
+        assert [m.id for m in fake.messages(fake.channel_id) if m.author_id == fake.app_id] == [inter.original.id]
+        assert reply.embeds[0]["title"] == "Sources"
+        assert reply.allowed_mentions == {"parse": []}
+        assert fake.requests_for("POST", f"/channels/{thread_id}/typing")  # "Oracle is typing…"
+        # The search was expanded with the previous question; the question answered is the user's own.
+        [retrieval] = searches
+        assert retrieval.search_query == f"{QUESTION} and then what?"
+        assert rerank["messages"][-1]["content"].startswith("Question: and then what?\n")
+        assert [(m["role"], m["content"]) for m in request["messages"][1:-1]] == [
+            ("user", QUESTION), ("assistant", first_answer)
+        ]
+        assert request["messages"][-1]["content"].endswith("\n\nQuestion: and then what?")
+        assert said.id not in [m.id for m in bot_messages(fake)]
+
+    # A new bot process (new client, the same history file): the thread is still the Oracle's.
+    world.ollama.requests.clear()
+    async with start_bot(world, fake, history_path) as client:
+        await fake.message(thread_id, fake.player, "and after that?")
+        await until(lambda: len(rows(history_path, "SELECT 1 FROM turns")) == 6, what="the turns after the restart")
+        [rerank, request] = world.requests()
+        assert [(m["role"], m["content"]) for m in request["messages"][1:-1]] == [
+            ("user", QUESTION), ("assistant", first_answer), ("user", "and then what?"), ("assistant", second_answer)
+        ]
+        replies = bot_messages(fake, thread_id)
+        assert [m.content for m in replies][-1] == f"The Candle Monk sold the compass [{first_label(request)}]."
+        assert len(replies) == 2
+    assert rows(history_path, "SELECT role, content FROM turns ORDER BY id")[-2:] == [
+        ("user", "and after that?"), ("assistant", replies[-1].content)
+    ]
+
+
+async def mention_follow_up(world: Campaign, fake: FakeDiscord, history_path: Path) -> None:
+    """Without the message-content intent: ask, then follow up in the thread unmentioned, then mentioned."""
+    async with start_bot(world, fake, history_path, message_content=False) as client:
+        assert not fake.intents & (1 << 15)
+        await run(fake, client, "oracle ask", {"question": QUESTION})
+        thread_id = int(fake.threads[0]["id"])
+        await fake.message(thread_id, fake.player, "and then what?")  # not mentioned: blank content here
+        await asyncio.sleep(0.3)
+        assert len(bot_messages(fake, thread_id)) == 0
+        await fake.message(thread_id, fake.player, f"{fake.bot.mention} and then what?")
+        await until(lambda: len(rows(history_path, "SELECT 1 FROM turns")) == 4, what="the mention's turns")
+        assert rows(history_path, "SELECT role, content FROM turns ORDER BY id")[2] == ("user", "and then what?")
+        assert len(bot_messages(fake, thread_id)) == 1
+
+
+async def test_without_the_message_content_intent_a_mention_in_the_thread_is_answered(world, fake, tmp_path):
+    await mention_follow_up(world, fake, tmp_path / "bot.sqlite3")
+
+
+async def test_a_mentioned_follow_up_logs_no_error(world, fake, tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    await mention_follow_up(world, fake, tmp_path / "bot.sqlite3")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. A private ask
+
+
+async def test_a_private_ask_is_ephemeral_and_opens_no_thread(world, fake, oracle_bot, tmp_path):
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION, "private": True})
+    assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
+    assert inter.response.elapsed < 3.0
+    [request] = world.requests("answer")
+    assert inter.original.content == f"The Candle Monk sold the compass [{first_label(request)}]."
+    assert inter.original.flags == EPHEMERAL and inter.original.ephemeral
+    assert [m.ephemeral for m in bot_messages(fake)] == [True]
+    assert fake.threads == []
+    assert fake.requests_for("POST", "/channels/{channel_id}/messages/{message_id}/threads") == []
+    assert rows(tmp_path / "bot.sqlite3", "SELECT * FROM threads") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Reingest
+
+
+@pytest.fixture
+def ingest_calls(monkeypatch) -> list:
+    calls: list = []
+    real = bot.cog.ingest
+
+    async def counted(*args, **kwargs):
+        calls.append(kwargs.get("by"))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(bot.cog, "ingest", counted)
+    return calls
+
+
+async def test_reingest_is_refused_to_a_player(world, fake, oracle_bot, ingest_calls):
+    inter = await fake.interaction("oracle reingest", member=fake.player)
+    await inter.settle()
+    assert (inter.response.type, inter.response.elapsed < 3.0) == (4, True)
+    assert inter.response.data["flags"] == EPHEMERAL
+    assert (inter.original.content, inter.original.ephemeral) == ("Only a game master can reingest the notes.", True)
+    assert [e.kind for e in inter.events] == ["callback"]
+    assert ingest_calls == []
+    assert world.ollama.requests == []
+
+
+async def test_reingest_by_a_game_master_reports_progress_and_a_summary(
+    world, fake, tmp_path, ingest_calls, monkeypatch
+):
+    # Its own copy of the notes and data, so the module's index stays as it is.
+    notes = Path(shutil.copytree(world.notes, tmp_path / "notes"))
+    index = Index(world.make_settings(notes_dir=notes, data_dir=tmp_path / "data"), embedder=world.embedder)
+    monkeypatch.setattr(bot.cog, "PROGRESS_EVERY", 0.1)
+    world.brain.annotate_delay = 0.1  # 12 annotations: over a second of progress
+    try:
+        async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
+            inter = await fake.interaction("oracle reingest", member=fake.gm)
+            await inter.wait_edits(1, timeout=10)
+            # Another game master while it runs: refused, naming who started the running one.
+            other = await fake.interaction("oracle reingest", member=fake.owner)
+            [refusal] = await other.wait_followups(1)
+            await fake.wait_until(lambda: inter.id in client.completed, 20, "the reingest")
+    finally:
+        await index.close()
+
+    assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
+    assert inter.response.elapsed < 3.0
+    *progress, summary = [e.body["content"] for e in inter.edits]
+    assert len(progress) >= 2
+    line = re.compile(r"⚙️ Reingesting: files( \d+/\d+)?(, windows embedded \d+/\d+)?(, index [01]/1)?"
+                      r"(, annotations \d+/12)?")
+    assert all(line.fullmatch(p) for p in progress), progress
+    assert any(", annotations " in p for p in progress)
+    assert re.fullmatch(
+        r"✅ Reingest done in \d+\.\d s: 7 added, 0 changed, 0 removed, 0 unchanged, 0 skipped\.\n"
+        r"12 passages indexed, 12 embedded, annotations 12/12\.",
+        summary,
+    ), summary
+    assert inter.original.content == summary and inter.original.ephemeral
+    assert ingest_calls == [f"Game Master ({fake.gm.id})", f"Guild Owner ({fake.owner.id})"]
+
+    assert refusal.ephemeral
+    assert re.fullmatch(
+        rf"Not started: an ingest is already running \(started by Game Master \({fake.gm.id}\) at "
+        rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00, pid {os.getpid()}\)\.",
+        refusal.content,
+    ), refusal.content
+
+
+async def test_reingest_while_another_ingest_holds_the_lock_is_refused(world, fake, oracle_bot, ingest_calls):
+    with IngestLock(world.settings.lock_path, by="someone"):
+        inter = await fake.interaction("oracle reingest", member=fake.gm)
+        await inter.settle()
+    assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
+    [message] = inter.followups
+    assert message.ephemeral
+    assert re.fullmatch(
+        rf"Not started: an ingest is already running \(started by someone at "
+        rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00, pid {os.getpid()}\)\.",
+        message.content,
+    ), message.content
+    assert len(ingest_calls) == 1 and world.ollama.requests == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Mentions
+
+
+async def test_an_answer_pings_nobody(world, fake, oracle_bot):
+    def pinging(request: dict) -> str:
+        return (f"@everyone @here <@123> <@{fake.gm.id}> <@&{fake.gm_role_id}> "
+                f"The Candle Monk sold the compass [{first_label(request)}].")
+
+    world.brain.answer = pinging
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION})
+    thread_id = int(fake.threads[0]["id"])
+    await fake.message(thread_id, fake.player, "and then what?")
+    await fake.wait_until(lambda: bot_messages(fake, thread_id), 5, "the follow-up answer")
+
+    sent = bot_messages(fake)
+    assert [m.id for m in sent] == [inter.original.id, bot_messages(fake, thread_id)[0].id]
+    for message in sent:
+        assert message.content.startswith(f"@everyone @here <@123> <@{fake.gm.id}> <@&{fake.gm_role_id}> ")
+        assert message.allowed_mentions == {"parse": []}
+        assert (message.mention_ids, message.data["mention_roles"], message.data["mention_everyone"]) == (
+            [], [], False)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. A long answer
+
+
+def long_answer(request: dict) -> str:
+    label = first_label(request)
+    paragraphs = [
+        " ".join(
+            f"In paragraph {p} the Candle Monk, sentence {s}, tells again how the brass compass was sold "
+            f"in the Lantern Market [{label}]."
+            for s in range(4)
+        )
+        for p in range(11)
+    ]
+    return "\n\n".join(paragraphs)
+
+
+async def test_a_long_answer_is_split_at_paragraphs_and_nothing_is_lost(world, fake, oracle_bot):
+    world.brain.answer = long_answer
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION})
+    [request] = world.requests("answer")
+    text = long_answer(request)
+    assert 4500 <= len(text) <= 5500
+
+    pieces = [m.content for m in inter.messages]
+    assert len(pieces) == 3
+    assert all(len(p) <= MESSAGE_LIMIT for p in pieces)
+    assert "\n\n".join(pieces) == text  # cut only between paragraphs, nothing lost
+    assert all(p.endswith(".") and p.startswith("In paragraph ") for p in pieces)
+    assert [e.kind for e in inter.events][-3:] == ["edit_original", "followup", "followup"]
+    assert [bool(m.embeds) for m in inter.messages] == [False, False, True]  # sources after the last piece
+    assert all(m.allowed_mentions == {"parse": []} and not m.ephemeral for m in inter.messages)
+    [thread] = fake.threads
+    assert thread["id"] == str(inter.original.id)
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Autocomplete
+
+
+async def test_autocomplete_offers_at_most_25_names_and_never_a_gm_only_one(world, fake, oracle_bot):
+    choices = await fake.autocomplete("oracle who", {"name": ""}, member=fake.player)
+    assert choices == [{"name": n, "value": n} for n in PUBLIC_NAMES[:25]]
+    inter = fake.interactions[-1]
+    assert (inter.response.type, inter.response.elapsed < 3.0) == (8, True)
+
+    zarn = await fake.autocomplete("oracle who", {"name": "zar"}, member=fake.gm)
+    public_zarn = [n for n in PUBLIC_NAMES if n.startswith("Zarn ")]
+    assert [c["value"] for c in zarn] == public_zarn[:25]
+    assert ZARN_GM not in [c["value"] for c in zarn]  # even to a game master: anyone may be watching
+    assert ZARN_GM in await oracle_bot.oracle.names("zar", gm=True, limit=25)  # it is there for GM answers
+
+    assert await fake.autocomplete("oracle who", {"name": "Lost"}, member=fake.gm) == []
+    assert await oracle_bot.oracle.names("Lost", gm=True) == ["The True Heir"]  # "the Lost Prince"
+    assert await fake.autocomplete("oracle who", {"name": "old w"}) == [
+        {"name": "Brother Aldous", "value": "Brother Aldous"}
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. /oracle who
+
+
+async def test_who_returns_the_dossier_of_an_alias(world, fake, oracle_bot):
+    inter = await run(fake, oracle_bot, "oracle who", {"name": "Old Wick"})
+    assert (inter.response.type, inter.response.data) == (5, None)
+    assert inter.original.content == ""
+    [embed] = inter.original.embeds
+    assert embed["title"] == "Brother Aldous"
+    assert embed["description"] == "\n".join([
+        "**Session 1** — `sessions/campaign-log.md` lines 3–5 (3×)",
+        "**Session 4** — `sessions/Session 4.md` lines 1–2 (1×)",
+        "**Sheet: Brother_Aldous** — `npcs/Brother_Aldous.md` lines 4–4 (3×)",
+    ])
+    assert [(f["name"], f["value"], f["inline"]) for f in embed["fields"]] == [
+        ("Also called", "Aldous, Brother, Old Wick, the Candle Monk", False),
+        ("First seen", "Session 1", True),
+        ("Last seen", "Session 4", True),
+    ]
+    assert embed["footer"]["text"] == "sheet · mentioned under 3 labels"
+    assert world.ollama.requests == []
+
+
+async def test_who_keeps_gm_only_names_for_private_gm_answers(world, fake, oracle_bot):
+    player = await run(fake, oracle_bot, "oracle who", {"name": "the Lost Prince", "private": True})
+    assert player.original.content == "The Compendium has no entry for “the Lost Prince”."
+    assert player.original.embeds == []
+    gm = await run(fake, oracle_bot, "oracle who", {"name": "the Lost Prince", "private": True}, member=fake.gm)
+    assert gm.original.ephemeral and gm.original.embeds[0]["title"] == "The True Heir"
+    public = await run(fake, oracle_bot, "oracle who", {"name": "the Lost Prince"}, member=fake.gm)
+    assert public.original.content == "The Compendium has no entry for “the Lost Prince”."
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. /oracle status
+
+
+def last_ingest(settings: Settings) -> str:
+    return dict(rows(settings.sqlite_path, "SELECT key, value FROM meta"))["last_ingest"]
+
+
+async def test_status_is_ephemeral_and_names_counts_ollama_and_the_intent(world, fake, oracle_bot):
+    inter = await run(fake, oracle_bot, "oracle status", member=fake.player)
+    assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
+    assert inter.original.ephemeral
+    assert inter.original.content == "\n".join([
+        "**Notes:** 7 files, 4 sessions, 12 passages, 50 Compendium entries",
+        f"**Last ingest:** {last_ingest(world.settings)}",
+        "**Annotations:** 12/12",
+        f"**Models:** answers with `{MODEL}`, embeds with `bundled:all-MiniLM-L6-v2`",
+        "**Ollama:** answers",
+        "**Thread follow-ups:** on (message-content intent enabled)",
+    ])
+
+
+async def test_status_says_when_ollama_is_down_and_the_intent_is_off(world, fake, tmp_path, indexes):
+    host = closed_port_url()
+    index = indexes(ollama_host=host)
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index, message_content=False) as client:
+        inter = await run(fake, client, "oracle status", member=fake.gm)
+    lines = inter.original.content.split("\n")
+    assert lines[4] == f"**Ollama:** Ollama is not reachable at {host}"
+    assert lines[5] == (
+        "**Thread follow-ups:** only when the bot is mentioned. To read every reply in a thread, enable the "
+        "Message Content intent for this application in the Discord Developer Portal (Bot → Privileged Gateway "
+        "Intents) and restart the bot."
+    )
+    assert inter.original.ephemeral and len(inter.original.content) <= MESSAGE_LIMIT
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. Ollama down
+
+
+async def test_with_ollama_down_the_passages_are_shown(world, fake, tmp_path, indexes):
+    host = closed_port_url()
+    index = indexes(ollama_host=host)
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
+        answers = spy_answers(client)
+        inter = await run(fake, client, "oracle ask", {"question": QUESTION})
+
+    [answer] = answers
+    assert (answer.mode, answer.reason) == ("passages", f"Ollama is not reachable at {host}")
+    assert (inter.response.type, inter.response.elapsed < 3.0) == (5, True)
+    assert [e.body["content"] for e in inter.edits][:3] == [
+        PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"]
+    ]
+    text = "\n\n".join(m.content for m in inter.messages)
+    assert text.startswith(
+        f"**Passages, not an answer.** The Oracle could not write an answer (Ollama is not reachable at {host}). "
+        "The most relevant passages from the notes:"
+    )
+    assert len(answer.citations) == 5
+    for c in answer.citations:
+        assert f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> " in text
+    [embed] = [e for m in inter.messages for e in m.embeds]
+    assert embed["title"] == "Passages"
+    assert embed["description"] == "\n".join(
+        source_line(c.label, c.path, c.start_line, c.end_line) for c in answer.citations)
+    assert all(len(m.content) <= MESSAGE_LIMIT for m in inter.messages)
+    assert world.ollama.requests == []
+    assert len(fake.threads) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 11. Game-master clearance
+
+
+async def test_secrets_reach_the_model_only_for_a_gm_asking_privately_or_in_a_gm_channel(world, fake, tmp_path):
+    gm_channel = fake.add_text_channel("gm-screen")
+    question = "What does Pip hide?"
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", gm_channels=[gm_channel]) as client:
+        await run(fake, client, "oracle ask", {"question": question, "private": True}, member=fake.gm)
+        [request] = world.requests("answer")
+        assert "SECRET-PIP" in request["messages"][-1]["content"]
+
+        for member, options, channel in [
+            (fake.gm, {}, None),  # a GM, in the public channel
+            (fake.player, {"private": True}, None),  # a player, privately
+            (fake.player, {}, gm_channel),  # a player in the GM channel
+        ]:
+            world.ollama.requests.clear()
+            inter = await run(fake, client, "oracle ask", {"question": question, **options},
+                              member=member, channel_id=channel)
+            assert [kind(r) for r in world.requests()] == ["rerank", "answer"]
+            assert no_secret(world.requests()), (member.username, options, channel)
+            assert not any(s in m.content for m in inter.messages for s in SECRETS)
+
+        world.ollama.requests.clear()
+        inter = await run(fake, client, "oracle ask", {"question": question}, member=fake.gm, channel_id=gm_channel)
+        assert "SECRET-PIP" in world.requests("answer")[0]["messages"][-1]["content"]
+
+        # A follow-up in the thread opened in the GM channel: anyone may read a thread, so no secret.
+        thread_id = int(fake.threads[-1]["id"])
+        assert fake.threads[-1]["parent_id"] == str(gm_channel)
+        world.ollama.requests.clear()
+        await fake.message(thread_id, fake.gm, "and then what?")
+        await fake.wait_until(lambda: bot_messages(fake, thread_id), 5, "the follow-up answer")
+        assert [kind(r) for r in world.requests()][-1] == "answer"
+        assert "SECRET-PIP" not in json.dumps(world.requests()[-1]["messages"][-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# 12. Several people at once
+
+
+async def test_concurrent_questions_queue_for_one_llm_slot(world, fake, tmp_path, indexes):
+    members = [fake.add_member(f"player{i}", roles=[fake.player_role_id]) for i in range(5)]
+    index = indexes(llm_concurrency=1)
+    world.brain.delay = 0.15
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
+        inters = [await fake.interaction("oracle ask", {"question": QUESTION}, member=m) for m in members]
+        await fake.wait_until(lambda: all(i.id in client.completed for i in inters), 20, "five answers")
+
+    assert world.brain.max_in_flight == 1
+    assert [kind(r) for r in world.requests()].count("answer") == 5
+    for inter in inters:
+        assert inter.response.type == 5 and inter.response.elapsed < 3.0
+        contents = [e.body["content"] for e in inter.edits]
+        assert contents[-1].startswith("The Candle Monk sold the compass [")
+        assert [c for c in contents if c != PROGRESS["queued"]][:3] == [
+            PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"]]
+    queued = [i for i in inters if PROGRESS["queued"] in [e.body["content"] for e in i.edits]]
+    assert len(queued) >= 1
+    assert len(fake.threads) == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# 13. Cooldown
+
+
+async def test_a_second_ask_right_away_is_told_to_slow_down(world, fake, tmp_path):
+    other = fake.add_member("player2", roles=[fake.player_role_id])
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", cooldown_seconds=30) as client:
+        first = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
+        await first.wait_acknowledged()
+        again = await fake.interaction("oracle ask", {"question": "And the bell?"}, member=fake.player)
+        await again.settle()
+        await fake.wait_until(lambda: first.id in client.completed, 10, "the first answer")
+        third = await run(fake, client, "oracle ask", {"question": QUESTION}, member=other)
+
+        thread_id = int(fake.threads[0]["id"])
+        await fake.message(thread_id, fake.player, "and then what?")
+        await fake.wait_until(lambda: bot_messages(fake, thread_id), 5, "the thread reply")
+
+    assert (again.response.type, again.response.data["flags"]) == (4, EPHEMERAL)
+    assert again.original.content == "Slow down: you can ask again in 30 s."
+    assert [e.kind for e in again.events] == ["callback"]
+    assert first.original.content.startswith("The Candle Monk sold the compass [")
+    assert third.original.content.startswith("The Candle Monk sold the compass [")
+    assert [kind(r) for r in world.requests()] == ["rerank", "answer"] * 2  # the refused ask cost nothing
+    [reply] = bot_messages(fake, thread_id)
+    wait = re.fullmatch(r"Slow down: you can ask again in (\d+) s\.", reply.content)
+    assert wait and 20 <= int(wait.group(1)) <= 30, reply.content
+    assert (reply.allowed_mentions, reply.mention_ids) == ({"parse": []}, [])  # the reply pings nobody
+
+
+# ---------------------------------------------------------------------------------------------
+# 14. Rate limits and reconnects
+
+
+async def test_a_rate_limited_edit_and_followup_still_deliver_the_answer(world, fake, oracle_bot):
+    edit = fake.rate_limit("PATCH", "/webhooks/{application_id}/{token}/messages/@original", times=1, retry_after=0.2)
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION})
+    assert edit.remaining == 0 and len(edit.hits) == 1
+    assert [e.body["content"] for e in inter.edits][0] == PROGRESS["searching"]
+    assert inter.original.content.startswith("The Candle Monk sold the compass [")
+
+    world.brain.answer = long_answer
+    followup = fake.rate_limit("POST", "/webhooks/{application_id}/{token}", times=1, retry_after=0.2)
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION}, member=fake.gm)
+    assert followup.remaining == 0
+    [request] = world.requests("answer")[-1:]
+    assert "\n\n".join(m.content for m in inter.messages) == long_answer(request)
+    posts = fake.requests_for("POST", "/webhooks/{application_id}/{token}")
+    assert [r.status for r in posts] == [429, 200, 200]
+
+
+async def test_a_gateway_reconnect_while_writing_does_not_lose_the_answer(world, fake, oracle_bot, tmp_path):
+    world.brain.answer_delay = 1.0
+    session = fake.session
+    inter = await fake.interaction("oracle ask", {"question": QUESTION})
+    await asyncio.wait_for(world.brain.writing.wait(), 5)
+    await fake.reconnect()  # RECONNECT, then the client RESUMEs
+    assert session.resumes == 1
+    await fake.wait_until(lambda: inter.id in oracle_bot.completed, 10, "the answer")
+    [request] = world.requests("answer")
+    assert inter.original.content == f"The Candle Monk sold the compass [{first_label(request)}]."
+    [thread] = fake.threads
+    thread_id = int(thread["id"])
+    assert await oracle_bot.history.is_oracle_thread(thread_id)
+    first, second = fake.gateway_connections
+    assert (first.closed, second.kind, second.session) == (True, "resume", session)
+
+
+# ---------------------------------------------------------------------------------------------
+# 15. Unexpected errors
+
+
+async def test_an_unexpected_error_is_one_ephemeral_sentence_and_a_log_line(world, fake, tmp_path, indexes, caplog):
+    caplog.set_level(logging.INFO)
+    broken = indexes()
+    store = await broken.store()
+    await store.close()  # every question now fails inside the Oracle
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=broken) as client:
+        inter = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
+        await inter.settle(idle=0.5)
+        assert inter.id not in client.completed
+
+    assert inter.response.type == 5 and inter.response.elapsed < 3.0
+    [message] = inter.followups
+    assert (message.content, message.ephemeral) == (ERROR_SENTENCE, True)
+    for m in fake.messages(include_deleted=True):
+        assert not re.search(r"Traceback|Error|Exception|File \"|no active connection", m.content), m.content
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "bot.cog"]
+    assert len(errors) == 1
+    assert errors[0].getMessage().startswith("/oracle ask failed (")
+    assert errors[0].exc_info is not None and errors[0].exc_info[0] is ValueError
+    assert fake.threads == [] and world.ollama.requests == []
+
+
+async def test_a_failed_ask_leaves_no_public_message_saying_it_is_still_working(world, fake, tmp_path, indexes):
+    broken = indexes()
+    await (await broken.store()).close()
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=broken):
+        inter = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
+        await inter.settle(idle=0.5)
+    public = [m for m in bot_messages(fake, fake.channel_id) if not m.ephemeral]
+    assert [m.content for m in public if m.content in PROGRESS.values()] == []
+
+
+async def test_a_failed_follow_up_is_one_short_sentence_in_the_thread(world, fake, tmp_path, indexes):
+    index = indexes()
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
+        await run(fake, client, "oracle ask", {"question": QUESTION})
+        thread_id = int(fake.threads[0]["id"])
+        await (await index.store()).close()  # from now on every question fails inside the Oracle
+        await fake.message(thread_id, fake.player, "and then what?")
+        [reply] = await fake.wait_until(lambda: bot_messages(fake, thread_id), 2, "a reply in the thread")
+    assert reply.content == ERROR_SENTENCE

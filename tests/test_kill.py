@@ -1,0 +1,152 @@
+"""A real ingest process killed (SIGKILL) at several moments: the previous index stays whole and
+served, and the next ingest completes it with no orphan window, chunk or mention.
+
+Every step runs in its own process, as a game master's would: the ingest under test, and the
+searches that check what is served (Chroma keeps per-process state, so reading in the test's own
+process would not see what another process wrote).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MINI_CAMPAIGN, write_notes
+from tests.fakes.ollama_server import Delay, FakeOllama
+
+QUESTIONS = ["Who sold Mirela the brass compass?", "Who ambushed them at the ford?", "What did the ledger name?"]
+KILL_AFTER = [0.3, 1.5, 3.0, 6.0]  # seconds after the ingest took its lock: scan, embed, commit, annotate
+
+PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sqlite3, sys
+    from pathlib import Path
+    from oracle.answer import Oracle
+    from oracle.index import Index
+    from oracle.settings import Settings
+
+    async def main():
+        settings = Settings(notes_dir=Path(sys.argv[1]), data_dir=Path(sys.argv[2]))
+        questions = json.loads(sys.argv[3])
+        async with Index(settings) as index:
+            oracle = Oracle(index)
+            answers = [[h.chunk.id for h in (await oracle.search(q)).fused[:5]] for q in questions]
+            vectors = await index.vectors(check=False)
+            chroma_ids = sorted(await asyncio.to_thread(vectors.all_ids))
+        db = sqlite3.connect(settings.sqlite_path)
+        state = {
+            "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
+            "fts": db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')").rowcount,
+            "chunks": sorted(r[0] for r in db.execute("SELECT id FROM chunks")),
+            "windows": sorted(r[0] for r in db.execute("SELECT id FROM windows")),
+            "window_chunks": sorted({r[0] for r in db.execute("SELECT chunk_id FROM windows")}),
+            "mention_chunks": sorted({r[0] for r in db.execute("SELECT chunk_id FROM mentions")}),
+        }
+        print(json.dumps({"answers": answers, "chroma": chroma_ids, **state}))
+
+    asyncio.run(main())
+    """
+)
+
+
+def env(ollama: str) -> dict[str, str]:
+    return {**os.environ, "OLLAMA_HOST": ollama, "ORACLE_OLLAMA_PROBE_TIMEOUT": "2", "ORACLE_OLLAMA_TIMEOUT": "5"}
+
+
+def probe(notes: Path, data: Path, ollama: str, script: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(script), str(notes), str(data), json.dumps(QUESTIONS)],
+        capture_output=True, text=True, env=env(ollama), timeout=120,
+    )
+    assert 0 == done.returncode, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def ingest_process(notes: Path, data: Path, ollama: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "oracle.cli", "ingest", "--notes", str(notes), "--data", str(data), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(ollama),
+    )
+
+
+def wait_for_lock(lock: Path, process: subprocess.Popen, timeout: float = 60) -> None:
+    """Until the ingest process holds its lock: it has loaded the model and started the work."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        if lock.exists():
+            with open(lock, "rb") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    return
+        time.sleep(0.02)
+    raise AssertionError("the ingest never took its lock")
+
+
+def whole(state: dict) -> None:
+    assert ("ok", state["chunks"]) == (state["integrity"], sorted(set(state["chunks"])))
+    assert set(state["window_chunks"]) <= set(state["chunks"])  # no window of a missing chunk
+    assert set(state["mention_chunks"]) <= set(state["chunks"])  # no mention of a missing chunk
+    assert set(state["windows"]) <= set(state["chroma"])  # every window SQLite names is stored
+
+
+def test_killing_an_ingest_at_any_moment_loses_nothing(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    campaign = dict(MINI_CAMPAIGN)
+    for n in range(10, 40):  # enough text that the embedding takes a while
+        campaign[f"sessions/Session {n}.md"] = (
+            f"## Session {n}\n" + f"Mirela charted the coast past the Saltmarsh, day {n}. " * 120
+        )
+    notes = write_notes(tmp_path / "notes", campaign)
+    data = tmp_path / "data"
+    with FakeOllama(models=["qwen2.5:14b"]) as fake:
+        # Each annotation takes a while, so a kill can land while annotating too.
+        fake.responder = lambda request: Delay(0.2, then={"summary": "A passage.", "entities": []})
+        first = ingest_process(notes, data, fake.url)
+        assert 0 == first.wait(600), first.stderr.read().decode()[-2000:]
+        old = probe(notes, data, fake.url, script)
+        whole(old)
+
+        # The game master edits: a new session, a changed one, a deleted one.
+        (notes / "sessions" / "Session 40.md").write_text("## Session 40\nThe brass compass was sold again, to a gull.")
+        log = notes / "sessions" / "campaign-log.md"
+        log.write_text(log.read_text().replace("ambushed them at the ford", "ambushed them at the old ford"))
+        (notes / "sessions" / "Session 4.md").unlink()
+        for n in range(10, 40, 3):
+            session = notes / "sessions" / f"Session {n}.md"
+            session.write_text(session.read_text() + "\nA storm came in from the west.")
+
+        served = []
+        for delay in KILL_AFTER:
+            process = ingest_process(notes, data, fake.url)
+            wait_for_lock(data / "ingest.lock", process)
+            time.sleep(delay)
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            process.wait(60)
+            state = probe(notes, data, fake.url, script)
+            whole(state)
+            served.append(state["answers"])
+
+        final = ingest_process(notes, data, fake.url)
+        out, err = final.communicate(timeout=600)
+        assert 0 == final.returncode, err.decode()[-2000:]
+        new = probe(notes, data, fake.url, script)
+
+    whole(new)
+    assert new["chroma"] == new["windows"]  # no orphan window left in Chroma
+    assert sorted(new["chunks"]) == new["window_chunks"]  # every chunk has its windows
+    assert old["answers"] != new["answers"]  # the edits changed what is served
+    for answers in served:  # after every kill: the old index or the new one, never a mix
+        assert answers in (old["answers"], new["answers"])
