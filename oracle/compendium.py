@@ -174,7 +174,7 @@ def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[tuple[str, b
             words.pop()
         if len(words) >= 2:  # capitalised words together: "Mourning Lantern", "Red Lanyards"
             yield " ".join(words), True
-        elif words and len(words[0]) >= 3 and words[0].lower() not in lower_vocab | _NOT_NAMES:
+        elif words and len(words[0]) >= 3 and words[0].lower() not in lower_vocab and words[0].lower() not in _NOT_NAMES:
             yield words[0], not opens_sentence  # a line opening "Appearance" is a heading, not a name
         if len(words) >= 3 and words[1].lower() not in _CONNECTORS:
             yield " ".join(words[1:]), True  # "Captain Dunstan Vale" is also "Dunstan Vale"
@@ -237,15 +237,25 @@ def find_mentions(entities: Sequence[Entity], chunks: Sequence[ChunkText], note_
                 names[n].append((i, visibility))
     if not names:
         return []
-    pattern = re.compile(
-        r"(?<!\w)(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?!\w)"
-    )
+    # Longest match first, word by word: a dictionary lookup per word instead of one regex
+    # alternation over every name, which grows with the campaign.
+    longest = max(len(n.split(" ")) for n in names)
+    first_words = {n.split(" ")[0] for n in names}
     mentions: list[Mention] = []
     for chunk in chunks:
         counts: Counter[tuple[int, str]] = Counter()
-        for m in pattern.finditer(normalize_text(f"{chunk.head}\n{chunk.text}")):
-            for entity, visibility in names[m.group()]:
-                counts[(entity, visibility)] += 1
+        words = text_words(f"{chunk.head}\n{chunk.text}")
+        i = 0
+        while i < len(words):
+            if words[i] in first_words:
+                for size in range(min(longest, len(words) - i), 0, -1):
+                    key = " ".join(words[i : i + size])
+                    if key in names:
+                        for entity, visibility in names[key]:
+                            counts[(entity, visibility)] += 1
+                        i += size - 1
+                        break
+            i += 1
         for target in chunk.links:
             entity = note_stems.get(normalize(target))
             if entity is not None:
@@ -258,6 +268,19 @@ def find_mentions(entities: Sequence[Entity], chunks: Sequence[ChunkText], note_
             shown = PUBLIC if visibility == PUBLIC and chunk.visibility == PUBLIC else GM
             mentions.append(Mention(entity, chunk.id, count, shown))
     return mentions
+
+
+_EDGES = " \t\n.,;:!?\"'()[]{}*_<>|~`#"
+
+
+def text_words(text: str) -> list[str]:
+    """The words of running text in the form `normalize` gives names: "Vex's," reads as "vex"."""
+    words = []
+    for token in normalize_text(text).split():
+        word = re.sub(r"(?<=\w)'s$", "", token.strip(_EDGES)).strip(_EDGES)
+        if word:
+            words.append(word)
+    return words
 
 
 def normalize_text(text: str) -> str:

@@ -316,7 +316,8 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     heads = {c.id: index_head(c, notes_meta[c.path]) for c in to_add}
 
     progress(Progress("commit", 0, 1))
-    remaining = [t for t in await store.chunk_texts() if t.id not in set(to_remove)]
+    removing = set(to_remove)
+    remaining = [t for t in await store.chunk_texts() if t.id not in removing]
     remaining_ids = {t.id for t in remaining}
     all_texts = remaining + [
         ChunkText(c.id, heads[c.id], c.text, c.visibility, c.links) for c in to_add if c.id not in remaining_ids
@@ -324,9 +325,13 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     hashes = {cid: h for cid, h, _ in await store.chunk_hashes()} | {c.id: c.text_hash for c in to_add}
     cache = await store.annotations(settings.model, annotate_mod.PROMPT_VERSION)
     files_for_compendium = kept_files + list(notes_meta.values())
-    entities, mentions = await asyncio.to_thread(
-        build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
-    )
+    compendium_key = hashlib.sha256(repr(sorted(map(repr, scan.compendium))).encode()).hexdigest()[:16]
+    if touched or full or to_add or meta.get("compendium") != compendium_key:
+        entities, mentions = await asyncio.to_thread(
+            build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
+        )
+    else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
+        entities, mentions = None, None
     changes = Changes(
         remove_chunks=to_remove,
         add_chunks=[(c, heads[c.id]) for c in to_add],
@@ -340,6 +345,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             "model": settings.model,
             "notes_dir": str(settings.notes_dir.resolve()),
             "last_ingest": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "compendium": compendium_key,
         },
     )
     await store.apply(changes, entities, mentions)
@@ -356,7 +362,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
         await store.replace_compendium(entities, mentions)
-    report.entities = len(entities)
+    report.entities = len(entities) if entities is not None else await store.entity_count()
     report.chunks = len(all_texts)
     report.seconds = time.perf_counter() - started
     await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})

@@ -151,17 +151,17 @@ async def entity_path(
     """
     if not matches:
         return []
-    rows = await store.mentions_of([m.entity_id for m in matches], visibilities)
+    df = await store.mention_counts([m.entity_id for m in matches], visibilities)
     total = await store.count_chunks(visibilities)
-    df: dict[int, int] = defaultdict(int)
-    for entity_id, *_ in rows:
-        df[entity_id] += 1
     own_note = {m.entity_id: m.note_path for m in matches}
+    rare = [e for e in df if df[e] <= ubiquity * total]
+    rows = await store.mentions_of(rare, visibilities) if rare else []
+    for e in df:  # an everywhere-entity brings its own note only, fetched alone
+        if e not in rare and own_note.get(e):
+            rows += await store.mentions_of([e], visibilities, path=own_note[e])
     scores: dict[str, float] = defaultdict(float)
     order: dict[str, int] = {}
     for entity_id, chunk_id, count, path, n in rows:
-        if df[entity_id] > ubiquity * total and own_note.get(entity_id) != path:
-            continue
         idf = math.log((total + 1) / df[entity_id])
         scores[chunk_id] += idf * (1 + math.log(max(count, 1)))
         if own_note.get(entity_id) == path:

@@ -19,7 +19,7 @@ import aiosqlite
 from .compendium import ChunkText, Entity, Mention, normalize
 from .types import Chunk
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -100,6 +100,16 @@ CREATE TABLE mentions (
 CREATE INDEX mentions_chunk ON mentions(chunk_id);
 """
 
+# Each step takes the schema from the version before it to its own number.
+MIGRATIONS = {
+    # Covering indexes: visibility filters and the FTS join no longer read whole chunk rows (text).
+    2: """
+CREATE INDEX IF NOT EXISTS chunks_visibility ON chunks(visibility, id);
+CREATE INDEX IF NOT EXISTS chunks_n_visibility ON chunks(n, visibility, id);
+CREATE INDEX IF NOT EXISTS mentions_entity_visibility ON mentions(entity_id, visibility, chunk_id);
+""",
+}
+
 
 class StoreError(RuntimeError):
     pass
@@ -169,9 +179,11 @@ class Store:
             return
         if version > SCHEMA_VERSION:
             raise StoreError(f"the index at {self.path} was built by a newer Oracle (schema {version})")
-        if version == 0:
-            # One script in one transaction: a kill mid-way leaves no half-made schema.
-            await self.db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;")
+        # One script in one transaction: a kill mid-way leaves no half-made schema.
+        steps = [SCHEMA] if version == 0 else []
+        steps += [MIGRATIONS[v] for v in range(max(version, 1) + 1, SCHEMA_VERSION + 1)]
+        script = "\n".join(steps)
+        await self.db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;")
 
     async def _one(self, sql: str, params: Sequence = ()) -> tuple:
         async with self.db.execute(sql, params) as cursor:
@@ -203,6 +215,9 @@ class Store:
         rows = await self._all("SELECT id, chunk_id FROM windows")
         missing = sorted({chunk for wid, chunk in rows if wid not in stored and chunk not in exclude})
         return await self.chunks_by_ids(missing)
+
+    async def entity_count(self) -> int:
+        return (await self._one("SELECT count(*) FROM entities"))[0]
 
     async def window_count(self) -> int:
         return (await self._one("SELECT count(*) FROM windows"))[0]
@@ -273,16 +288,30 @@ class Store:
         )
 
     async def mentions_of(
-        self, entity_ids: Sequence[int], visibilities: Sequence[str]
+        self, entity_ids: Sequence[int], visibilities: Sequence[str], *, path: str | None = None
     ) -> list[tuple[int, str, int, str, int]]:
-        """(entity id, chunk id, count, chunk path, chunk order) for visible mentions."""
+        """(entity id, chunk id, count, chunk path, chunk order) for visible mentions, optionally
+        only those in one note."""
         emarks = ",".join("?" * len(entity_ids))
         vmarks = ",".join("?" * len(visibilities))
+        in_path = " AND c.path = ?" if path is not None else ""
         return await self._all(
             f"SELECT m.entity_id, m.chunk_id, m.count, c.path, c.n FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
-            f" WHERE m.entity_id IN ({emarks}) AND m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks})",
+            f" WHERE m.entity_id IN ({emarks}) AND m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks}){in_path}",
+            (*entity_ids, *visibilities, *visibilities, *([path] if path is not None else [])),
+        )
+
+    async def mention_counts(self, entity_ids: Sequence[int], visibilities: Sequence[str]) -> dict[int, int]:
+        """How many visible chunks mention each entity (its document frequency)."""
+        emarks = ",".join("?" * len(entity_ids))
+        vmarks = ",".join("?" * len(visibilities))
+        rows = await self._all(
+            f"SELECT m.entity_id, count(*) FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
+            f" WHERE m.entity_id IN ({emarks}) AND m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks})"
+            f" GROUP BY m.entity_id",
             (*entity_ids, *visibilities, *visibilities),
         )
+        return dict(rows)
 
     async def count_chunks(self, visibilities: Sequence[str]) -> int:
         marks = ",".join("?" * len(visibilities))
@@ -327,7 +356,10 @@ class Store:
 
     # -- the one write of an ingest --------------------------------------------------------------
 
-    async def apply(self, changes: Changes, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
+    async def apply(
+        self, changes: Changes, entities: Sequence[Entity] | None, mentions: Sequence[Mention] | None
+    ) -> None:
+        """Everything in one transaction; `entities=None` keeps the Compendium as it is."""
         db = self.db
         await db.execute("BEGIN IMMEDIATE")
         try:
@@ -356,7 +388,8 @@ class Store:
                     for f in changes.put_files
                 ],
             )
-            await self._write_compendium(entities, mentions)
+            if entities is not None and mentions is not None:
+                await self._write_compendium(entities, mentions)
             await db.executemany(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(changes.meta.items())
             )

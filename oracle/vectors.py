@@ -14,6 +14,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from .types import GM, PUBLIC
+
 log = logging.getLogger(__name__)
 
 _BATCH = 1000  # below Chroma's max batch size on every backend
@@ -67,78 +69,94 @@ def _client(path: Path, url: str | None):
 
 
 class VectorStore:
+    """Public and game-master-only windows live in two collections: a player's query searches the
+    public one alone, with no metadata filter (Chroma's `where` is linear in the collection size)."""
+
     def __init__(self, path: Path, collection: str, *, url: str | None = None) -> None:
         self.client = _client(path, url)
+        self.collections = {visibility: self._open(f"{collection}-{visibility}") for visibility in (PUBLIC, GM)}
+
+    def _open(self, name: str):
         try:
-            self.collection = self.client.get_or_create_collection(
-                collection,
+            return self.client.get_or_create_collection(
+                name,
                 embedding_function=None,  # the default one tries a download
                 configuration={"hnsw": {"space": "cosine", "ef_search": 200, "ef_construction": 200}},
             )
         except Exception as exc:
-            raise VectorStoreError(f"cannot open the Chroma collection {collection!r}: {exc}") from exc
+            raise VectorStoreError(f"cannot open the Chroma collection {name!r}: {exc}") from exc
+
+    def _chosen(self, visibility: str | None):
+        return [self.collections[visibility]] if visibility else list(self.collections.values())
 
     @_guarded
     def count(self) -> int:
-        return self.collection.count()
+        return sum(c.count() for c in self.collections.values())
 
     @_guarded
     def existing(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        for i in range(0, len(ids), _BATCH):
-            found.update(self.collection.get(ids=list(ids[i : i + _BATCH]), include=[])["ids"])
+        for collection in self.collections.values():
+            for i in range(0, len(ids), _BATCH):
+                found.update(collection.get(ids=list(ids[i : i + _BATCH]), include=[])["ids"])
         return found
 
     @_guarded
     def all_ids(self) -> set[str]:
         ids: set[str] = set()
-        offset = 0
-        while True:
-            page = self.collection.get(include=[], limit=10_000, offset=offset)["ids"]
-            ids.update(page)
-            if len(page) < 10_000:
-                return ids
-            offset += len(page)
+        for collection in self.collections.values():
+            offset = 0
+            while True:
+                page = collection.get(include=[], limit=10_000, offset=offset)["ids"]
+                ids.update(page)
+                if len(page) < 10_000:
+                    break
+                offset += len(page)
+        return ids
 
     @_guarded
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
-        for i in range(0, len(ids), _BATCH):
-            self.collection.upsert(
-                ids=list(ids[i : i + _BATCH]),
-                embeddings=vectors[i : i + _BATCH],
-                metadatas=list(metadatas[i : i + _BATCH]),
-            )
+        for visibility, collection in self.collections.items():
+            rows = [i for i, meta in enumerate(metadatas) if meta["visibility"] == visibility]
+            for i in range(0, len(rows), _BATCH):
+                batch = rows[i : i + _BATCH]
+                collection.upsert(
+                    ids=[ids[j] for j in batch],
+                    embeddings=vectors[batch],
+                    metadatas=[metadatas[j] for j in batch],
+                )
 
     @_guarded
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
-        for i in range(0, len(ids), _BATCH):
-            self.collection.delete(ids=ids[i : i + _BATCH])
+        for collection in self.collections.values():
+            for i in range(0, len(ids), _BATCH):
+                collection.delete(ids=ids[i : i + _BATCH])
 
     @_guarded
     def query(self, vector: np.ndarray, n: int, *, visibility: str | None = None) -> list[DenseHit]:
-        """Nearest windows; `visibility="public"` keeps GM-only windows out of the search itself."""
-        total = self.collection.count()
-        if total == 0 or n <= 0:
+        """Nearest windows, best first; `visibility="public"` searches the public windows only."""
+        if n <= 0:
             return []
-        where = {"visibility": visibility} if visibility else None
-        result = self.collection.query(
-            query_embeddings=[vector],
-            n_results=min(n, total),
-            where=where,
-            include=["distances", "metadatas"],
-        )
-        return [
-            DenseHit(window_id, meta["chunk_id"], float(distance))
-            for window_id, meta, distance in zip(
-                result["ids"][0], result["metadatas"][0], result["distances"][0]
-            )
-        ]
+        hits: list[DenseHit] = []
+        for collection in self._chosen(visibility):
+            result = collection.query(query_embeddings=[vector], n_results=n, include=["distances", "metadatas"])
+            hits += [
+                DenseHit(window_id, meta["chunk_id"], float(distance))
+                for window_id, meta, distance in zip(result["ids"][0], result["metadatas"][0], result["distances"][0])
+            ]
+        return sorted(hits, key=lambda h: (h.distance, h.window_id))[:n]
 
     @_guarded
     def vectors(self, *, visibility: str | None = None) -> tuple[list[str], list[str], np.ndarray]:
         """Every window's id, chunk id and vector: for an exact search to compare against."""
-        where = {"visibility": visibility} if visibility else None
-        data = self.collection.get(where=where, include=["embeddings", "metadatas"])
-        vectors = np.asarray(data["embeddings"], dtype=np.float32) if len(data["ids"]) else np.zeros((0, 0))
-        return data["ids"], [m["chunk_id"] for m in data["metadatas"]], vectors
+        ids: list[str] = []
+        chunk_ids: list[str] = []
+        blocks = []
+        for collection in self._chosen(visibility):
+            data = collection.get(include=["embeddings", "metadatas"])
+            if len(data["ids"]):
+                ids += data["ids"]
+                chunk_ids += [m["chunk_id"] for m in data["metadatas"]]
+                blocks.append(np.asarray(data["embeddings"], dtype=np.float32))
+        return ids, chunk_ids, np.vstack(blocks) if blocks else np.zeros((0, 0), dtype=np.float32)
