@@ -105,6 +105,7 @@ class Index:
                 await store.close()
         self._store = self._writer = None
         self._idle_readers = []
+        await self.llm.close()
 
     async def __aenter__(self) -> Index:
         return self

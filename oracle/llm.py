@@ -47,6 +47,9 @@ class LLM:
         self.keep_alive = keep_alive
         self._client = ollama.AsyncClient(host=host, timeout=max(timeout, max_timeout or 0) + 5)
 
+    async def close(self) -> None:
+        await self._client.close()
+
     async def probe(self, timeout: float = 3.0) -> str | None:
         """None when the model answers `show`, else the reason it cannot be used."""
         try:
