@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 
@@ -35,6 +36,11 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         except (StoreError, VectorStoreError, EmbedError) as exc:
             log.error("%s", exc)
             return 2
+        # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
+        # all holding the GIL (300+ ms, measured by bench/load.py) and stalls the gateway heartbeat.
+        # Frozen, they are never walked again.
+        gc.collect()
+        gc.freeze()
         history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
         oracle = Oracle(index)
         try:

@@ -15,7 +15,14 @@ from oracle.ingest import IngestBusy, IngestError, ingest
 from oracle.prompt import Turn
 from oracle.types import IngestReport, Progress
 
-from .formatting import PROGRESS, answer_text, dossier_embed, sources_embed, split_message, thread_name
+from .formatting import (
+    PROGRESS,
+    answer_text,
+    dossier_embed,
+    sources_embed,
+    split_message,
+    thread_name,
+)
 
 if TYPE_CHECKING:
     from .client import OracleBot

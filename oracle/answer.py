@@ -9,81 +9,45 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 from . import annotate
-from .compendium import normalize
 from .citations import Citation, verify
-from .context import Context, Summary, pack_context
+from .compendium import normalize
+from .context import pack_context
 from .dossier import Dossier, build_dossier, rank_names
+from .embed import Embedder
 from .followup import expand_followup
 from .fusion import Fused, dbsf, rrf
 from .index import Index
 from .leaks import SecretGuard
 from .llm import LLMError
-from .paths import EntityMatch, EntityMatcher, Scored, entity_path, keyword_path, semantic_path
+from .paths import (
+    EntityMatcher,
+    Scored,
+    entity_path,
+    keyword_path,
+    semantic_path,
+)
 from .prompt import Turn, build_answer_prompt
-from .embed import Embedder
 from .rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
+from .results import (
+    NOT_FOUND,
+    PASSAGES_SHOWN,
+    Answer,
+    Hit,
+    Retrieval,
+    Selection,
+    overlap,
+    passages_text,
+)
 from .store import Store
-from .types import GM, PUBLIC, Chunk
+from .types import GM, PUBLIC
 from .vectors import VectorStore
 
 StageFn = Callable[[str], Awaitable[None]]
-PASSAGES_SHOWN = 5
-NOT_FOUND = "The notes hold nothing on that."
 
 PATHS = ("keyword", "semantic", "entity")
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Hit:
-    chunk: Chunk
-    rank: int
-    score: float
-
-    def to_json(self) -> dict:
-        c = self.chunk
-        return {
-            "id": c.id,
-            "label": c.label,
-            "path": c.path,
-            "lines": [c.start_line, c.end_line],
-            "rank": self.rank,
-            "score": round(self.score, 6),
-            "text": c.text,
-        }
-
-
-@dataclass
-class Retrieval:
-    question: str
-    search_query: str
-    entities: list[EntityMatch]
-    paths: dict[str, list[Hit]]
-    fused: list[Hit]  # the fused pool, best first (≤ fused_pool)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {
-            "question": self.question,
-            "search_query": self.search_query,
-            "entities": [{"id": e.entity_id, "name": e.name, "matched": e.matched} for e in self.entities],
-            "paths": {name: [h.to_json() for h in hits] for name, hits in self.paths.items()},
-            "fused": [h.to_json() for h in self.fused],
-            "union": len({h.chunk.id for hits in self.paths.values() for h in hits}),
-            "overlap": overlap({name: [h.chunk.id for h in hits] for name, hits in self.paths.items()}),
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-        }
-
-
-def overlap(rankings: dict[str, list[str]]) -> dict[str, int]:
-    """How many results each pair of paths shares: how much each path adds."""
-    names = sorted(rankings)
-    return {
-        f"{a}&{b}": len(set(rankings[a]) & set(rankings[b])) for i, a in enumerate(names) for b in names[i + 1 :]
-    }
 
 
 class Oracle:
@@ -93,6 +57,7 @@ class Oracle:
         self._matchers: dict[tuple[str, bool], EntityMatcher] = {}
         self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
         self._guard: tuple[str, SecretGuard] | None = None
+        self._guard_lock = asyncio.Lock()
         self._cross_encoder = CrossEncoderReranker(
             self.settings.cross_encoder, use_text=self.settings.cross_encoder_input == "text"
         )
@@ -314,12 +279,13 @@ class Oracle:
         return Answer(question, text, mode, reason, citations, fragments, summaries, trace)
 
     async def secret_guard(self) -> SecretGuard:
-        """Built once per committed ingest, off the event loop."""
-        store = await self.index.store()
-        generation = await store.generation()
-        if self._guard is None or self._guard[0] != generation:
-            self._guard = (generation, await asyncio.to_thread(SecretGuard, await store.chunk_texts()))
-        return self._guard[1]
+        """Built once per committed ingest, off the event loop, by one question while the others wait."""
+        async with self._guard_lock:
+            store = await self.index.store()
+            generation = await store.generation()
+            if self._guard is None or self._guard[0] != generation:
+                self._guard = (generation, await asyncio.to_thread(SecretGuard, await store.chunk_texts()))
+            return self._guard[1]
 
     async def status(self) -> dict:
         """What is indexed, when, with which models, and whether Ollama answers."""
@@ -370,49 +336,6 @@ class Oracle:
         weights = settings.path_weights if settings.fusion == "weighted_rrf" else None
         rankings = {name: [cid for cid, _ in hits] for name, hits in scored.items()}
         return rrf(rankings, k=settings.rrf_k, weights=weights, limit=settings.fused_pool)
-
-
-@dataclass
-class Selection:
-    """What reranking and packing made of a retrieval."""
-
-    final: list[Chunk]  # reranked k, then the rest of the pool
-    context: Context
-    rerank: Reranked
-    annotations: dict[str, str]  # chunk id -> annotation, for the pool
-
-
-@dataclass(frozen=True)
-class Answer:
-    question: str
-    text: str
-    mode: str  # llm | passages | not_found
-    reason: str
-    citations: tuple[Citation, ...]
-    fragments: tuple[Chunk, ...]
-    summaries: tuple[Summary, ...]
-    trace: dict
-
-    def to_json(self) -> dict:
-        return {
-            "answer": self.text,
-            "mode": self.mode,
-            "reason": self.reason,
-            "citations": [c.to_json() for c in self.citations],
-            "fragments": [c.label for c in self.fragments],
-            "summaries": [s.chunk.label for s in self.summaries],
-            "trace": self.trace,
-        }
-
-
-def passages_text(reason: str, chunks: Sequence[Chunk]) -> str:
-    """The answer without the LLM: the best passages, plainly marked as passages."""
-    lines = [f"The Oracle could not write an answer ({reason}). The most relevant passages from the notes:"]
-    for c in chunks[:PASSAGES_SHOWN]:
-        words = c.text.split()
-        quote = " ".join(words[:60]) + (" …" if len(words) > 60 else "")
-        lines.append(f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> {quote}")
-    return "\n\n".join(lines)
 
 
 def _ids(hits: Sequence[Hit]) -> list[list]:

@@ -15,15 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from .answer import Hit, Oracle
-from .prompt import Turn
-from .eval import BankError, load_bank, run_eval
 from .embed import EmbedError
+from .eval import BankError, load_bank, run_eval
 from .index import Index
 from .ingest import IngestBusy, IngestError, ingest
+from .prompt import Turn
 from .settings import Settings
 from .store import StoreError
 from .types import IngestReport

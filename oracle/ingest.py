@@ -40,8 +40,15 @@ from .llm import LLMError
 from .notes import NoteError, decode, parse_note
 from .settings import Settings
 from .store import Changes, FileRecord, StoreError
+from .types import (
+    Chunk,
+    EntitySource,
+    IngestReport,
+    Note,
+    Progress,
+    Skipped,
+)
 from .vectors import VectorStoreError
-from .types import GM, PUBLIC, Chunk, EntitySource, IngestReport, Note, Progress, Skipped
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import MINI_CAMPAIGN, write_notes
 from tests.fakes.ollama_server import Delay, FakeOllama

@@ -1,0 +1,1070 @@
+#!/usr/bin/env python
+"""Load benchmark: event-loop stalls, answer latency without the LLM, and peak memory, in one run.
+
+    python bench/load.py [NOTES_DIR] [--quick] [--json] [--save FILE] [--concurrency 20] [--asyncio-debug]
+    python bench/load.py --show FILE      # the table of a saved result
+
+NOTES_DIR defaults to the real 113-session CRD3 log (/work/shared/eval/crd3/notes); `--quick` uses
+the bundled sample campaign (notes/) for a smoke run. The notes are copied into a temporary folder
+(one session gets edited) and indexed into a cold temporary data folder. A fake Ollama
+(tests/fakes/ollama_server.py, real HTTP on 127.0.0.1, in a thread of its own as a real Ollama
+would be a process of its own) answers every chat at once, so no LLM time is in any number.
+Annotations are off: without a real model none would exist.
+
+The process starts as the bot does (load the model, open the stores), then runs these phases while a
+monitor task sleeps 10 ms in a loop and records how late each wake-up is (`loop.time()` drift):
+
+1. idle: nothing but the monitor;
+2. full ingest of the cold index AND, concurrently, waves of `--concurrency` questions through
+   `Oracle.ask` (questions before the first commit find nothing: they must still be answered);
+3. answering only: `ask()` latency, 1 question at a time and `--concurrency` at once, with
+   `reranker="none"` and `reranker="llm"` (which turns itself off: no chunk has an annotation);
+4. re-ingest after one session is edited, while the question waves go on.
+
+The target is a stall under 100 ms in every phase, so the Discord gateway heartbeat is never late.
+To name what stalls the loop, every callback the loop runs is timed (as asyncio's debug mode does
+with `slow_callback_duration`, without its overhead): loop iterations whose callbacks took at least
+`--slow-ms` are kept with the frame and the lines each slow task step resumed and stopped at; and a
+watchdog thread samples every thread's stack whenever the monitor is `--dump-after-ms` overdue,
+naming the line that holds the loop even when the cause is another thread holding the GIL.
+`--asyncio-debug` also turns on asyncio's own debug mode and collects its "Executing <Task ...> took
+X seconds" warnings (debug mode slows everything: use those runs to name blockers, not for numbers).
+A step's time includes waiting for the GIL: on 2 cores, a step can be slow because an embedding or
+Chroma thread runs; the stack samples tell which.
+
+Two switches try remedies without touching oracle/: `--gc-freeze` (gc.freeze() once everything is
+loaded, so a full collection no longer walks the ~480k objects the imports leave) and
+`--switch-interval-ms` (a shorter GIL hand-over than Python's 5 ms).
+
+Peak RSS (`ru_maxrss`) is read at start (before torch is imported), after the model loads, after the
+full ingest, after the answering phase and at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import gc
+import json
+import logging
+import os
+import platform
+import re
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # tests.fakes and bench.ingest
+
+DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes")
+QUICK_NOTES = REPO / "notes"
+CRD3_QUESTIONS = REPO / "bench" / "crd3_questions.txt"
+STALL_TARGET_MS = 100.0
+TICK = 0.010  # the monitor's sleep
+ATTRIBUTE_MS = 50.0  # a wake-up this late is matched against what was running meanwhile
+PHASES = ("idle", "full ingest + questions", "answering only", "re-ingest + questions")
+IDLE_THREAD_FRAMES = (  # a thread whose top frame is one of these is waiting, not working
+    ("threading.py", "wait"),
+    ("queue.py", "get"),
+    ("thread.py", "_worker"),  # concurrent.futures: blocked in its work queue
+    ("selectors.py", "select"),
+    ("threading.py", "_wait_for_tstate_lock"),
+)
+
+
+def log_progress(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def current_rss_mib() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def rss_point() -> dict:
+    return {"peak_mib": round(peak_rss_mib(), 1), "current_mib": round(current_rss_mib(), 1)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+
+
+def pct(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def summary(values: list[float]) -> dict:
+    return {
+        "n": len(values),
+        "p50": _r(pct(values, 50)),
+        "p95": _r(pct(values, 95)),
+        "p99": _r(pct(values, 99)),
+        "max": _r(max(values) if values else None),
+    }
+
+
+def _r(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where code runs: frames, described only after the run (describing costs file-system calls)
+
+Frame = tuple[int, str, int, str]  # (id of the frame, file, line, function)
+
+
+@functools.lru_cache(maxsize=None)
+def _short(filename: str) -> str:
+    p = Path(filename)
+    parts = p.parts
+    for marker in ("site-packages", f"python{sys.version_info[0]}.{sys.version_info[1]}"):
+        if marker in parts:
+            return "/".join(parts[parts.index(marker) + 1 :])
+    try:
+        return p.resolve().relative_to(REPO).as_posix()
+    except (ValueError, OSError):
+        return p.name
+
+
+@functools.lru_cache(maxsize=None)
+def _is_project(filename: str) -> bool:
+    return _short(filename).split("/", 1)[0] in ("oracle", "bot")
+
+
+def coro_frames(coro) -> list[Frame]:
+    """The frames of a coroutine chain, outermost first (cheap: taken around every task step)."""
+    out = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is None:
+            break
+        out.append((id(frame), frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname))
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None) or getattr(coro, "ag_await", None)
+    return out
+
+
+def thread_stack(frame, limit: int = 60) -> list[Frame]:
+    """A thread's stack, most recent call first."""
+    out = []
+    while frame is not None and len(out) < limit:
+        out.append((id(frame), frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname))
+        frame = frame.f_back
+    return out
+
+
+def describe_step(before: list[Frame], after: list[Frame] | None) -> str:
+    """What one task step ran: the deepest frame alive both before and after the step (its code ran
+    from the line it resumed at to the line it stopped at), with the frames that returned or were called."""
+    common = 0
+    if after is not None:
+        while common < min(len(before), len(after)) and before[common][0] == after[common][0]:
+            common += 1
+    if common == 0:  # the task finished, or a new chain: name the innermost project frame it resumed in
+        proj = [f for f in before if _is_project(f[1])] or before[-1:]
+        if not proj:
+            return "?"
+        _, file, line, func = proj[-1]
+        return f"{_short(file)}:{line}→end {func}" + (" (task finished)" if after is None else "")
+    _, file, line, func = before[common - 1]
+    end = after[common - 1][2] if after else "?"
+    text = f"{_short(file)}:{line}→{end} {func}"
+    returned = [f[3] for f in before[common:]]
+    called = [f[3] for f in after[common:]] if after else []
+    if returned:
+        text += f" (resumed in {returned[-1]})"
+    if called:
+        inner = [f for f in after[common:] if _is_project(f[1])]
+        where = f"{inner[-1][3]} at {_short(inner[-1][1])}:{inner[-1][2]}" if inner else called[-1]
+        text += f" (then awaited in {where})"
+    return text
+
+
+def blame(stack: list[Frame]) -> str:
+    """A thread's top frame and, if different, its innermost project frame (stack: most recent first)."""
+    if not stack:
+        return "?"
+    _, file, line, func = stack[0]
+    text = f"{_short(file)}:{line} {func}"
+    proj = next((f for f in stack if _is_project(f[1])), None)
+    if proj is not None and proj[0] != stack[0][0]:
+        text += f" ⟵ {_short(proj[1])}:{proj[2]} {proj[3]}"
+    return text
+
+
+def _idle_thread(stack: list[Frame]) -> bool:
+    if not stack:
+        return True
+    _, file, _, func = stack[0]
+    return any(file.endswith(f) and func.split(".")[-1] == fn for f, fn in IDLE_THREAD_FRAMES)
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop probe: the 10 ms monitor, per-iteration callback timing, a stack-sampling watchdog
+
+
+@dataclass
+class SlowIteration:
+    at: float  # seconds since the probe started
+    ms: float  # callbacks' wall time in this loop iteration
+    cpu_ms: float  # the loop thread's CPU time in them: far below `ms` means it waited for the GIL/CPU
+    callbacks: int
+    top: list[tuple[float, float, float, object]]  # (wall, CPU, GC ms, raw description) of its callbacks over 1 ms
+
+
+@dataclass
+class PhaseData:
+    lateness_ms: list[float] = field(default_factory=list)
+    slow_iterations: list[SlowIteration] = field(default_factory=list)
+    select_overshoot_ms: list[float] = field(default_factory=list)  # an idle poll returned this late
+    samples: list[dict] = field(default_factory=list)  # the watchdog's stack samples
+    gc_pauses: list[tuple[int, float, bool]] = field(default_factory=list)  # (generation, ms, on the loop thread)
+    late_ticks: list[tuple[float, float]] = field(default_factory=list)  # (due, woke) of wake-ups ≥ ATTRIBUTE_MS late
+    seconds: float = 0.0
+
+
+class LoopProbe:
+    """Measures the loop's lateness and records what made it late.
+
+    - the monitor task sleeps 10 ms and records how late it wakes;
+    - every callback the loop runs is timed (what asyncio's debug mode does for
+      `slow_callback_duration`, without debug mode's cost); an iteration of the loop whose callbacks
+      took `slow_ms` or more keeps the steps over 1 ms, with the frames each task step ran in;
+    - a watchdog thread samples every thread's stack (`sys._current_frames`) each `sample_ms` the
+      monitor is overdue past `dump_after_ms`, naming the line that holds the loop even when the
+      loop thread is waiting for the GIL or the CPU. (A `faulthandler.dump_traceback_later` dead-man
+      switch re-armed on every tick was tried first: each re-arm joins a thread while holding the
+      GIL, and on a busy 2-core machine that alone stalled the loop by up to 108 ms.)
+    """
+
+    def __init__(self, slow_ms: float, dump_after_ms: float | None, sample_ms: float = 25.0) -> None:
+        self.slow_ms = slow_ms
+        self.dump_after = dump_after_ms / 1000 if dump_after_ms else None
+        self.sample_every = sample_ms / 1000
+        self.phase = "setup"
+        self.data: dict[str, PhaseData] = defaultdict(PhaseData)
+        self.started = self._phase_started = time.perf_counter()
+        self._stop = False
+        self._task: asyncio.Task | None = None
+        self._watchdog: threading.Thread | None = None
+        self._beat: float | None = None
+        self._iter_ms = 0.0
+        self._iter_cpu = 0.0
+        self._iter_n = 0
+        self._iter_top: list[tuple[float, float, float, object]] = []
+        self._gc_started: float | None = None
+        self._gc_loop_ms = 0.0  # garbage collection on the loop thread, running total
+        self._main_ident = threading.main_thread().ident
+        self._orig_run = None
+        self._selector = None
+        self.asyncio_debug: dict[str, list[str]] = defaultdict(list)
+        self.intervals: list[tuple[str, float, float]] = []  # (what, start, end) of suspects, any thread
+        self._unwrap: list = []
+
+    def set_phase(self, name: str) -> None:
+        now = time.perf_counter()
+        self.data[self.phase].seconds += now - self._phase_started
+        self.phase, self._phase_started = name, now
+        log_progress(f"phase: {name}")
+
+    async def _monitor(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stop:
+            self._beat = due = time.perf_counter()
+            target = loop.time() + TICK
+            await asyncio.sleep(TICK)
+            late = (loop.time() - target) * 1000
+            data = self.data[self.phase]
+            data.lateness_ms.append(late)
+            if late >= ATTRIBUTE_MS:
+                data.late_ticks.append((due + TICK, time.perf_counter()))
+        self._beat = None
+
+    def wrap(self, obj, name: str, kind) -> None:
+        """Record when `obj.name` runs (in whatever thread); `kind` names it, or is a function of the
+        call's arguments that does."""
+        orig = getattr(obj, name)
+        if getattr(orig, "_probe_wrapped", False):
+            return
+        intervals = self.intervals
+
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                intervals.append((kind(*args, **kwargs) if callable(kind) else kind, t, time.perf_counter()))
+
+        wrapper._probe_wrapped = True
+        had = name in getattr(obj, "__dict__", {})
+        setattr(obj, name, wrapper)
+        self._unwrap.append((obj, name, orig if had else None))
+
+    def unwrap_all(self) -> None:
+        for obj, name, orig in reversed(self._unwrap):
+            if orig is None:
+                with contextlib.suppress(AttributeError):
+                    delattr(obj, name)
+            else:
+                setattr(obj, name, orig)
+        self._unwrap.clear()
+
+    def _watch(self) -> None:
+        main_id = threading.main_thread().ident
+        main_clock = time.pthread_getcpuclockid(main_id)
+        me = threading.get_ident()
+        beat_seen, next_sample, seen_wall, seen_cpu = None, 0.0, 0.0, 0.0
+        while not self._stop:
+            time.sleep(0.005)
+            beat = self._beat
+            if beat is None:
+                continue
+            now = time.perf_counter()
+            late = now - beat - TICK
+            if beat != beat_seen:
+                beat_seen, next_sample = beat, self.dump_after
+                seen_wall, seen_cpu = now, time.clock_gettime(main_clock)
+            if late < next_sample:
+                continue
+            next_sample = late + self.sample_every
+            wall = time.perf_counter() - seen_wall
+            cpu_share = (time.clock_gettime(main_clock) - seen_cpu) / wall if wall > 0 else 0.0
+            frames = sys._current_frames()
+            main = thread_stack(frames.get(main_id))
+            others = [thread_stack(f) for tid, f in frames.items() if tid not in (main_id, me)]
+            self.data[self.phase].samples.append({
+                "late_ms": late * 1000,
+                "loop_cpu_share": cpu_share,  # of the loop thread since the watchdog saw it overdue
+                "main": main,
+                "others": [s for s in others if not _idle_thread(s)],
+            })
+            del frames
+
+    def _install(self, loop: asyncio.AbstractEventLoop) -> None:
+        probe = self
+        orig_run = self._orig_run = asyncio.events.Handle._run
+
+        def timed_run(handle):
+            cb = handle._callback
+            task = getattr(cb, "__self__", None)
+            if isinstance(task, asyncio.Task):
+                before = coro_frames(task.get_coro())
+            else:
+                task = before = None
+            g = probe._gc_loop_ms
+            c = time.thread_time()
+            t = time.perf_counter()
+            try:
+                return orig_run(handle)
+            finally:
+                ms = (time.perf_counter() - t) * 1000
+                cpu = (time.thread_time() - c) * 1000
+                probe._iter_ms += ms
+                probe._iter_cpu += cpu
+                probe._iter_n += 1
+                if ms >= 1.0:
+                    if task is not None:
+                        after = None if task.done() else coro_frames(task.get_coro())
+                        probe._iter_top.append((ms, cpu, probe._gc_loop_ms - g, ("task", task.get_name(), before, after)))
+                    else:
+                        probe._iter_top.append((ms, cpu, probe._gc_loop_ms - g, ("callback", cb)))
+
+        asyncio.events.Handle._run = timed_run
+        selector = self._selector = loop._selector  # type: ignore[attr-defined]
+        orig_select = selector.select
+
+        def timed_select(timeout=None):
+            probe._end_iteration()
+            t = time.perf_counter()
+            events = orig_select(timeout)
+            if timeout is not None and timeout > 0 and not events:
+                over = (time.perf_counter() - t - timeout) * 1000
+                if over > 0:
+                    probe.data[probe.phase].select_overshoot_ms.append(over)
+            return events
+
+        selector.select = timed_select
+
+    def _gc_callback(self, what: str, info: dict) -> None:
+        """Every garbage collection, in any thread: it holds the GIL throughout, so it stops the loop."""
+        if what == "start":
+            self._gc_started = time.perf_counter()
+        elif self._gc_started is not None:
+            ms = (time.perf_counter() - self._gc_started) * 1000
+            self._gc_started = None
+            on_loop = threading.get_ident() == self._main_ident
+            if on_loop:
+                self._gc_loop_ms += ms
+            generation = info.get("generation", -1)
+            self.data[self.phase].gc_pauses.append((generation, ms, on_loop))
+            if generation == 2 or ms >= 5:
+                end = time.perf_counter()
+                self.intervals.append((f"GC gen {generation}", end - ms / 1000, end))
+
+    def _end_iteration(self) -> None:
+        if self._iter_ms >= self.slow_ms:
+            top = sorted(self._iter_top, key=lambda x: -x[0])[:8]
+            self.data[self.phase].slow_iterations.append(
+                SlowIteration(time.perf_counter() - self.started, self._iter_ms, self._iter_cpu, self._iter_n, top)
+            )
+        self._iter_ms, self._iter_cpu, self._iter_n, self._iter_top = 0.0, 0.0, 0, []
+
+    async def start(self, asyncio_debug: bool) -> None:
+        loop = asyncio.get_running_loop()
+        if asyncio_debug:
+            loop.set_debug(True)
+            loop.slow_callback_duration = self.slow_ms / 1000
+            probe = self
+
+            class Catch(logging.Handler):
+                def emit(self, record: logging.LogRecord) -> None:
+                    msg = record.getMessage()
+                    if msg.startswith("Executing"):
+                        probe.asyncio_debug[probe.phase].append(msg[:600])
+
+            logging.getLogger("asyncio").addHandler(Catch(logging.WARNING))
+        self._install(loop)
+        gc.callbacks.append(self._gc_callback)
+        self._task = asyncio.create_task(self._monitor(), name="loop-monitor")
+        if self.dump_after is not None:
+            self._watchdog = threading.Thread(target=self._watch, name="loop-watchdog", daemon=True)
+            self._watchdog.start()
+
+    async def stop(self) -> None:
+        self.set_phase("done")
+        self._stop = True
+        if self._task is not None:
+            await self._task
+        if self._watchdog is not None:
+            self._watchdog.join()
+        if self._gc_callback in gc.callbacks:
+            gc.callbacks.remove(self._gc_callback)
+        self.unwrap_all()
+        if self._orig_run is not None:
+            asyncio.events.Handle._run = self._orig_run
+        if self._selector is not None:
+            with contextlib.suppress(AttributeError):
+                del self._selector.select
+
+
+def describe(raw) -> str:
+    if raw[0] == "task":
+        _, name, before, after = raw
+        prefix = "" if re.fullmatch(r"Task-\d+", name) else f"[{name}] "
+        return prefix + describe_step(before, after)
+    cb = raw[1]
+    target = getattr(cb, "__func__", cb)
+    code = getattr(target, "__code__", None)
+    name = getattr(cb, "__qualname__", None) or type(cb).__name__
+    return f"callback {name}" + (f" ({_short(code.co_filename)}:{code.co_firstlineno})" if code else "")
+
+
+def summarize_iterations(iters: list[SlowIteration]) -> list[dict]:
+    """The steps of slow loop iterations, grouped by what they ran: count, worst and total ms, and the
+    loop thread's CPU ms in them (wall far above CPU: the step waited for the GIL or a core)."""
+    by: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for it in iters:
+        for ms, cpu, gc_ms, raw in it.top:
+            by[describe(raw)].append((ms, cpu, gc_ms))
+    rows = [
+        {"where": d, "count": len(v), "max_ms": round(max(v)[0], 1), "cpu_ms_of_max": round(max(v)[1], 1),
+         "gc_ms_of_max": round(max(v)[2], 1), "total_ms": round(sum(x[0] for x in v), 1),
+         "total_cpu_ms": round(sum(x[1] for x in v), 1)}
+        for d, v in by.items()
+    ]
+    rows.sort(key=lambda r: (-r["max_ms"], -r["total_ms"]))
+    return rows[:8]
+
+
+def attribute(late_ticks: list[tuple[float, float]], intervals: list[tuple[str, float, float]]) -> dict[str, int]:
+    """For each late wake-up, what was running (in any thread) for at least half of its lateness."""
+    counts: Counter = Counter()
+    for due, woke in late_ticks:
+        need = 0.5 * (woke - due)
+        kinds = sorted({k for k, s, e in intervals if min(woke, e) - max(due, s) >= need})
+        counts[" + ".join(kinds) or "nothing recorded"] += 1
+    return dict(counts.most_common())
+
+
+def interval_stats(intervals: list[tuple[str, float, float]]) -> dict:
+    by: dict[str, list[float]] = defaultdict(list)
+    for k, s, e in intervals:
+        by[k].append((e - s) * 1000)
+    return {k: {"calls": len(v), "p50_ms": _r(pct(v, 50)), "max_ms": _r(max(v)), "total_s": round(sum(v) / 1000, 2)}
+            for k, v in sorted(by.items())}
+
+
+def gc_json(pauses: list[tuple[int, float, bool]]) -> dict:
+    full = [ms for gen, ms, _ in pauses if gen == 2]
+    return {
+        "count": len(pauses),
+        "total_ms": round(sum(ms for _, ms, _ in pauses), 1),
+        "max_ms": _r(max((ms for _, ms, _ in pauses), default=0.0)),
+        "gen2": len(full),
+        "gen2_on_loop": sum(1 for gen, _, loop in pauses if gen == 2 and loop),
+        "gen2_p50_ms": _r(pct(full, 50) or 0.0),
+        "gen2_max_ms": _r(max(full, default=0.0)),
+    }
+
+
+def summarize_samples(samples: list[dict]) -> list[dict]:
+    """The watchdog's samples grouped by where the loop thread stood. A loop thread in the selector's
+    poll was waiting for the GIL or the CPU: then the busy other threads are named instead."""
+    groups: Counter = Counter()
+    worst: dict[str, float] = {}
+    for s in samples:
+        main = s["main"]
+        running = s["loop_cpu_share"] >= 0.5
+        if not running:
+            others = sorted({blame(st) for st in s["others"]}) or ["no other busy thread"]
+            key = (f"loop thread waiting for the GIL/a core (at {blame(main)}); busy threads: " + " | ".join(others))
+        else:
+            key = "loop thread running " + blame(main)
+        groups[key] += 1
+        worst[key] = max(worst.get(key, 0.0), s["late_ms"])
+    return [{"where": k, "samples": n, "max_late_ms": round(worst[k], 1)} for k, n in groups.most_common(6)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions
+
+
+def load_questions(path: Path | None, notes_src: Path) -> tuple[list[str], str]:
+    candidates = [path] if path else [notes_src / "questions.jsonl", CRD3_QUESTIONS]
+    for p in candidates:
+        if p is None or not p.is_file():
+            continue
+        out = []
+        for line in p.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if p.suffix == ".jsonl":
+                try:
+                    q = json.loads(line).get("question", "")
+                except ValueError:
+                    continue
+                if q:
+                    out.append(q)
+            else:
+                out.append(line)
+        if out:
+            return out, str(p)
+    raise SystemExit("no questions found (pass --questions FILE)")
+
+
+_FIRST_LABEL = re.compile(r"^\[([^\]\n]+)\] \(", re.M)
+
+
+def fake_answer(request: dict) -> str:
+    """An instant, plausible answer: two sentences citing the first fragment of the context."""
+    user = next((m.get("content", "") for m in reversed(request.get("messages") or []) if m.get("role") == "user"), "")
+    m = _FIRST_LABEL.search(user)
+    if not m:
+        return "The notes do not say."
+    label = m.group(1)
+    return (
+        f"The notes describe this in some detail [{label}]. "
+        f"The party remembered it differently afterwards, as the same note tells [{label}]."
+    )
+
+
+@dataclass
+class Asked:
+    phase: str
+    mode: str  # llm | passages | not_found | error
+    ms: float
+    timings: dict
+    rerank: str = ""
+    error: str = ""
+
+
+class Asker:
+    def __init__(self, questions: list[str]) -> None:
+        self.questions = questions
+        self.next = 0
+        self.records: list[Asked] = []
+
+    def pick(self) -> str:
+        q = self.questions[self.next % len(self.questions)]
+        self.next += 1
+        return q
+
+    async def one(self, oracle, group: str) -> Asked:
+        q = self.pick()
+        t = time.perf_counter()
+        try:
+            answer = await oracle.ask(q)
+            rec = Asked(group, answer.mode, (time.perf_counter() - t) * 1000, dict(answer.trace.get("timings_ms", {})),
+                        (answer.trace.get("rerank") or {}).get("reason", ""))
+        except Exception as exc:  # ask() must never raise: count it
+            rec = Asked(group, "error", (time.perf_counter() - t) * 1000, {}, error=f"{type(exc).__name__}: {exc}"[:300])
+        self.records.append(rec)
+        return rec
+
+    async def wave(self, oracle, n: int, group: str) -> list[Asked]:
+        return list(await asyncio.gather(*(self.one(oracle, group) for _ in range(n))))
+
+    async def stream(self, oracle, n: int, gap: float, stop: asyncio.Event, group: str) -> int:
+        """Waves of n questions at once, `gap` seconds apart, until `stop` is set; returns the waves."""
+        waves = 0
+        while not stop.is_set():
+            await self.wave(oracle, n, group)
+            waves += 1
+            try:
+                await asyncio.wait_for(stop.wait(), gap)
+            except asyncio.TimeoutError:
+                pass
+        return waves
+
+    def group(self, name: str) -> list[Asked]:
+        return [r for r in self.records if r.phase == name]
+
+
+def latency_json(recs: list[Asked]) -> dict:
+    modes = Counter(r.mode for r in recs)
+    stages: dict[str, list[float]] = defaultdict(list)
+    for r in recs:
+        for k, v in r.timings.items():
+            stages[k].append(v)
+    errors = Counter(r.error for r in recs if r.error)
+    return {
+        **summary([r.ms for r in recs]),
+        "modes": dict(modes),
+        "errors": dict(errors.most_common(5)),
+        "rerank_reasons": dict(Counter(r.rerank for r in recs if r.rerank).most_common(3)),
+        "stages_ms": {k: summary(v) for k, v in stages.items()},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+async def run_ingest(index, label: str) -> tuple[object | None, float, str]:
+    from oracle.ingest import ingest
+
+    last = [0.0]
+
+    def progress(p) -> None:
+        now = time.perf_counter()
+        if p.stage != "embed" or now - last[0] > 15 or p.done == p.total:
+            last[0] = now
+            log_progress(f"  {label}: {p.stage} {p.done}/{p.total}")
+
+    started = time.perf_counter()
+    try:
+        report = await ingest(index, progress=progress, by="bench/load.py")
+        return report, time.perf_counter() - started, ""
+    except Exception as exc:
+        return None, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"
+
+
+async def measure(args) -> dict:
+    from bench.ingest import contention, copy_notes, cpu_model, cpu_sample, edit_one_session
+
+    rss = {"start_before_torch": rss_point()}
+    questions, questions_from = load_questions(args.questions, args.notes_dir)
+    n = args.concurrency
+
+    with tempfile.TemporaryDirectory(prefix="oracle-load-") as tmp:
+        tmp_path = Path(tmp)
+        probe = LoopProbe(args.slow_ms, None if args.no_dump else args.dump_after_ms)
+        await probe.start(args.asyncio_debug)
+
+        from tests.fakes.ollama_server import FakeOllama
+
+        fake = FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
+        try:
+            import torch
+
+            from oracle.answer import Oracle
+            from oracle.index import Index
+            from oracle.ingest import ingest  # noqa: F401  (imported now, not on the loop mid-phase)
+            from oracle.settings import Settings
+
+            notes = tmp_path / "notes"
+            copy_notes(args.notes_dir, notes)
+
+            def settings_for(reranker: str) -> Settings:
+                return Settings(
+                    _env_file=None,
+                    notes_dir=notes,
+                    data_dir=tmp_path / "data",
+                    ollama_host=fake.url,
+                    annotate=False,
+                    reranker=reranker,
+                    llm_concurrency=args.llm_concurrency or n,
+                )
+
+            cpu_before = cpu_sample()
+            load_start = os.getloadavg()[0]
+            index = Index(settings_for("none"))
+            try:
+                # Start as the bot does: the model, then both stores, before any question.
+                t = time.perf_counter()
+                embedder = await index.embedder()
+                await asyncio.to_thread(embedder.encode, ["warm-up: the first call pays for lazy initialisation"] * 4)
+                model_seconds = time.perf_counter() - t
+                vectors = await index.vectors()
+                rss["after_model_load"] = rss_point()
+                if args.gc_freeze:  # what bot/__main__.py could do once it has loaded everything
+                    gc.collect()
+                    gc.freeze()
+                if args.switch_interval_ms:
+                    sys.setswitchinterval(args.switch_interval_ms / 1000)
+                worker_threads = await asyncio.to_thread(torch.get_num_threads)
+                oracle = Oracle(index)
+                llm_index = Index(settings_for("llm"), embedder=embedder)
+                llm_oracle = Oracle(llm_index)
+                # What may hold the GIL or a core while the loop is late: timed in whatever thread runs it.
+                for vs in (vectors, await llm_index.vectors()):
+                    probe.wrap(vs, "upsert", "Chroma upsert")
+                    probe.wrap(vs, "query", "Chroma query")
+                    probe.wrap(vs, "all_ids", "Chroma all_ids")
+                    probe.wrap(vs, "delete", "Chroma delete")
+                probe.wrap(embedder, "encode", lambda texts, *a, **k: "encode 1 text" if len(texts) == 1 else "encode batch")
+                probe.wrap(embedder, "windows", "tokenize windows")
+                import oracle.answer as answer_mod
+                import oracle.ingest as ingest_mod
+
+                probe.wrap(answer_mod, "SecretGuard", "SecretGuard build")
+                probe.wrap(answer_mod, "EntityMatcher", "EntityMatcher build")
+                probe.wrap(ingest_mod, "scan_notes", "scan notes")
+                probe.wrap(ingest_mod, "chunk_all", "chunk notes")
+                probe.wrap(ingest_mod, "build_compendium", "build Compendium")
+                asker = Asker(questions)
+                await asyncio.sleep(0.5)  # the setup's own steps stay out of the idle phase
+
+                # 1. Idle baseline.
+                probe.set_phase(PHASES[0])
+                await asyncio.sleep(args.idle)
+
+                # 2. Full ingest of a cold index, questions arriving all along.
+                probe.set_phase(PHASES[1])
+                stop = asyncio.Event()
+                streaming = asyncio.create_task(asker.stream(oracle, n, args.gap, stop, PHASES[1]))
+                full_report, full_seconds, full_error = await run_ingest(index, "full ingest")
+                stop.set()
+                full_waves = await streaming
+                if full_error:
+                    log_progress(f"full ingest failed: {full_error}; ingesting again without questions")
+                    full_report, _, retry_error = await run_ingest(index, "full ingest (retry)")
+                    if retry_error:
+                        raise SystemExit(f"the ingest failed twice: {retry_error}")
+                rss["after_full_ingest"] = rss_point()
+
+                # 3. Answering only: latency, 1 at a time and n at once, reranker none and llm.
+                probe.set_phase(PHASES[2])
+                for _ in range(min(5, len(questions))):
+                    await asker.one(oracle, "warm-up")
+                    await asker.one(llm_oracle, "warm-up")
+                latency_groups = {}
+                for name, orc in (("none", oracle), ("llm", llm_oracle)):
+                    for _ in range(args.serial):
+                        await asker.one(orc, f"{name} x1")
+                    t = time.perf_counter()
+                    for _ in range(args.waves):
+                        await asker.wave(orc, n, f"{name} x{n}")
+                    latency_groups[name] = {
+                        "x1": f"{name} x1",
+                        f"x{n}": f"{name} x{n}",
+                        "throughput_qps": round(args.waves * n / (time.perf_counter() - t), 2),
+                    }
+                rss["after_load_phase"] = rss_point()
+
+                # 4. Re-ingest after one session is edited, questions going on.
+                edit = await asyncio.to_thread(edit_one_session, notes)
+                probe.set_phase(PHASES[3])
+                stop = asyncio.Event()
+                streaming = asyncio.create_task(asker.stream(oracle, n, args.gap, stop, PHASES[3]))
+                re_report, re_seconds, re_error = await run_ingest(index, "re-ingest")
+                stop.set()
+                re_waves = await streaming
+                rss["end"] = rss_point()
+            finally:
+                await index.close()
+                if "llm_index" in locals():
+                    await llm_index.close()
+        finally:
+            fake.stop_thread()
+            await probe.stop()
+        busy = contention(cpu_before, cpu_sample())
+
+    def phase_json(name: str) -> dict:
+        d = probe.data[name]
+        s = summary(d.lateness_ms)
+        return {
+            "seconds": round(d.seconds, 1),
+            "ticks": s["n"],
+            "stall_p50_ms": s["p50"],
+            "stall_p99_ms": s["p99"],
+            "stall_max_ms": s["max"],
+            "ticks_over_target": sum(1 for x in d.lateness_ms if x >= STALL_TARGET_MS),
+            "target_ms": STALL_TARGET_MS,
+            "pass": (s["max"] or 0) < STALL_TARGET_MS,
+            "select_overshoot_max_ms": _r(max(d.select_overshoot_ms) if d.select_overshoot_ms else 0.0),
+            "slow_iterations": len(d.slow_iterations),
+            "worst_iterations": [
+                {"at_s": round(it.at, 2), "ms": round(it.ms, 1), "cpu_ms": round(it.cpu_ms, 1), "callbacks": it.callbacks,
+                 "top": [[round(ms, 1), round(cpu, 1), round(g, 1), describe(raw)] for ms, cpu, g, raw in it.top[:4]]}
+                for it in sorted(d.slow_iterations, key=lambda it: -it.ms)[:3]
+            ],
+            "blockers": summarize_iterations(d.slow_iterations),
+            "gc": gc_json(d.gc_pauses),
+            "late_ticks": len(d.late_ticks),
+            "late_ticks_overlapping": attribute(d.late_ticks, probe.intervals),
+            "stack_samples": len(d.samples),
+            "stacks": summarize_samples(d.samples),
+            "asyncio_debug": probe.asyncio_debug.get(name, [])[:10],
+        }
+
+    def ingest_json(report, seconds: float, error: str, waves: int, group: str) -> dict:
+        out = {"seconds": round(seconds, 1), "error": error, "question_waves": waves,
+               "questions": latency_json(asker.group(group))}
+        if report is not None:
+            out |= {"chunks": report.chunks, "windows_embedded": report.windows_embedded, "entities": report.entities}
+        return out
+
+    all_ticks = [x for name in PHASES for x in probe.data[name].lateness_ms]
+    return {
+        "notes_dir": str(args.notes_dir),
+        "questions_from": questions_from,
+        "questions": len(questions),
+        "concurrency": n,
+        "llm_concurrency": args.llm_concurrency or n,
+        "asyncio_debug": args.asyncio_debug,
+        "gc_freeze": args.gc_freeze,
+        "gc_frozen_objects": gc.get_freeze_count(),
+        "machine": {
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "torch_threads_worker": worker_threads,
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "load_average_at_start": round(load_start, 2),
+            "switch_interval_ms": sys.getswitchinterval() * 1000,
+            **busy,
+        },
+        "model_load_seconds": round(model_seconds, 2),
+        "suspects": interval_stats(probe.intervals),
+        "stall": {name: phase_json(name) for name in PHASES}
+        | {"all phases": {**summary(all_ticks), "pass": (max(all_ticks) if all_ticks else 0) < STALL_TARGET_MS}},
+        "full_ingest": ingest_json(full_report, full_seconds, full_error, full_waves, PHASES[1]),
+        "reingest": ingest_json(re_report, re_seconds, re_error, re_waves, PHASES[3])
+        | {"edit": {"path": edit.path, "line": edit.line, "session": edit.session}},
+        "latency": {
+            name: {
+                "x1": latency_json(asker.group(g["x1"])),
+                f"x{n}": latency_json(asker.group(g[f"x{n}"])),
+                "throughput_qps": g["throughput_qps"],
+            }
+            for name, g in latency_groups.items()
+        },
+        "rss": rss,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def _f(x, nd: int = 1) -> str:
+    return "" if x is None else f"{x:,.{nd}f}"
+
+
+def print_table(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console() if sys.stdout.isatty() else Console(width=170)
+    m = r["machine"]
+    console.print(
+        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), torch {m['torch']} with "
+        f"{m['torch_threads']} threads ({m['torch_threads_worker']} in a worker thread), Python {m['python']}, "
+        f"GIL switch interval {m['switch_interval_ms']:g} ms; load {m['load_average_at_start']:.2f} at start"
+    )
+    if m.get("other_processes_share") is not None:
+        share = m["other_processes_share"]
+        note = " [red]- the machine was busy: numbers are unreliable[/]" if share > 0.05 else ""
+        console.print(f"During the run other processes used {share:.1%} of all cores, steal {m['steal_share']:.1%}{note}")
+    console.print(
+        f"Notes: {r['notes_dir']}; {r['questions']} questions from {r['questions_from']}; "
+        f"{r['concurrency']} at once; LLM: fake Ollama answering instantly (llm_concurrency {r['llm_concurrency']}); "
+        f"model loaded + warmed in {r['model_load_seconds']:.1f} s"
+        + ("; [yellow]asyncio debug mode on: latencies inflated[/]" if r["asyncio_debug"] else "")
+        + (f"; [yellow]gc.freeze() after startup ({r['gc_frozen_objects']:,} objects)[/]" if r.get("gc_freeze") else "")
+    )
+
+    verdict = lambda ok: "[green]PASS[/]" if ok else "[red]MISS[/]"  # noqa: E731
+    t = Table(title="Oracle load benchmark", show_lines=False)
+    for name, justify in [("Measure", "left"), ("n", "right"), ("p50", "right"), ("p95", "right"),
+                          ("p99", "right"), ("max", "right"), ("Target", "right"), ("Result", "center")]:
+        t.add_column(name, justify=justify)
+    n = r["concurrency"]
+
+    # 1. Stalls
+    t.add_row("[bold]1. Event-loop stall, ms (10 ms sleep, lateness)[/]", "ticks", "", "", "", "", "", "")
+    for name in PHASES:
+        s = r["stall"][name]
+        extra = ""
+        if name == PHASES[1]:
+            fi = r["full_ingest"]
+            extra = f" ({fi['seconds']:.0f} s, {fi.get('windows_embedded', '?')} windows, {fi['question_waves']} waves)"
+        elif name == PHASES[3]:
+            ri = r["reingest"]
+            extra = f" ({ri['seconds']:.1f} s, {ri.get('windows_embedded', '?')} windows, {ri['question_waves']} waves)"
+        elif name == PHASES[0]:
+            extra = f" ({s['seconds']:.0f} s)"
+        t.add_row(f"   {name}{extra}", f"{s['ticks']:,}", _f(s["stall_p50_ms"]), "", _f(s["stall_p99_ms"]),
+                  _f(s["stall_max_ms"]), f"< {STALL_TARGET_MS:.0f}", verdict(s["pass"]))
+        g = s["gc"]
+        if g["gen2"]:
+            t.add_row(f"     [dim]full (gen 2) garbage collections ×{g['gen2']} ({g['gen2_on_loop']} on the loop thread), "
+                      f"pause p50 {g['gen2_p50_ms']:.0f} ms; all GC {g['total_ms']:,.0f} ms in {g['count']:,} runs[/]",
+                      "", "", "", "", f"[dim]{g['gen2_max_ms']:.0f}[/]", "", "")
+        if s["late_ticks"]:
+            what = "; ".join(f"{k} ×{v}" for k, v in list(s["late_ticks_overlapping"].items())[:4])
+            t.add_row(f"     [dim]wake-ups ≥ {ATTRIBUTE_MS:.0f} ms late ×{s['late_ticks']}, running meanwhile: {what}[/]",
+                      "", "", "", "", "", "", "")
+        for b in s["blockers"][:3]:
+            gcn = f", GC {b['gc_ms_of_max']:.0f}" if b["gc_ms_of_max"] >= 1 else ""
+            t.add_row(f"     [dim]slow step ×{b['count']} (worst: CPU {b['cpu_ms_of_max']:.0f} ms{gcn}): {b['where']}[/]",
+                      "", "", "", "", f"[dim]{b['max_ms']:.0f}[/]", "", "")
+        for st in s["stacks"][:1]:
+            t.add_row(f"     [dim]stack sampled ×{st['samples']}: {st['where']}[/]", "", "", "", "",
+                      f"[dim]{st['max_late_ms']:.0f}[/]", "", "")
+        if s["select_overshoot_max_ms"] and s["select_overshoot_max_ms"] >= 20:
+            t.add_row(f"     [dim]idle poll woke late by up to {s['select_overshoot_max_ms']:.0f} ms (GIL/CPU wait)[/]",
+                      "", "", "", "", "", "", "")
+    for key, label in (("full_ingest", "full ingest"), ("reingest", "re-ingest")):
+        if r[key]["error"]:
+            t.add_row(f"   [red]{label} failed: {r[key]['error']}[/]", "", "", "", "", "", "", "")
+    a = r["stall"]["all phases"]
+    t.add_row("   all phases", f"{a['n']:,}", _f(a["p50"]), _f(a["p95"]), _f(a["p99"]), _f(a["max"]),
+              f"< {STALL_TARGET_MS:.0f}", verdict(a["pass"]))
+
+    # 2. Latency
+    t.add_row("[bold]2. Oracle.ask wall time, ms (LLM instant)[/]", "asks", "", "", "", "", "", "")
+    for name, groups in r["latency"].items():
+        for key in ("x1", f"x{n}"):
+            g = groups[key]
+            modes = ", ".join(f"{k} {v}" for k, v in sorted(g["modes"].items()))
+            tp = f", {groups['throughput_qps']:.1f} q/s" if key != "x1" else ""
+            t.add_row(f"   reranker={name}, {key[1:]} at a time ({modes}{tp})", str(g["n"]), _f(g["p50"]), _f(g["p95"]),
+                      _f(g["p99"]), _f(g["max"]), "", "")
+        reasons = groups["x1"]["rerank_reasons"]
+        if name == "llm" and reasons:
+            t.add_row(f"     [dim]rerank: {next(iter(reasons))}[/]", "", "", "", "", "", "", "")
+    for label, key in (("during full ingest", "full_ingest"), ("during re-ingest", "reingest")):
+        g = r[key]["questions"]
+        modes = ", ".join(f"{k} {v}" for k, v in sorted(g["modes"].items()))
+        t.add_row(f"   reranker=none, {n} at a time {label} ({modes})", str(g["n"]), _f(g["p50"]), _f(g["p95"]),
+                  _f(g["p99"]), _f(g["max"]), "", "")
+        for err, count in g["errors"].items():
+            t.add_row(f"     [red]error ×{count}: {err}[/]", "", "", "", "", "", "", "")
+    order = ["expand", "keyword", "semantic", "entity", "fusion", "load", "rerank", "answer", "total"]
+    for key in ("x1", f"x{n}"):
+        stages = r["latency"]["none"][key]["stages_ms"]
+        t.add_row(f"   [dim]stages (trace timings_ms), reranker=none, {key[1:]} at a time:[/]", "", "", "", "", "", "", "")
+        for st in sorted(stages, key=lambda s: order.index(s) if s in order else 99):
+            v = stages[st]
+            t.add_row(f"     [dim]{st}[/]", f"[dim]{v['n']}[/]", f"[dim]{_f(v['p50'], 2)}[/]", f"[dim]{_f(v['p95'], 2)}[/]",
+                      f"[dim]{_f(v['p99'], 2)}[/]", f"[dim]{_f(v['max'], 2)}[/]", "", "")
+
+    # 3. Memory
+    t.add_row("[bold]3. Peak RSS, MiB (ru_maxrss; current RSS in brackets)[/]", "", "", "", "", "", "", "")
+    names = {"start_before_torch": "at start, before torch", "after_model_load": "after the bundled model loads",
+             "after_full_ingest": "after the full ingest", "after_load_phase": "after the answering phase",
+             "end": "at the end (after the re-ingest)"}
+    for key, label in names.items():
+        p = r["rss"].get(key)
+        if p:
+            t.add_row(f"   {label} [dim](current {p['current_mib']:,.0f})[/]", "", "", "", "", f"{p['peak_mib']:,.0f}", "", "")
+
+    e = r["reingest"]["edit"]
+    t.caption = (
+        f"Stall = how late a 10 ms sleep wakes. 'slow step' = a task step or callback inside a loop iteration whose "
+        f"callbacks took ≥ the slow threshold (file:line resumed→stopped, max ms). 'stack' = the main thread's "
+        f"stack (sampled by a watchdog thread) while the loop was overdue, max = how late. Edit: {e['path']} line {e['line']} ({e['session']})."
+    )
+    console.print(t)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notes_dir", nargs="?", type=Path, default=None,
+                        help=f"the notes folder (default: {DEFAULT_NOTES})")
+    parser.add_argument("--quick", action="store_true", help=f"smoke run on the bundled sample {QUICK_NOTES}")
+    parser.add_argument("--questions", type=Path, help="questions, one a line (.txt) or a .jsonl bank")
+    parser.add_argument("--concurrency", type=int, default=20, help="questions asked at once")
+    parser.add_argument("--llm-concurrency", type=int, default=0,
+                        help="ORACLE_LLM_CONCURRENCY (default: --concurrency, so the fake LLM never queues)")
+    parser.add_argument("--gap", type=float, default=1.0, help="seconds between question waves during ingests")
+    parser.add_argument("--idle", type=float, default=5.0, help="seconds of idle baseline")
+    parser.add_argument("--serial", type=int, default=None, help="questions asked one at a time (per reranker)")
+    parser.add_argument("--waves", type=int, default=None, help="waves of --concurrency questions (per reranker)")
+    parser.add_argument("--slow-ms", type=float, default=20.0, help="a loop iteration this slow is examined")
+    parser.add_argument("--dump-after-ms", type=float, default=50.0, help="sample all stacks when the loop is this late")
+    parser.add_argument("--no-dump", action="store_true", help="no stack-sampling watchdog")
+    parser.add_argument("--asyncio-debug", action="store_true", help="also turn on asyncio's debug mode")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="gc.freeze() once the model and stores are loaded, to measure what that would change")
+    parser.add_argument("--switch-interval-ms", type=float, default=0.0,
+                        help="sys.setswitchinterval (the GIL hand-over period, 5 ms by default), to measure its effect")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--save", type=Path, help="also write the JSON object to this file")
+    parser.add_argument("--show", type=Path, help="print the table of a result saved by --save or --json; run nothing")
+    args = parser.parse_args(argv)
+    if args.show:
+        print_table(json.loads(args.show.read_text()))
+        return 0
+    if args.notes_dir is None:
+        args.notes_dir = QUICK_NOTES if args.quick else DEFAULT_NOTES
+    if not args.notes_dir.is_dir():
+        parser.error(f"{args.notes_dir} is not a folder")
+    args.notes_dir = args.notes_dir.resolve()
+    args.serial = args.serial if args.serial is not None else (20 if args.quick else 90)
+    args.waves = args.waves if args.waves is not None else (2 if args.quick else 10)
+    if args.quick:
+        args.idle = min(args.idle, 2.0)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    result = asyncio.run(measure(args))
+    if args.save:
+        args.save.write_text(json.dumps(result, indent=2))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
