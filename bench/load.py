@@ -32,9 +32,9 @@ X seconds" warnings (debug mode slows everything: use those runs to name blocker
 A step's time includes waiting for the GIL: on 2 cores, a step can be slow because an embedding or
 Chroma thread runs; the stack samples tell which.
 
-Two switches try remedies without touching oracle/: `--gc-freeze` (gc.freeze() once everything is
-loaded, so a full collection no longer walks the ~480k objects the imports leave) and
-`--switch-interval-ms` (a shorter GIL hand-over than Python's 5 ms).
+It starts as `python -m bot` does: gc.freeze() once everything is loaded, so a full collection no
+longer walks the ~480k objects the imports leave (`--no-gc-freeze` measures without it, 300+ ms
+stalls). `--switch-interval-ms` tries a shorter GIL hand-over than Python's 5 ms.
 
 Peak RSS (`ru_maxrss`) is read at start (before torch is imported), after the model loads, after the
 full ingest, after the answering phase and at the end.
@@ -733,7 +733,7 @@ async def measure(args) -> dict:
                 model_seconds = time.perf_counter() - t
                 vectors = await index.vectors()
                 rss["after_model_load"] = rss_point()
-                if args.gc_freeze:  # what bot/__main__.py could do once it has loaded everything
+                if args.gc_freeze:  # what bot/__main__.py does once it has loaded everything
                     gc.collect()
                     gc.freeze()
                 if args.switch_interval_ms:
@@ -1035,8 +1035,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump-after-ms", type=float, default=50.0, help="sample all stacks when the loop is this late")
     parser.add_argument("--no-dump", action="store_true", help="no stack-sampling watchdog")
     parser.add_argument("--asyncio-debug", action="store_true", help="also turn on asyncio's debug mode")
-    parser.add_argument("--gc-freeze", action="store_true",
-                        help="gc.freeze() once the model and stores are loaded, to measure what that would change")
+    parser.add_argument("--gc-freeze", action=argparse.BooleanOptionalAction, default=True,
+                        help="gc.freeze() once the model and stores are loaded, as `python -m bot` does "
+                             "(--no-gc-freeze measures without it)")
     parser.add_argument("--switch-interval-ms", type=float, default=0.0,
                         help="sys.setswitchinterval (the GIL hand-over period, 5 ms by default), to measure its effect")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")

@@ -44,8 +44,8 @@ What is timed, per scale (p50 / p95 over queries × repeat, after 3 untimed warm
       (n_results=20, no filter) on the same collection with the same query embedding; RRF (k=60) of
       the two top-20 lists in Python, windows mapped to their chunks. Its total includes the query
       embedding, like the Oracle's.
-    - diagnostics: the semantic path's Chroma call as `VectorStore.query` makes it (n = 8 × depth,
-      `where={"visibility": "public"}`) and the same call without the filter; the entity path's
+    - diagnostics: the semantic path's Chroma call as `VectorStore.query` makes it for a player
+      (n = 8 × depth, the public collection) and for a game master (both collections); the entity path's
       `Store.count_chunks` and `Store.mentions_of` (the latter over questions that name an entity).
     Targets: Oracle p50 at 1× ≤ 30 ms; Oracle p50 10× ÷ 1× ≤ 1.5; baseline p50 ÷ Oracle p50 at 100× ≥ 3.
 
@@ -477,8 +477,8 @@ ROWS = [
     ("b_chroma", "baseline: Chroma query n=20", "baseline"),
     ("b_rrf", "baseline: RRF of the two lists", "baseline"),
     ("b_total", "BASELINE total (incl. embedding)", "total"),
-    ("d_vq_where", "diag: VectorStore.query n=128 where public", "diag"),
-    ("d_vq_nowhere", "diag: the same query without the where", "diag"),
+    ("d_vq_where", "diag: VectorStore.query n=128, public collection", "diag"),
+    ("d_vq_nowhere", "diag: the same over public + GM collections", "diag"),
     ("d_count", "diag: Store.count_chunks", "diag"),
     ("d_mentions", "diag: Store.mentions_of", "diag"),
 ]
@@ -511,7 +511,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
         del rows
         bm25_build = time.perf_counter() - started
         say(f"{built.scale}×: baseline BM25Okapi over {len(chunk_ids)} chunks built in {bm25_build:.1f} s (untimed)")
-        collection = vectors.collection
+        collection = vectors.collections["public"]  # the tutorial baseline: one collection, no filter
 
         visibilities = oracle.visibilities(False)
         k = settings.k
