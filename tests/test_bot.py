@@ -333,7 +333,7 @@ async def test_ask_end_to_end_as_a_player(world, fake, oracle_bot, tmp_path):
     inter = await run(fake, oracle_bot, "oracle ask", {"question": question}, member=fake.player)
 
     assert (inter.response.type, inter.response.data) == (5, None)  # deferred, public
-    assert inter.response.elapsed < 3.0
+    assert [] == inter.rejected  # the fake refuses a late acknowledgement, as Discord does
     [rerank, request] = world.requests()
     assert (kind(rerank), kind(request)) == ("rerank", "answer")
     label, path, start, end = headers(request)[0]
@@ -450,7 +450,7 @@ async def test_a_mentioned_follow_up_logs_no_error(world, fake, tmp_path, caplog
 async def test_a_private_ask_is_ephemeral_and_opens_no_thread(world, fake, oracle_bot, tmp_path):
     inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION, "private": True})
     assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
-    assert inter.response.elapsed < 3.0
+    assert [] == inter.rejected  # the fake refuses a late acknowledgement, as Discord does
     [request] = world.requests("answer")
     assert inter.original.content == f"The Candle Monk sold the compass [{first_label(request)}]."
     assert inter.original.flags == EPHEMERAL and inter.original.ephemeral
@@ -480,7 +480,7 @@ def ingest_calls(monkeypatch) -> list:
 async def test_reingest_is_refused_to_a_player(world, fake, oracle_bot, ingest_calls):
     inter = await fake.interaction("oracle reingest", member=fake.player)
     await inter.settle()
-    assert (inter.response.type, inter.response.elapsed < 3.0) == (4, True)
+    assert (4, []) == (inter.response.type, inter.rejected)
     assert inter.response.data["flags"] == EPHEMERAL
     assert (inter.original.content, inter.original.ephemeral) == ("Only a game master can reingest the notes.", True)
     assert [e.kind for e in inter.events] == ["callback"]
@@ -508,7 +508,7 @@ async def test_reingest_by_a_game_master_reports_progress_and_a_summary(
         await index.close()
 
     assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
-    assert inter.response.elapsed < 3.0
+    assert [] == inter.rejected  # the fake refuses a late acknowledgement, as Discord does
     *progress, summary = [e.body["content"] for e in inter.edits]
     assert len(progress) >= 2
     line = re.compile(r"⚙️ Reingesting: files( \d+/\d+)?(, windows embedded \d+/\d+)?(, index [01]/1)?"
@@ -614,7 +614,7 @@ async def test_autocomplete_offers_at_most_25_names_and_never_a_gm_only_one(worl
     choices = await fake.autocomplete("oracle who", {"name": ""}, member=fake.player)
     assert choices == [{"name": n, "value": n} for n in PUBLIC_NAMES[:25]]
     inter = fake.interactions[-1]
-    assert (inter.response.type, inter.response.elapsed < 3.0) == (8, True)
+    assert (8, []) == (inter.response.type, inter.rejected)
 
     zarn = await fake.autocomplete("oracle who", {"name": "zar"}, member=fake.gm)
     public_zarn = [n for n in PUBLIC_NAMES if n.startswith("Zarn ")]
@@ -713,7 +713,7 @@ async def test_with_ollama_down_the_passages_are_shown(world, fake, tmp_path, in
 
     [answer] = answers
     assert (answer.mode, answer.reason) == ("passages", f"Ollama is not reachable at {host}")
-    assert (inter.response.type, inter.response.elapsed < 3.0) == (5, True)
+    assert (5, []) == (inter.response.type, inter.rejected)
     assert [e.body["content"] for e in inter.edits][:3] == [
         PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"]
     ]
@@ -787,7 +787,7 @@ async def test_concurrent_questions_queue_for_one_llm_slot(world, fake, tmp_path
     assert world.brain.max_in_flight == 1
     assert [kind(r) for r in world.requests()].count("answer") == 5
     for inter in inters:
-        assert inter.response.type == 5 and inter.response.elapsed < 3.0
+        assert (5, []) == (inter.response.type, inter.rejected)
         contents = [e.body["content"] for e in inter.edits]
         assert contents[-1].startswith("The Candle Monk sold the compass [")
         assert [c for c in contents if c != PROGRESS["queued"]][:3] == [
@@ -879,7 +879,7 @@ async def test_an_unexpected_error_is_one_ephemeral_sentence_and_a_log_line(worl
         await inter.settle(idle=0.5)
         assert inter.id not in client.completed
 
-    assert inter.response.type == 5 and inter.response.elapsed < 3.0
+    assert (5, []) == (inter.response.type, inter.rejected)
     [message] = inter.followups
     assert (message.content, message.ephemeral) == (ERROR_SENTENCE, True)
     for m in fake.messages(include_deleted=True):

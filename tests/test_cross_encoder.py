@@ -9,7 +9,6 @@ import contextlib
 import hashlib
 import re
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -172,9 +171,7 @@ async def test_annotation_and_text_give_different_orders(harbour, tiny_cross_enc
 @module_loop
 async def test_a_cross_encoder_that_cannot_load_keeps_the_fused_order(harbour):
     async with oracle_with(harbour, reranker="cross-encoder", cross_encoder="/nonexistent") as oracle:
-        started = time.perf_counter()
         answer = await oracle.ask(QUESTION)
-        elapsed = time.perf_counter() - started
         again = await oracle.ask(QUESTION)  # the failure is remembered, not retried
     pool = [cid for cid, _, _ in answer.trace["fused"]]
     rerank = answer.trace["rerank"]
@@ -183,7 +180,6 @@ async def test_a_cross_encoder_that_cannot_load_keeps_the_fused_order(harbour):
     assert rerank == again.trace["rerank"]
     assert pool[:8] == [c.id for c in answer.fragments]
     assert ("llm", ANSWER, 1) == (answer.mode, answer.text, answer.trace["llm_calls"])
-    assert elapsed < 10
 
 
 @module_loop

@@ -161,7 +161,7 @@ async def test_slash_command_end_to_end_with_thread_and_follow_up_message(fake, 
     assert [(e.kind, e.status) for e in inter.events] == [
         ("callback", 204), ("edit_original", 200), ("edit_original", 200), ("followup", 200)
     ]
-    assert inter.response.type == 5 and inter.response.elapsed < 3.0
+    assert (5, []) == (inter.response.type, inter.rejected)  # accepted within the deadline
     assert inter.response.data is None
     assert [e.body["content"] for e in inter.edits] == ["Consulting the notes… 50%", "Consulting the notes… 100%"]
     assert inter.original.content == "Consulting the notes… 100%"
@@ -222,7 +222,7 @@ async def test_autocomplete_returns_the_bots_choices(fake, bot):
     choices = await fake.autocomplete("oracle echo", {"text": "dr"}, member=fake.gm)
     assert choices == [{"name": "Dragon", "value": "dragon"}, {"name": "Drowned Bell", "value": "drowned bell"}]
     inter = fake.interactions[-1]
-    assert inter.type == 4 and inter.response.type == 8 and inter.response.elapsed < 3.0
+    assert (4, 8, []) == (inter.type, inter.response.type, inter.rejected)
     assert inter.payload["data"]["options"] == [
         {"type": 1, "name": "echo", "options": [{"name": "text", "type": 3, "value": "dr", "focused": True}]}
     ]
@@ -282,7 +282,7 @@ async def test_late_acknowledgement_is_unknown_interaction(fake, bot):
     await fake.wait_until(lambda: bot.errors, 5, "the command error")
     [callback] = inter.callbacks
     assert (callback.status, callback.error) == (404, {"message": "Unknown interaction", "code": 10062})
-    assert callback.elapsed >= 0.3 and not inter.acknowledged
+    assert not inter.acknowledged
     [error] = bot.errors
     assert isinstance(error.original, discord.NotFound) and error.original.code == 10062
 
