@@ -78,6 +78,10 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # bench.ingest
+
+from bench.ingest import contention, cpu_model, cpu_sample  # noqa: E402  (the same contention method)
 DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes")
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "crd3_questions.txt"
 GENERATOR_VERSION = "1"  # bump when the synthetic copies change
@@ -107,35 +111,9 @@ def read_questions(path: Path) -> list[str]:
 # Machine and contention (same method as bench/ingest.py)
 
 
-def cpu_sample() -> tuple[float, float, float, float]:
-    wall = time.perf_counter()
-    own = sum(os.times()[:2])
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-        hz = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError):
-        return wall, 0.0, 0.0, own
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return wall, (user + nice + system + irq + softirq) / hz, steal / hz, own
-
-
 def others_share(before: tuple, after: tuple) -> float | None:
     """CPU other processes used meanwhile, as a share of all cores: noise in every number."""
-    wall = after[0] - before[0]
-    capacity = wall * (os.cpu_count() or 1)
-    if capacity <= 0 or after[1] == 0.0:
-        return None
-    return round(max(0.0, (after[1] - before[1]) - (after[3] - before[3])) / capacity, 4)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return contention(before, after)["other_processes_share"]
 
 
 # ---------------------------------------------------------------------------------------------
