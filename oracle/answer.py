@@ -72,7 +72,9 @@ class Oracle:
         key = (await store.generation(), gm)
         if key not in self._matchers:
             aliases = await store.visible_aliases(self.visibilities(gm))
-            self._matchers = {key: await asyncio.to_thread(EntityMatcher, aliases)}
+            matcher = await asyncio.to_thread(EntityMatcher, aliases)
+            # Keep the other clearance's matcher of the same index; forget older indexes.
+            self._matchers = {k: m for k, m in self._matchers.items() if k[0] == key[0]} | {key: matcher}
         return self._matchers[key]
 
     async def search(

@@ -17,6 +17,17 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_NOTES = REPO / "notes"
 
 
+def request_kind(request: dict) -> str:
+    """annotate | rerank | answer: what the Oracle asked in an /api/chat request, from its `format`."""
+    fmt = request.get("format")
+    if isinstance(fmt, dict) and "summary" in fmt.get("properties", {}):
+        return "annotate"
+    if isinstance(fmt, dict) and "best" in fmt.get("properties", {}):
+        return "rerank"
+    assert fmt is None, fmt
+    return "answer"
+
+
 def closed_port_url() -> str:
     """An address where nothing listens: connection refused, at once."""
     with socket.socket() as s:

@@ -29,7 +29,16 @@ from oracle.prompt import SYSTEM, Turn
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
-from tests.fakes.ollama_server import EMPTY, Delay, FakeOllama, HttpError, ModelNotFound, RawBody, TruncatedJson
+from tests.conftest import request_kind as kind
+from tests.fakes.ollama_server import (
+    EMPTY,
+    Delay,
+    FakeOllama,
+    HttpError,
+    ModelNotFound,
+    RawBody,
+    TruncatedJson,
+)
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -101,17 +110,6 @@ HARBOUR = dict(MINI_CAMPAIGN) | {
 
 def annotation_of(text: str) -> str:
     return "ANNOT-" + hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def kind(request: dict) -> str:
-    """annotate | rerank | answer: what an /api/chat request is, from its `format` schema."""
-    fmt = request.get("format")
-    if isinstance(fmt, dict) and "summary" in fmt.get("properties", {}):
-        return "annotate"
-    if isinstance(fmt, dict) and "best" in fmt.get("properties", {}):
-        return "rerank"
-    assert fmt is None, fmt
-    return "answer"
 
 
 def annotate_reply(request: dict) -> dict:

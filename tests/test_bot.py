@@ -40,7 +40,13 @@ from oracle.index import Index
 from oracle.ingest import IngestLock, ingest
 from oracle.settings import Settings
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
-from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, FakeInteraction, FakeMember
+from tests.conftest import request_kind as kind
+from tests.fakes.discord_server import (
+    EPHEMERAL,
+    FakeDiscord,
+    FakeInteraction,
+    FakeMember,
+)
 from tests.fakes.ollama_server import FakeOllama
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -71,16 +77,6 @@ ERROR_SENTENCE = "Something went wrong answering that; the game master can find 
 HEADER = re.compile(
     r"^\[(?P<label>[^\]\n]+)\] \((?P<path>[^\n]+?), lines (?P<start>\d+)–(?P<end>\d+)(?:, part \d+ of \d+)?\)$", re.M
 )
-
-
-def kind(request: dict) -> str:
-    fmt = request.get("format")
-    if isinstance(fmt, dict) and "summary" in fmt.get("properties", {}):
-        return "annotate"
-    if isinstance(fmt, dict) and "best" in fmt.get("properties", {}):
-        return "rerank"
-    assert fmt is None, fmt
-    return "answer"
 
 
 def headers(request: dict) -> list[tuple[str, str, int, int]]:

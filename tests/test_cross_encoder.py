@@ -18,7 +18,7 @@ from oracle.answer import Oracle
 from oracle.index import Index
 from oracle.ingest import ingest
 from oracle.settings import Settings
-from tests.conftest import MINI_CAMPAIGN, write_notes
+from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -47,12 +47,8 @@ NOTES = dict(MINI_CAMPAIGN) | {
 }
 
 
-def is_annotation(request: dict) -> bool:
-    return "summary" in (request.get("format") or {}).get("properties", {})
-
-
 def responder(request: dict):
-    if is_annotation(request):
+    if request_kind(request) == "annotate":
         passage = re.match(r"Passage from (.*?):\n\n(.*)\n\nReply in JSON", request["messages"][-1]["content"], re.S)
         digest = hashlib.sha256(passage.group(2).encode()).hexdigest()[:12]
         return {"summary": f"ANNOT-{digest}: what happens in {passage.group(1)}", "entities": []}

@@ -7,6 +7,7 @@ import sqlite3
 
 from oracle.answer import Oracle
 from oracle.ingest import ingest
+from tests.conftest import request_kind
 from tests.fakes.ollama_server import Reply
 
 QUESTIONS = [
@@ -27,7 +28,7 @@ async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, ope
 
     async def slow_llm(request: dict) -> Reply:
         nonlocal in_flight, most
-        if "summary" in (request.get("format") or {}).get("properties", {}):  # the reingest's annotations
+        if request_kind(request) == "annotate":  # the reingest's annotations
             return Reply('{"summary": "A passage of the campaign.", "entities": []}')
         in_flight += 1
         most = max(most, in_flight)

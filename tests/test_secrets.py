@@ -18,7 +18,7 @@ import pytest_asyncio
 from oracle.answer import Oracle
 from oracle.ingest import ingest
 from oracle.prompt import Turn
-from tests.conftest import write_notes
+from tests.conftest import request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -87,12 +87,11 @@ MARKER = re.compile(r"SECRET-[A-Z]+|Zarquon|Hidden Queen", re.I)
 def annotation_or_answer(request: dict) -> object:
     """Annotations echo the passage's first words (so a GM annotation holds its marker);
     reranking keeps the fused order; answers quote every fragment header they were given."""
-    schema = request.get("format") or {}
     user = request["messages"][-1]["content"]
-    if "summary" in schema.get("properties", {}):
+    if request_kind(request) == "annotate":
         passage = user.split("\n\n", 1)[1] if "\n\n" in user else user
         return {"summary": " ".join(passage.split()[:14]), "entities": []}
-    if "best" in schema.get("properties", {}):
+    if request_kind(request) == "rerank":
         return {"best": [1, 2, 3]}
     labels = re.findall(r"^\[([^\]]+)\] \(", user, re.M)
     return " ".join(f"The notes speak of it [{label}]." for label in labels) or "The notes do not say."
