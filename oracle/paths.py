@@ -80,13 +80,21 @@ async def semantic_path(
 ) -> Scored:
     vector = await asyncio.to_thread(embedder.encode_query, text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
-    # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks.
-    hits = await asyncio.to_thread(vectors.query, vector, depth * 8, visibility=visibility)
-    best: dict[str, float] = {}
-    for hit in hits:  # sorted by distance: the first window of a chunk is its best
-        best.setdefault(hit.chunk_id, 1.0 - hit.distance)
-    present = await store.visible_chunk_ids(list(best), visibilities)
-    return [(cid, score) for cid, score in best.items() if cid in present][:depth]
+    # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks. Windows of
+    # chunks SQLite does not hold (an ingest in progress or killed) are dropped; ask again for more
+    # when they crowd out real ones, so the list is the one the committed index alone would give.
+    n = depth * 8
+    for _ in range(4):
+        hits = await asyncio.to_thread(vectors.query, vector, n, visibility=visibility)
+        best: dict[str, float] = {}
+        for hit in hits:  # sorted by distance: the first window of a chunk is its best
+            best.setdefault(hit.chunk_id, 1.0 - hit.distance)
+        present = await store.visible_chunk_ids(list(best), visibilities)
+        found = [(cid, score) for cid, score in best.items() if cid in present]
+        if len(found) >= depth or len(hits) < n or len(present) == len(best):
+            return found[:depth]
+        n *= 4
+    return found[:depth]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def test_killing_an_ingest_at_any_moment_loses_nothing(tmp_path):
             process.wait(60)
             state = probe(notes, data, fake.url, script)
             whole(state)
-            served.append(state["answers"])
+            served.append(state)
 
         final = ingest_process(notes, data, fake.url)
         out, err = final.communicate(timeout=600)
@@ -147,5 +147,7 @@ def test_killing_an_ingest_at_any_moment_loses_nothing(tmp_path):
     assert new["chroma"] == new["windows"]  # no orphan window left in Chroma
     assert sorted(new["chunks"]) == new["window_chunks"]  # every chunk has its windows
     assert old["answers"] != new["answers"]  # the edits changed what is served
-    for answers in served:  # after every kill: the old index or the new one, never a mix
-        assert answers in (old["answers"], new["answers"])
+    for state in served:  # after every kill: the old index or the new one, never a mix
+        assert state["chunks"] in (old["chunks"], new["chunks"])
+        for answer in state["answers"]:  # and every answer drawn from that index alone
+            assert set(answer) <= set(state["chunks"])
