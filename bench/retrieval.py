@@ -32,7 +32,7 @@ The embedding trick (10× and 100× are not re-encoded)
     Anything without a 1× counterpart is encoded for real (the table's "windows encoded" row).
 
 What is timed, per scale (p50 / p95 over queries × repeat, after 3 untimed warm-up questions)
-    - query embedding alone: `embedder.encode_query`;
+    - query embedding alone: `embedder.encode_query` (ONNX Runtime unless ORACLE_QUERY_BACKEND=torch);
     - each path in isolation, called one after another: keyword, semantic (includes its own query
       embedding), entity (after the Compendium match), and RRF fusion of their results;
     - the same stages as `Oracle.search` reports them in `timings_ms` (the three paths there run
@@ -43,7 +43,7 @@ What is timed, per scale (p50 / p95 over queries × repeat, after 3 untimed warm
       lower-case `\\w+` (built once, untimed), `get_scores` + argsort top 20; Chroma `query`
       (n_results=20, no filter) on the same collection with the same query embedding; RRF (k=60) of
       the two top-20 lists in Python, windows mapped to their chunks. Its total includes the query
-      embedding, like the Oracle's.
+      embedding the tutorials do (`SentenceTransformer.encode` on torch), like the Oracle's includes its own.
     - diagnostics: the semantic path's Chroma call as `VectorStore.query` makes it for a player
       (n = 8 × depth, the public collection) and for a game master (both collections); the entity path's
       `Store.count_chunks` and `Store.mentions_of` (the latter over questions that name an entity).
@@ -451,6 +451,7 @@ ROWS = [
     ("s_load", "search: load chunks", "search"),
     ("wall", "search: wall time, as awaited", "search"),
     ("total", "ORACLE Oracle.search total (timings_ms)", "total"),
+    ("b_encode", "baseline: query embedding (torch encode)", "baseline"),
     ("b_bm25", "baseline: BM25Okapi get_scores + top 20", "baseline"),
     ("b_chroma", "baseline: Chroma query n=20", "baseline"),
     ("b_rrf", "baseline: RRF of the two lists", "baseline"),
@@ -521,12 +522,15 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
             t_fuse = _ms(t)
 
             t = time.perf_counter()
+            bvec = embedder.encode([question], batch_size=1)[0]  # the tutorials' torch encode
+            t_b_encode = _ms(t)
+            t = time.perf_counter()
             scores = bm25.get_scores(_tokens(question))
             top = np.argsort(scores)[::-1][:BASELINE_TOP]
             bm25_ids = [chunk_ids[i] for i in top]
             t_bm25 = _ms(t)
             t = time.perf_counter()
-            result = collection.query(query_embeddings=[qvec], n_results=BASELINE_TOP, include=["metadatas", "distances"])
+            result = collection.query(query_embeddings=[bvec], n_results=BASELINE_TOP, include=["metadatas", "distances"])
             dense_ids = [m["chunk_id"] for m in result["metadatas"][0]]
             t_chroma = _ms(t)
             t = time.perf_counter()
@@ -557,8 +561,8 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
                     ("s_semantic", tm.get("semantic")), ("s_entity", tm.get("entity")),
                     ("s_fusion", tm.get("fusion")), ("s_load", tm.get("load")), ("total", tm.get("total")),
                     ("wall", t_search),
-                    ("b_bm25", t_bm25), ("b_chroma", t_chroma), ("b_rrf", t_rrf),
-                    ("b_total", t_encode + t_bm25 + t_chroma + t_rrf),
+                    ("b_encode", t_b_encode), ("b_bm25", t_bm25), ("b_chroma", t_chroma), ("b_rrf", t_rrf),
+                    ("b_total", t_b_encode + t_bm25 + t_chroma + t_rrf),
                     ("d_vq_where", t_vq_where), ("d_vq_nowhere", t_vq_nowhere), ("d_count", t_count),
                     ("d_mentions", t_mentions),
                 ]:
@@ -616,9 +620,14 @@ async def run(args, say) -> dict:
     load_start = os.getloadavg()[0]
 
     started = time.perf_counter()
-    embedder = await asyncio.to_thread(Embedder, os.environ.get("ORACLE_EMBED_MODEL", BUNDLED_EMBED_MODEL))
+    embedder = await asyncio.to_thread(
+        Embedder,
+        os.environ.get("ORACLE_EMBED_MODEL", BUNDLED_EMBED_MODEL),
+        query_backend=os.environ.get("ORACLE_QUERY_BACKEND", "onnx"),
+    )
     load_seconds = time.perf_counter() - started
     embedder.encode(["warm-up: the first call pays for lazy initialisation"] * 4)
+    await asyncio.to_thread(embedder.prepare_queries)
     worker_threads = await asyncio.to_thread(torch.get_num_threads)
 
     builds: dict[int, Built] = {}
@@ -671,7 +680,7 @@ async def run(args, say) -> dict:
             "python": platform.python_version(),
             "load_average_at_start": round(load_start, 2),
         },
-        "model": {"ref": embedder.ref, "fingerprint": embedder.fingerprint, "load_seconds": round(load_seconds, 2)},
+        "model": {"ref": embedder.ref, "fingerprint": embedder.fingerprint, "query_runtime": embedder.query_runtime, "load_seconds": round(load_seconds, 2)},
         "settings": {"k": settings.k, "fusion": settings.fusion, "fused_pool": settings.fused_pool,
                      "window_tokens": settings.window_tokens, "session_max_words": settings.session_max_words},
         "questions": len(questions),
@@ -700,7 +709,7 @@ def print_table(r: dict) -> None:
     )
     s = r["settings"]
     console.print(
-        f"Model {r['model']['ref']} ({r['model']['fingerprint']}), loaded in {r['model']['load_seconds']} s (untimed). "
+        f"Model {r['model']['ref']} ({r['model']['fingerprint']}; questions on {r['model'].get('query_runtime', 'torch')}), loaded in {r['model']['load_seconds']} s (untimed). "
         f"k={s['k']}, fusion={s['fusion']}, fused pool {s['fused_pool']}, windows of {s['window_tokens']} tokens, "
         f"sessions split over {s['session_max_words']} words. {r['questions']} questions × {r['repeat']} "
         f"after {WARMUP} warm-ups. Index folder: {r['work']}"

@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from .query_encoder import OnnxQueryEncoder
 from .settings import BUNDLED_EMBED_MODEL
 from .types import Chunk, Window
 
@@ -42,8 +44,22 @@ def resolve_model(ref: str) -> str:
 
 
 class Embedder:
-    def __init__(self, ref: str = BUNDLED_EMBED_MODEL, *, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        ref: str = BUNDLED_EMBED_MODEL,
+        *,
+        device: str = "cpu",
+        query_backend: str = "onnx",
+        cache_dir: Path | None = None,
+    ) -> None:
+        """`query_backend="onnx"` embeds questions with ONNX Runtime (see `query_encoder`), cached
+        in `cache_dir` when given; windows are always embedded by torch, in batches."""
         self.ref = ref
+        self.query_backend = query_backend
+        self.cache_dir = cache_dir
+        self._query_encoder: OnnxQueryEncoder | None = None
+        self._query_prepared = False
+        self._query_lock = threading.Lock()
         self.source = resolve_model(ref)
         if Path(self.source).exists():
             # A local folder needs nothing from a hub; without this a missing file costs retries.
@@ -104,7 +120,31 @@ class Embedder:
             show_progress_bar=False,
         ).astype(np.float32)
 
+    def prepare_queries(self) -> None:
+        """Build the fast question encoder now (a second at most), not on the first question."""
+        with self._query_lock:
+            if self._query_prepared:
+                return
+            self._query_prepared = True
+            if self.query_backend != "onnx":
+                return
+            cache = None
+            if self.cache_dir is not None:
+                cache = self.cache_dir / f"query-{self.fingerprint}.onnx"
+            try:
+                self._query_encoder = OnnxQueryEncoder(self.model, self.tokenizer, self.max_tokens, cache=cache)
+            except Exception as exc:  # never worse than torch: only slower
+                log.warning("questions are embedded with torch (slower): %s", exc)
+
+    @property
+    def query_runtime(self) -> str:
+        return "onnx" if self._query_encoder is not None else "torch"
+
     def encode_query(self, text: str) -> np.ndarray:
+        if not self._query_prepared:
+            self.prepare_queries()
+        if self._query_encoder is not None:
+            return self._query_encoder.encode(text)
         return self.encode([text], batch_size=1)[0]
 
 

@@ -71,8 +71,17 @@ class Index:
     async def embedder(self) -> Embedder:
         async with self._lock:
             if self._embedder is None:
-                self._embedder = await asyncio.to_thread(Embedder, self.settings.embed_model)
+                self._embedder = await asyncio.to_thread(self._load_embedder)
             return self._embedder
+
+    def _load_embedder(self) -> Embedder:
+        embedder = Embedder(
+            self.settings.embed_model,
+            query_backend=self.settings.query_backend,
+            cache_dir=self.settings.models_path,
+        )
+        embedder.prepare_queries()
+        return embedder
 
     async def vectors(self, *, check: bool = True) -> VectorStore:
         """The Chroma collection. With `check`, refuse one that lacks windows SQLite has indexed (a

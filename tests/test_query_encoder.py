@@ -1,0 +1,114 @@
+"""Questions embedded by ONNX Runtime land where torch puts them, and any trouble leaves them on torch."""
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+
+from oracle.embed import Embedder
+from oracle.query_encoder import OnnxQueryEncoder, QueryEncoderUnavailable
+from oracle.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+QUESTIONS = [
+    "what happened to the archduke?",
+    "Qui a trahi l'Archiduc à Vél Dára ?",
+    "",
+    "and then?",
+    # Longer than the model reads: both runtimes must cut it at the same token.
+    " ".join(f"session {n} the party crossed the Ashen Road again" for n in range(80)),
+]
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_onnx_questions_match_torch(embedder):
+    embedder.prepare_queries()
+    assert embedder.query_runtime == "onnx"
+    for question in QUESTIONS:
+        fast = embedder.encode_query(question)
+        slow = embedder.encode([question], batch_size=1)[0]
+        assert fast.dtype == np.float32 and fast.shape == slow.shape
+        assert _cosine(fast, slow) > 0.9999, question[:40]
+        assert abs(float(np.linalg.norm(fast)) - 1.0) < 1e-5
+
+
+def test_the_export_is_cached_and_a_broken_cache_is_exported_again(embedder, tmp_path):
+    cache = tmp_path / "models" / "query.onnx"
+    OnnxQueryEncoder(embedder.model, embedder.tokenizer, embedder.max_tokens, cache=cache)
+    graph = cache.read_bytes()
+    assert len(graph) > 1_000_000
+    assert [p.name for p in cache.parent.iterdir()] == ["query.onnx"]  # no temporary file left
+
+    reloaded = OnnxQueryEncoder(embedder.model, embedder.tokenizer, embedder.max_tokens, cache=cache)
+    assert cache.read_bytes() == graph
+    question = QUESTIONS[0]
+    assert _cosine(reloaded.encode(question), embedder.encode([question])[0]) > 0.9999
+
+    cache.write_bytes(graph[: len(graph) // 3])  # a copy cut short by a full disk
+    repaired = OnnxQueryEncoder(embedder.model, embedder.tokenizer, embedder.max_tokens, cache=cache)
+    assert cache.read_bytes() == graph
+    assert _cosine(repaired.encode(question), embedder.encode([question])[0]) > 0.9999
+
+
+def test_an_unwritable_cache_costs_only_the_cache(embedder, tmp_path, caplog):
+    blocker = tmp_path / "models"
+    blocker.write_text("a file where the folder should be")
+    with caplog.at_level(logging.WARNING):
+        encoder = OnnxQueryEncoder(embedder.model, embedder.tokenizer, embedder.max_tokens, cache=blocker / "q.onnx")
+    assert "cannot cache the query encoder" in caplog.text
+    assert _cosine(encoder.encode(QUESTIONS[0]), embedder.encode([QUESTIONS[0]])[0]) > 0.9999
+    assert blocker.read_text() == "a file where the folder should be"
+
+
+def _with_model(embedder: Embedder, model: SentenceTransformer) -> Embedder:
+    other = copy.copy(embedder)
+    other.model = model
+    other._query_encoder = None
+    other._query_prepared = False
+    other._query_lock = threading.Lock()
+    return other
+
+
+def test_a_pipeline_it_does_not_export_stays_on_torch(embedder, caplog):
+    transformer = embedder.model[0]
+    cls_pooled = SentenceTransformer(
+        modules=[transformer, Pooling(embedder.dim, pooling_mode="cls"), Normalize()], device="cpu"
+    )
+    with pytest.raises(QueryEncoderUnavailable, match="mean pooling"):
+        OnnxQueryEncoder(cls_pooled, embedder.tokenizer, embedder.max_tokens)
+
+    other = _with_model(embedder, cls_pooled)
+    with caplog.at_level(logging.WARNING):
+        vector = other.encode_query(QUESTIONS[0])
+    assert other.query_runtime == "torch"
+    assert "embedded with torch" in caplog.text
+    expected = cls_pooled.encode([QUESTIONS[0]], normalize_embeddings=True)[0]
+    assert _cosine(vector, expected) > 0.9999
+    assert _cosine(vector, embedder.encode_query(QUESTIONS[0])) < 0.999  # it really is another space
+
+
+def test_torch_backend_is_chosen_by_setting(embedder):
+    other = _with_model(embedder, embedder.model)
+    other.query_backend = "torch"
+    vector = other.encode_query(QUESTIONS[0])
+    assert other.query_runtime == "torch"
+    assert np.array_equal(vector, embedder.encode([QUESTIONS[0]], batch_size=1)[0])
+
+
+async def test_the_index_exports_next_to_its_data(make_settings, tmp_path):
+    from oracle.index import Index
+
+    settings: Settings = make_settings(tmp_path / "notes")
+    async with Index(settings) as index:
+        embedder = await index.embedder()
+    assert embedder.query_runtime == "onnx"
+    assert [p.name for p in settings.models_path.iterdir()] == [f"query-{embedder.fingerprint}.onnx"]
