@@ -163,6 +163,8 @@ class Store:
             await db.execute("PRAGMA busy_timeout=10000")
             await db.execute("PRAGMA synchronous=NORMAL")
             await store._migrate()
+            # Per connection, nothing stored: how many chunks hold each indexed term.
+            await db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, chunks_fts, 'row')")
         except sqlite3.DatabaseError as exc:
             await db.close()
             raise StoreError(
@@ -264,6 +266,20 @@ class Store:
             (*weights, match, *visibilities, limit),
         )
         return [(r[0], float(r[1])) for r in rows]
+
+    async def common_terms(self, terms: Sequence[str], share: float = 0.5) -> set[str]:
+        """The terms (in FTS5's folded form) found in more than `share` of all chunks. FTS5's bm25
+        gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite read
+        its long posting list and score every chunk that holds it."""
+        if not terms:
+            return set()
+        marks = ",".join("?" * len(terms))
+        rows = await self._all(
+            f"SELECT term FROM temp.fts_terms WHERE term IN ({marks})"
+            " AND doc > ? * (SELECT count(*) FROM chunks)",
+            (*terms, share),
+        )
+        return {r[0] for r in rows}
 
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
         found: set[str] = set()

@@ -140,6 +140,41 @@ async def test_keyword_path_keeps_literal_terms(mini, question):
     assert "Session 4" == result.paths["keyword"][0].chunk.label
 
 
+def chunks_matching(settings, term: str) -> int:
+    return rows(settings, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{term}"',))[0][0]
+
+
+PARTY_LOG = {
+    f"sessions/Session {n}.md": f"The party {what}." + (" The party counted the loot." if n % 2 else "")
+    for n, what in enumerate(
+        ["met the ferryman", "lost the ledger in the river", "crossed the ford", "burned the ledger",
+         "slept at the mill", "argued about the map"], 1
+    )
+}
+
+
+async def test_terms_in_most_chunks_are_left_out_of_the_keyword_query(tmp_path, make_settings, open_index):
+    index = open_index(make_settings(write_notes(tmp_path / "notes", PARTY_LOG)))
+    await ingest(index)
+    settings, store = index.settings, await index.store()
+    words = ["the", "party", "loot", "ledger", "nowhere"]
+    total = rows(settings, "SELECT count(*) FROM chunks")[0][0]
+    expected = {w for w in words if chunks_matching(settings, w) > total / 2}
+    assert expected == {"the", "party"}  # loot: exactly half, kept
+    assert await store.common_terms(words) == expected
+
+    # Left out, they change nothing but the tail of chunks that matched only them (score ~0).
+    question = "What did the party do with the ledger?"
+    pruned = await Oracle(index).search(question)
+    full = await store.keyword_search(fts_query(question), (PUBLIC,), 16, (settings.fts_head_weight, 1.0))
+    assert len(full) == 6 and len(pruned.paths["keyword"]) == 2
+    assert [h.chunk.id for h in pruned.paths["keyword"]] == [cid for cid, score in full if score > 1e-3]
+    assert {h.chunk.label for h in pruned.paths["keyword"]} == {"Session 2", "Session 4"}
+
+    # Nothing but common terms: they are searched after all.
+    assert len((await Oracle(index).search("the party")).paths["keyword"]) == 6
+
+
 @module_loop
 @pytest.mark.parametrize("question", ["Sesion", "sesión", "SESIÓN 3"])
 async def test_keyword_path_ignores_diacritics(mini, question):
