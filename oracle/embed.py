@@ -106,9 +106,9 @@ class Embedder:
                 head = chunk.label
                 budget = limit - 2 - _MARGIN - self.token_count(head)
             for n, (start, end) in enumerate(_token_windows(chunk.text, offsets, budget, overlap_tokens)):
-                out.append(Window(f"{chunk.id}:{n}", chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility))
+                out.append(Window(Window.make_id(chunk.id, n), chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility))
             if not offsets:
-                out.append(Window(f"{chunk.id}:0", chunk.id, head, chunk.visibility))
+                out.append(Window(Window.make_id(chunk.id, 0), chunk.id, head, chunk.visibility))
         return out
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

@@ -80,12 +80,21 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Window:
-    """A slice of a chunk that fits the embedding model; a Chroma record points at its chunk."""
+    """A slice of a chunk that fits the embedding model; a Chroma record points at its chunk.
+    Its id is `<chunk id>:<n>`, so a search reads the chunk off the id without fetching metadata."""
 
     id: str
     chunk_id: str
     text: str
     visibility: str
+
+    @staticmethod
+    def make_id(chunk_id: str, n: int) -> str:
+        return f"{chunk_id}:{n}"
+
+    @staticmethod
+    def chunk_of(window_id: str) -> str:
+        return window_id.rsplit(":", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from .types import GM, PUBLIC
+from .types import GM, PUBLIC, Window
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +140,12 @@ class VectorStore:
             return []
         hits: list[DenseHit] = []
         for collection in self._chosen(visibility):
-            result = collection.query(query_embeddings=[vector], n_results=n, include=["distances", "metadatas"])
+            # Distances only: fetching metadata from Chroma's own SQLite cost 4x the vector search
+            # (10 ms of 12 for 128 windows of 29k); the chunk id is part of the window id.
+            result = collection.query(query_embeddings=[vector], n_results=n, include=["distances"])
             hits += [
-                DenseHit(window_id, meta["chunk_id"], float(distance))
-                for window_id, meta, distance in zip(result["ids"][0], result["metadatas"][0], result["distances"][0])
+                DenseHit(window_id, Window.chunk_of(window_id), float(distance))
+                for window_id, distance in zip(result["ids"][0], result["distances"][0])
             ]
         return sorted(hits, key=lambda h: (h.distance, h.window_id))[:n]
 

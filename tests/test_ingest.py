@@ -8,7 +8,7 @@ import pytest
 
 from oracle.annotate import PROMPT_VERSION
 from oracle.ingest import IngestBusy, IngestLock, ingest
-from oracle.types import GM, PUBLIC
+from oracle.types import GM, PUBLIC, Window
 
 
 def rows(settings, sql, params=()):
@@ -74,6 +74,9 @@ async def test_windows_fit_the_model(mini_notes, make_settings, open_index, embe
     # Together the windows cover every word of the chunk.
     covered = set(" ".join(w.text.split("\n", 1)[1] for w in windows).split())
     assert set(chunk.text.split()) <= covered
+    # A search reads the chunk off the window id, never from Chroma's metadata.
+    assert all(Window.chunk_of(w.id) == chunk.id == w.chunk_id for w in windows)
+    assert Window.chunk_of(Window.make_id("notes/a:b.md#2", 7)) == "notes/a:b.md#2"
 
 
 async def test_compendium_from_frontmatter_and_proper_nouns(mini_notes, make_settings, open_index):
