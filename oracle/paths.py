@@ -63,14 +63,19 @@ def fts_query(text: str) -> str:
 async def keyword_path(
     store: Store, text: str, visibilities: Sequence[str], depth: int, weights: tuple[float, float] = (2.0, 1.0)
 ) -> Scored:
-    """bm25 over the question's terms, leaving out the ones in over half the chunks (they score
-    nothing and cost the most: half the keyword time on a 2,500-chunk index); all of them when
-    nothing else is left."""
+    """bm25 over the question's terms. Terms in over half the chunks score next to nothing but
+    cost the most (half the keyword time on a 2,500-chunk index), so the rarer terms are asked
+    first; only when they match fewer than `depth` chunks is the full question asked, so the
+    tail is ranked, as always, by the common terms (a small campaign, mostly)."""
     terms = fts_terms(text)
     folded = {t: normalize(t[1:-1].replace('""', '"')) for t in terms}
     common = await store.common_terms(sorted({f for f in folded.values() if " " not in f}))
-    kept = [t for t in terms if folded[t] not in common] or terms
-    return await store.keyword_search(" OR ".join(kept), visibilities, depth, weights)
+    rare = [t for t in terms if folded[t] not in common]
+    if rare and len(rare) < len(terms):
+        found = await store.keyword_search(" OR ".join(rare), visibilities, depth, weights)
+        if len(found) >= depth:
+            return found
+    return await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,6 +129,17 @@ class EntityMatcher:
         for entity_id, norm, name, note_path in aliases:
             if len(norm) >= 2 and norm not in STOPWORDS:
                 self.by_norm[norm].append((entity_id, name, note_path))
+        # A name's last word alone, when no other entity's name ends in or is that word: players
+        # say "the archduke" for "the Lost Archduke", "the monk" for "the Candle Monk".
+        heads: dict[str, dict[int, tuple[int, str, str | None]]] = defaultdict(dict)
+        for norm, owners in self.by_norm.items():
+            head = norm.rsplit(" ", 1)[-1]
+            if head != norm and len(head) >= 4 and head not in STOPWORDS:
+                for owner in owners:
+                    heads[head][owner[0]] = owner
+        for head, owners in heads.items():
+            if len(owners) == 1 and head not in self.by_norm:
+                self.by_norm[head] = list(owners.values())
         names = sorted(self.by_norm, key=len, reverse=True)  # multi-word names first
         self.pattern = (
             re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)") if names else None

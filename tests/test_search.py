@@ -14,7 +14,7 @@ import pytest_asyncio
 from oracle.answer import Oracle, Retrieval
 from oracle.index import Index
 from oracle.ingest import ingest
-from oracle.paths import fts_query, fts_terms
+from oracle.paths import EntityMatcher, fts_query, fts_terms, keyword_path
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
@@ -163,13 +163,16 @@ async def test_terms_in_most_chunks_are_left_out_of_the_keyword_query(tmp_path, 
     assert expected == {"the", "party"}  # loot: exactly half, kept
     assert await store.common_terms(words) == expected
 
-    # Left out, they change nothing but the tail of chunks that matched only them (score ~0).
+    # Asked first without them: enough chunks found, and they are the full question's best.
     question = "What did the party do with the ledger?"
-    pruned = await Oracle(index).search(question)
-    full = await store.keyword_search(fts_query(question), (PUBLIC,), 16, (settings.fts_head_weight, 1.0))
-    assert len(full) == 6 and len(pruned.paths["keyword"]) == 2
-    assert [h.chunk.id for h in pruned.paths["keyword"]] == [cid for cid, score in full if score > 1e-3]
-    assert {h.chunk.label for h in pruned.paths["keyword"]} == {"Session 2", "Session 4"}
+    weights = (settings.fts_head_weight, 1.0)
+    full = await store.keyword_search(fts_query(question), (PUBLIC,), 16, weights)
+    assert len(full) == 6 and {"Session 2", "Session 4"} == {
+        c.label for c in await store.chunks_by_ids([cid for cid, _ in full[:2]])
+    }
+    assert [cid for cid, _ in await keyword_path(store, question, (PUBLIC,), 2, weights)] == [cid for cid, _ in full[:2]]
+    # Too few: the full question ranks the tail by the common terms, as it always did.
+    assert await keyword_path(store, question, (PUBLIC,), 16, weights) == full
 
     # Nothing but common terms: they are searched after all.
     assert len((await Oracle(index).search("the party")).paths["keyword"]) == 6
@@ -236,6 +239,29 @@ async def test_entity_matching_finds_a_misspelt_given_name(mini, question):
     result = await Oracle(mini).search(question)
     assert ["Brother Aldous"] == [e.name for e in result.entities]
     assert "Sheet: Brother_Aldous" == result.paths["entity"][0].chunk.label
+
+
+def test_a_title_alone_names_the_one_entity_it_ends():
+    matcher = EntityMatcher([
+        (1, "lost archduke", "Orrin Valcastre", "npcs/Orrin_Valcastre.md"),
+        (2, "candle monk", "Brother Aldous", "npcs/Brother_Aldous.md"),
+        (3, "grey monk", "Brother Cael", None),
+        (4, "mourning lantern", "Mourning Lantern", None),
+        (5, "lantern", "Lantern", None),
+    ])
+    assert [(e.name, e.matched) for e in matcher.find("Where did the missing archduke go?")] == [
+        ("Orrin Valcastre", "archduke")
+    ]
+    assert matcher.find("what did the monk say?") == []  # two monks: neither
+    assert [e.name for e in matcher.find("who lit the lantern?")] == ["Lantern"]  # a name of its own wins
+    assert [e.name for e in matcher.find("the candle monk")] == ["Brother Aldous"]
+
+
+@module_loop
+async def test_a_title_alone_respects_visibility(mini):
+    # "the Lost Prince" is a GM-only alias: its last word names nobody for a player.
+    assert [e.name for e in (await Oracle(mini).search("who is the prince?", gm=True)).entities] == ["The True Heir"]
+    assert (await Oracle(mini).search("who is the prince?")).entities == []
 
 
 RARE_CAMPAIGN = {
