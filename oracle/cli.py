@@ -185,7 +185,10 @@ async def cmd_search(args: argparse.Namespace) -> int:
     out.print(f"[bold]entities[/] {names}")
     for name, hits in retrieval.paths.items():
         out.print(hits_table(f"{name} path", hits[:k]))
-    out.print(hits_table("fused (reciprocal rank fusion)", retrieval.fused[:k]))
+    fusion = {"dbsf": "distribution-based score fusion", "rrf": "reciprocal rank fusion"}.get(
+        settings.fusion, "weighted reciprocal rank fusion"
+    )
+    out.print(hits_table(f"fused ({fusion})", retrieval.fused[:k]))
     timings = "  ".join(f"{name} {ms:.1f} ms" for name, ms in retrieval.timings_ms.items())
     out.print(f"[dim]{timings}[/]")
     return 0
