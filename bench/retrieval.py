@@ -46,7 +46,7 @@ What is timed, per scale (p50 / p95 over queries × repeat, after 3 untimed warm
       embedding the tutorials do (`SentenceTransformer.encode` on torch), like the Oracle's includes its own.
     - diagnostics: the semantic path's Chroma call as `VectorStore.query` makes it for a player
       (n = 8 × depth, the public collection) and for a game master (both collections); the entity path's
-      `Store.count_chunks` and `Store.mentions_of` (the latter over questions that name an entity).
+      `Store.count_chunks` and `Store.mention_counts` (the latter over questions that name an entity).
     Targets: Oracle p50 at 1× ≤ 30 ms; Oracle p50 10× ÷ 1× ≤ 1.5; baseline p50 ÷ Oracle p50 at 100× ≥ 3.
 
 Indexes are kept in --work DIR (default: a temporary folder, removed at the end). With --work, a
@@ -459,7 +459,7 @@ ROWS = [
     ("d_vq_where", "diag: VectorStore.query n=128, public collection", "diag"),
     ("d_vq_nowhere", "diag: the same over public + GM collections", "diag"),
     ("d_count", "diag: Store.count_chunks", "diag"),
-    ("d_mentions", "diag: Store.mentions_of", "diag"),
+    ("d_mentions", "diag: Store.mention_counts", "diag"),
 ]
 
 
@@ -550,7 +550,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
             t_mentions = None
             if entities:
                 t = time.perf_counter()
-                await store.mentions_of([e.entity_id for e in entities], visibilities)
+                await store.mention_counts([e.entity_id for e in entities], visibilities)
                 t_mentions = _ms(t)
 
             if record:

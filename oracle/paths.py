@@ -129,8 +129,11 @@ class EntityMatcher:
         for entity_id, norm, name, note_path in aliases:
             if len(norm) >= 2 and norm not in STOPWORDS:
                 self.by_norm[norm].append((entity_id, name, note_path))
-        # A name's last word alone, when no other entity's name ends in or is that word: players
-        # say "the archduke" for "the Lost Archduke", "the monk" for "the Candle Monk".
+        self.single_words = [n for n in self.by_norm if " " not in n and len(n) >= 4]
+        # The last word of a noted entity's name alone, when no other entity's name ends in or is
+        # that word: players say "the archduke" for "the Lost Archduke", "the monk" for "the Candle
+        # Monk". Only entities with a note of their own: names found in running text ("Darrington
+        # Name") are too often not names. Matched exactly, never as a typo.
         heads: dict[str, dict[int, tuple[int, str, str | None]]] = defaultdict(dict)
         for norm, owners in self.by_norm.items():
             head = norm.rsplit(" ", 1)[-1]
@@ -138,13 +141,13 @@ class EntityMatcher:
                 for owner in owners:
                     heads[head][owner[0]] = owner
         for head, owners in heads.items():
-            if len(owners) == 1 and head not in self.by_norm:
-                self.by_norm[head] = list(owners.values())
+            (entity_id, name, note_path), *others = owners.values()
+            if not others and note_path and head not in self.by_norm:
+                self.by_norm[head] = [(entity_id, name, note_path)]
         names = sorted(self.by_norm, key=len, reverse=True)  # multi-word names first
         self.pattern = (
             re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)") if names else None
         )
-        self.single_words = [n for n in self.by_norm if " " not in n and len(n) >= 4]
 
     def find(self, question: str) -> list[EntityMatch]:
         text = re.sub(r"(?<=\w)'s\b", "", normalize_text(question))
@@ -176,27 +179,18 @@ async def entity_path(
     """Chunks mentioning the matched entities, scored Σ idf(entity) · (1 + ln count).
 
     idf = ln((N + 1) / df): an entity mentioned in every chunk adds almost nothing, a rare one a lot.
-    Fusion reads ranks, not scores, so an entity named in more than `ubiquity` of the chunks (the
-    player characters) contributes only its own note: listing every session it appears in would
-    cast a full vote for an arbitrary order. An entity's own note (its sheet) comes first among equals.
+    An entity named in more than `ubiquity` of the chunks (the player characters) contributes only
+    its own note: listing every session it appears in would put an arbitrary order into fusion. An
+    entity's own note (its sheet) comes first among equals. Scored in SQL (`Store.entity_scores`).
     """
     if not matches:
         return []
     df = await store.mention_counts([m.entity_id for m in matches], visibilities)
     total = await store.count_chunks(visibilities)
     own_note = {m.entity_id: m.note_path for m in matches}
-    rare = [e for e in df if df[e] <= ubiquity * total]
-    rows = await store.mentions_of(rare, visibilities) if rare else []
-    for e in df:  # an everywhere-entity brings its own note only, fetched alone
-        if e not in rare and own_note.get(e):
-            rows += await store.mentions_of([e], visibilities, path=own_note[e])
-    scores: dict[str, float] = defaultdict(float)
-    order: dict[str, int] = {}
-    for entity_id, chunk_id, count, path, n in rows:
-        idf = math.log((total + 1) / df[entity_id])
-        scores[chunk_id] += idf * (1 + math.log(max(count, 1)))
-        if own_note.get(entity_id) == path:
-            scores[chunk_id] += 2 * idf + 1
-        order[chunk_id] = n
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
-    return ranked[:depth]
+    weights = [
+        (entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
+        for entity_id, count in df.items()
+        if count <= ubiquity * total or own_note.get(entity_id)  # an everywhere-entity brings its own note only
+    ]
+    return await store.entity_scores(weights, visibilities, depth)

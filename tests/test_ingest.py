@@ -8,6 +8,7 @@ import pytest
 
 from oracle.annotate import PROMPT_VERSION
 from oracle.ingest import IngestBusy, IngestLock, ingest
+from oracle.store import StoreError
 from oracle.types import GM, PUBLIC, Window
 
 
@@ -262,3 +263,28 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
     finally:
         chroma.terminate()
         chroma.wait(10)
+
+
+async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):
+    from oracle.answer import Oracle
+    from oracle.store import SCHEMA_VERSION, Store
+
+    settings = make_settings(mini_notes)
+    await ingest(open_index(settings))
+    before = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
+    with sqlite3.connect(settings.sqlite_path) as db:  # as schema 1 left it: no covering indexes
+        for name in ("chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"):
+            db.execute(f"DROP INDEX {name}")
+        db.execute("PRAGMA user_version = 1")
+
+    after = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
+    assert [(h.chunk.id, h.rank) for h in after.fused] == [(h.chunk.id, h.rank) for h in before.fused]
+    with sqlite3.connect(settings.sqlite_path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"} <= names
+
+    with sqlite3.connect(settings.sqlite_path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer Oracle"):
+        await Store.open(settings.sqlite_path)

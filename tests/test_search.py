@@ -6,6 +6,7 @@ other notes ingest their own in a temporary folder.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 
 import pytest
@@ -248,6 +249,8 @@ def test_a_title_alone_names_the_one_entity_it_ends():
         (3, "grey monk", "Brother Cael", None),
         (4, "mourning lantern", "Mourning Lantern", None),
         (5, "lantern", "Lantern", None),
+        (6, "darrington name", "Darrington Name", None),
+        (7, "vecna defeated", "Vecna Defeated", None),
     ])
     assert [(e.name, e.matched) for e in matcher.find("Where did the missing archduke go?")] == [
         ("Orrin Valcastre", "archduke")
@@ -255,6 +258,9 @@ def test_a_title_alone_names_the_one_entity_it_ends():
     assert matcher.find("what did the monk say?") == []  # two monks: neither
     assert [e.name for e in matcher.find("who lit the lantern?")] == ["Lantern"]  # a name of its own wins
     assert [e.name for e in matcher.find("the candle monk")] == ["Brother Aldous"]
+    # Names found only in running text have no note: their last words stay common words.
+    assert matcher.find("what was the name of his gun?") == []
+    assert matcher.find("how did they defeat him?") == []
 
 
 @module_loop
@@ -294,6 +300,45 @@ async def test_an_everywhere_character_does_not_push_out_a_rare_one(tmp_path, ma
         assert {"Kestrel", "Orsolya Brandt"} == {e.name for e in result.entities}
         assert "Session 7" == result.paths["entity"][0].chunk.label
         assert "Session 7" == result.fused[0].chunk.label
+
+
+def entity_scores_by_hand(settings, weights, visibility=PUBLIC) -> dict[str, float]:
+    """The entity path's score, from the mentions table, one row at a time in Python."""
+    scores: dict[str, float] = {}
+    for entity_id, idf, own, only_own in weights:
+        for chunk_id, count, path in rows(
+            settings,
+            "SELECT m.chunk_id, m.count, c.path FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
+            " WHERE m.entity_id = ? AND m.visibility = ? AND c.visibility = ?",
+            (entity_id, visibility, visibility),
+        ):
+            if only_own and path != own:
+                continue
+            bonus = 2 * idf + 1 if path == own else 0.0
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + idf * (1 + math.log(max(count, 1))) + bonus
+    return scores
+
+
+@module_loop
+async def test_entity_scores_are_the_documented_sum(mini):
+    store = await mini.store()
+    ids = {name: rows(mini.settings, "SELECT id, note_path FROM entities WHERE name = ?", (name,))[0]
+           for name in ("Brother Aldous", "Mirela Vane", "Dunstan Vale")}
+    weights = [
+        (ids["Brother Aldous"][0], 1.7, ids["Brother Aldous"][1], False),
+        (ids["Mirela Vane"][0], 0.4, ids["Mirela Vane"][1], True),  # everywhere: own note only
+        (ids["Dunstan Vale"][0], 1.1, None, False),
+    ]
+    expected = entity_scores_by_hand(mini.settings, weights)
+    got = await store.entity_scores(weights, (PUBLIC,), 40)
+    assert len(expected) >= 4
+    assert dict(got) == pytest.approx(expected)
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    assert await store.entity_scores(weights, (PUBLIC,), 2) == got[:2]
+
+    # A SQLite built without math functions gets Python's ln: the same scores.
+    await store.db.create_function("ln", 1, math.log, deterministic=True)
+    assert dict(await store.entity_scores(weights, (PUBLIC,), 40)) == pytest.approx(dict(got))
 
 
 # ---------------------------------------------------------------------------------------------
