@@ -44,9 +44,10 @@ class OnnxQueryEncoder:
         self.session = self._load(cache) if cache is not None and cache.exists() else None
         if self.session is None:
             graph = _export(transformer, self._tokens(_PROBE, "pt"), self.inputs)
-            self.session = _session(graph)
-            if cache is not None:
-                _write_atomically(cache, graph)
+            # From the file when it could be written: ONNX Runtime then holds one copy of the
+            # weights (+100 MB), where a session made from bytes holds two (+210 MB).
+            written = cache is not None and _write_atomically(cache, graph)
+            self.session = _session(str(cache) if written else graph)
         torch_vector = model.encode([_PROBE], normalize_embeddings=True, convert_to_numpy=True)[0]
         agreement = float(np.dot(self.encode(_PROBE), torch_vector))
         if agreement < _MIN_AGREEMENT:
@@ -68,7 +69,7 @@ class OnnxQueryEncoder:
 
     def _load(self, cache: Path) -> Any:
         try:
-            return _session(cache.read_bytes())
+            return _session(str(cache))
         except Exception as exc:  # a truncated or foreign file: export again over it
             log.warning("re-exporting the query encoder: %s is unreadable (%s)", cache, exc)
             return None
@@ -117,7 +118,7 @@ def _export(transformer: Any, example: Any, inputs: list[str]) -> bytes:
     return buffer.getvalue()
 
 
-def _session(graph: bytes) -> Any:
+def _session(graph: bytes | str) -> Any:
     import onnxruntime as ort
     import torch
 
@@ -129,7 +130,7 @@ def _session(graph: bytes) -> Any:
     return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def _write_atomically(path: Path, data: bytes) -> bool:
     """Two processes exporting at once each write their own file and the last rename wins."""
     tmp: str | None = None
     try:
@@ -138,7 +139,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(tmp, path)
+        return True
     except OSError as exc:  # a full or read-only disk costs the next start an export, nothing more
         log.warning("cannot cache the query encoder at %s: %s", path, exc)
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+        return False
