@@ -138,6 +138,7 @@ def _write_atomically(path: Path, data: bytes) -> bool:
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the index's other files are readable
         os.replace(tmp, path)
         return True
     except OSError as exc:  # a full or read-only disk costs the next start an export, nothing more

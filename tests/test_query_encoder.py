@@ -47,6 +47,7 @@ def test_the_export_is_cached_and_a_broken_cache_is_exported_again(embedder, tmp
     graph = cache.read_bytes()
     assert len(graph) > 1_000_000
     assert [p.name for p in cache.parent.iterdir()] == ["query.onnx"]  # no temporary file left
+    assert cache.stat().st_mode & 0o777 == 0o644  # readable like the rest of the index
 
     reloaded = OnnxQueryEncoder(embedder.model, embedder.tokenizer, embedder.max_tokens, cache=cache)
     assert cache.read_bytes() == graph
