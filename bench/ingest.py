@@ -280,6 +280,30 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def machine(worker_threads: int, load_start: float) -> dict:
+    """What every bench prints first: the numbers mean little without it."""
+    import torch
+
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_threads_worker": worker_threads,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "load_average_at_start": round(load_start, 2),
+    }
+
+
+def machine_line(m: dict) -> str:
+    return (
+        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), torch {m['torch']} with "
+        f"{m['torch_threads']} threads ({m['torch_threads_worker']} in a worker thread), Python {m['python']}; "
+        f"load {m['load_average_at_start']:.2f} at start"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # The run
 
@@ -372,14 +396,7 @@ async def measure(notes_src: Path, repeat: int) -> dict:
     return {
         "notes_dir": str(notes_src),
         "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "torch_threads_worker": worker_threads,
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "load_average_at_start": round(load_start, 2),
+            **machine(worker_threads, load_start),
             # CPU other processes used while this ran, as a share of all cores: noise in every number.
             **busy,
         },
@@ -432,11 +449,7 @@ def print_table(r: dict) -> None:
 
     console = Console() if sys.stdout.isatty() else Console(width=150)
     m, model = r["machine"], r["model"]
-    console.print(
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), torch {m['torch']} with "
-        f"{m['torch_threads']} threads ({m['torch_threads_worker']} in a worker thread), Python {m['python']}; "
-        f"load {m['load_average_at_start']:.2f} at start"
-    )
+    console.print(machine_line(m))
     if m["other_processes_share"] is not None:
         share = m["other_processes_share"]
         note = " [red]- the machine was busy: numbers are unreliable[/]" if share > 0.05 else ""

@@ -49,7 +49,6 @@ import gc
 import json
 import logging
 import os
-import platform
 import re
 import resource
 import sys
@@ -686,7 +685,7 @@ async def run_ingest(index, label: str) -> tuple[object | None, float, str]:
 
 
 async def measure(args) -> dict:
-    from bench.ingest import contention, copy_notes, cpu_model, cpu_sample, edit_one_session
+    from bench.ingest import contention, copy_notes, cpu_sample, edit_one_session, machine
 
     rss = {"start_before_torch": rss_point()}
     questions, questions_from = load_questions(args.questions, args.notes_dir)
@@ -862,14 +861,7 @@ async def measure(args) -> dict:
         "gc_freeze": args.gc_freeze,
         "gc_frozen_objects": gc.get_freeze_count(),
         "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "torch_threads_worker": worker_threads,
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "load_average_at_start": round(load_start, 2),
+            **machine(worker_threads, load_start),
             "switch_interval_ms": sys.getswitchinterval() * 1000,
             **busy,
         },
@@ -904,13 +896,11 @@ def print_table(r: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from bench.ingest import machine_line
+
     console = Console() if sys.stdout.isatty() else Console(width=170)
     m = r["machine"]
-    console.print(
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), torch {m['torch']} with "
-        f"{m['torch_threads']} threads ({m['torch_threads_worker']} in a worker thread), Python {m['python']}, "
-        f"GIL switch interval {m['switch_interval_ms']:g} ms; load {m['load_average_at_start']:.2f} at start"
-    )
+    console.print(f"{machine_line(m)}; GIL switch interval {m['switch_interval_ms']:g} ms")
     if m.get("other_processes_share") is not None:
         share = m["other_processes_share"]
         note = " [red]- the machine was busy: numbers are unreliable[/]" if share > 0.05 else ""

@@ -62,7 +62,6 @@ import asyncio
 import hashlib
 import json
 import os
-import platform
 import random
 import re
 import shutil
@@ -81,7 +80,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # bench.ingest
 
-from bench.ingest import contention, cpu_model, cpu_sample  # noqa: E402  (the same contention method)
+from bench.ingest import contention, cpu_sample, machine, machine_line  # noqa: E402  (the same contention method)
 DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes")
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "crd3_questions.txt"
 GENERATOR_VERSION = "1"  # bump when the synthetic copies change
@@ -670,16 +669,7 @@ async def run(args, say) -> dict:
 
     settings = settings_for(args.notes, work / "x1" / "data")
     return {
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "usable_cores": len(os.sched_getaffinity(0)),
-            "torch_threads": torch.get_num_threads(),
-            "torch_threads_worker": worker_threads,
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "load_average_at_start": round(load_start, 2),
-        },
+        "machine": machine(worker_threads, load_start),
         "model": {"ref": embedder.ref, "fingerprint": embedder.fingerprint, "query_runtime": embedder.query_runtime, "load_seconds": round(load_seconds, 2)},
         "settings": {"k": settings.k, "fusion": settings.fusion, "fused_pool": settings.fused_pool,
                      "window_tokens": settings.window_tokens, "session_max_words": settings.session_max_words},
@@ -702,11 +692,7 @@ def print_table(r: dict) -> None:
 
     console = Console() if sys.stdout.isatty() else Console(width=200)
     m = r["machine"]
-    console.print(
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), torch {m['torch']} with "
-        f"{m['torch_threads']} threads ({m['torch_threads_worker']} in a worker thread), Python {m['python']}; "
-        f"load average {m['load_average_at_start']:.2f} at start"
-    )
+    console.print(machine_line(m))
     s = r["settings"]
     console.print(
         f"Model {r['model']['ref']} ({r['model']['fingerprint']}; questions on {r['model'].get('query_runtime', 'torch')}), loaded in {r['model']['load_seconds']} s (untimed). "
