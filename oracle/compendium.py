@@ -28,7 +28,7 @@ _NOT_NAMES = {
     "part", "chapter", "act", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
     "sunday", "january", "february", "march", "april", "may", "june", "july", "august",
     "september", "october", "november", "december", "gm", "dm", "pc", "npc", "hp", "ac", "dc",
-    "xp", "gp", "sp", "cp", "tl", "dr", "note", "notes", "loot", "recap", "summary",
+    "xp", "gp", "sp", "cp", "tl", "note", "notes", "loot", "recap", "summary",
 }
 _CONNECTORS = {"of", "the", "de", "del", "la", "le", "von", "van", "du", "des", "da", "di", "y"}
 _TOKEN = re.compile(r"[^\W\d_][\w'’\-]*")
