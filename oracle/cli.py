@@ -285,6 +285,8 @@ def print_eval(result: dict, k: int) -> None:
         ("semantic_recall_at_k", f"recall, semantic top {k}"),
         ("entity_recall_at_k", f"recall, entity top {k}"),
         ("fused_recall_at_k", f"recall in the fused top {k}"),
+        ("pool_recall", "recall in the fused pool (what a reranker sees)"),
+        ("hit_in_pool", "any gold in the fused pool"),
         ("final_recall_at_k", f"recall in the final top {k}"),
         ("recall_at_5", "recall@5 (final list)"),
         ("recall_at_10", "recall@10 (final list)"),

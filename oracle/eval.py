@@ -46,13 +46,18 @@ def load_bank(path: Path) -> list[Question]:
             continue
         try:
             item = json.loads(line)
+            if not isinstance(item, dict):
+                raise TypeError("a line is one JSON object")
+            relevant, history = item.get("relevant", []), item.get("history") or []
+            if not isinstance(relevant, list) or not isinstance(history, list):
+                raise TypeError('"relevant" and "history" are lists')
             questions.append(
                 Question(
                     str(item.get("id", f"q{n}")),
                     str(item["question"]),
-                    tuple(str(r) for r in item.get("relevant", [])),
+                    tuple(str(r) for r in relevant),
                     str(item.get("kind", "")),
-                    tuple(str(h) for h in item.get("history", []) or []),
+                    tuple(str(h) for h in history),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
@@ -139,6 +144,8 @@ class QuestionResult:
     paths: dict[str, float]
     paths_at_k: dict[str, float]
     fused_at_k: float
+    pool: float  # recall in the whole fused pool: all a reranker can bring into the top k
+    hit_pool: float
     final_at_k: float
     context: float | None
     final_at_5: float
@@ -179,6 +186,8 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
                 for name in ("keyword", "semantic", "entity")
             },
             "fused_recall_at_k": mean(r.fused_at_k for r in rs),
+            "pool_recall": mean(r.pool for r in rs),
+            "hit_in_pool": mean(r.hit_pool for r in rs),
             "final_recall_at_k": mean(r.final_at_k for r in rs),
             "recall_at_5": mean(r.final_at_5 for r in rs),
             "recall_at_10": mean(r.final_at_10 for r in rs),
@@ -249,6 +258,8 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 paths={name: recall(relevant, chunks) for name, chunks in path_chunks.items()},
                 paths_at_k={name: recall(relevant, chunks, k) for name, chunks in path_chunks.items()},
                 fused_at_k=recall(relevant, fused, k),
+                pool=recall(relevant, fused),
+                hit_pool=hit(relevant, fused, len(fused)),
                 final_at_k=recall(relevant, final, k),
                 context=recall(relevant, context),
                 final_at_5=recall(relevant, final, 5),

@@ -1,0 +1,257 @@
+"""`oracle eval`: the metrics against hand-computed values, bank parsing, and the command end to end.
+
+The end-to-end tests run the real CLI over the mini campaign with the real bundled model, Ollama
+down (the reranker keeps the fused order) or a fake Ollama on 127.0.0.1 whose reranker reverses it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oracle.cli import main
+from oracle.eval import BankError, entry_ranks, exact_dense, hit, load_bank, lost_at, mrr, ndcg, recall
+from oracle.types import Chunk
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, request_kind, write_notes
+from tests.fakes.ollama_server import FakeOllama
+
+
+def chunk(label: str, path: str, part: int = 1) -> Chunk:
+    return Chunk(f"{label}:{part}", path, label, "session", part, 1, label, 1, 2, "text", "hash")
+
+
+# Ranked as the fused list would be: Session 3 comes in two parts, which count once, at rank 1.
+RANKED = [
+    chunk("Session 3", "sessions/log.md", 1),
+    chunk("Session 2", "sessions/log.md"),
+    chunk("Session 3", "sessions/log.md", 2),
+    chunk("Sheet: Mira", "sheets/Mira.md"),
+    chunk("Session 5", "sessions/Session 5.md"),
+]
+
+
+def test_units_collapse_parts_and_entries_match_label_or_path():
+    relevant = ["session 3", "sheets/mira", "SHEETS/MIRA.MD", "Session 9", "sessions/log"]
+    assert {"session 3": 1, "sheets/mira": 3, "SHEETS/MIRA.MD": 3, "Session 9": None, "sessions/log": 1} == entry_ranks(
+        relevant, RANKED
+    )
+
+
+def test_metrics_on_a_hand_ranked_list():
+    relevant = ["Session 3", "sheets/Mira.md", "Session 9"]
+    assert recall(relevant, RANKED) == pytest.approx(2 / 3)
+    assert recall(relevant, RANKED, 2) == pytest.approx(1 / 3)  # the sheet is the third unit
+    assert recall([], RANKED) == 0.0
+    assert (1.0, 0.0) == (hit(relevant, RANKED, 1), hit(["Session 9"], RANKED, 10))
+    assert (1.0, 1 / 3, 0.0) == (mrr(relevant, RANKED), mrr(["sheets/Mira.md"], RANKED), mrr(["Session 9"], RANKED))
+    # Gold at unit ranks 1 and 3 of three gold entries: (1 + 1/log2 4) / (1 + 1/log2 3 + 1/log2 4).
+    assert ndcg(relevant, RANKED) == pytest.approx(1.5 / (1 + 1 / math.log2(3) + 0.5))
+    assert ndcg(relevant, RANKED, k=2) == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert ndcg(["Session 2"], RANKED) == pytest.approx(1 / math.log2(3))
+
+
+def test_evidence_is_lost_at_the_first_stage_without_it():
+    union, fused, final = RANKED, RANKED[1:], RANKED[:1]
+    stages = [("retrieval", union, None), ("fusion", fused, 2), ("rerank", final, 2)]
+    assert lost_at("Session 9", stages) == "retrieval"
+    assert lost_at("Sheet: Mira", stages) == "fusion"  # unit rank 3 of the fused list, k = 2
+    assert lost_at("Session 2", stages) == "rerank"
+    assert lost_at("Session 3", stages) is None
+
+
+def test_exact_dense_ranks_chunks_by_their_best_window():
+    matrix = np.array([[1, 0], [0.6, 0.8], [0.8, 0.6], [0, 1]], dtype=np.float32)
+    chunks = ["a", "b", "a", "c"]
+    assert ["b", "a"] == exact_dense(np.array([0.6, 0.8], dtype=np.float32), chunks, matrix, 2)
+    assert ["a", "b", "c"] == exact_dense(np.array([1, 0], dtype=np.float32), chunks, matrix, 5)
+    assert [] == exact_dense(np.array([1, 0], dtype=np.float32), [], np.zeros((0, 0), dtype=np.float32), 5)
+
+
+def test_a_bank_is_read_with_its_defaults(tmp_path):
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text(
+        '{"id": "a", "question": "Who?", "relevant": ["Session 1"], "kind": "entity"}\n'
+        "\n"
+        '{"question": "and then?", "relevant": [], "history": ["Who?"]}\n',
+        encoding="utf-8",
+    )
+    first, second = load_bank(bank)
+    assert ("a", "Who?", ("Session 1",), "entity", ()) == (first.id, first.question, first.relevant, first.kind, first.history)
+    assert ("q3", (), "", ("Who?",)) == (second.id, second.relevant, second.kind, second.history)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"question": "Who?"}\n{"question": "Who?",\n', "bank.jsonl:2: not a bank line"),
+        ('{"relevant": ["Session 1"]}\n', "bank.jsonl:1: not a bank line ('question')"),
+        ('["a list"]\n', "bank.jsonl:1: not a bank line (a line is one JSON object)"),
+        ('{"question": "Who?", "relevant": "Session 1"}\n', 'bank.jsonl:1: not a bank line ("relevant" and "history" are lists)'),
+        ("\n\n", "holds no questions"),
+    ],
+)
+def test_a_bad_bank_names_the_line(tmp_path, text, message):
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text(text, encoding="utf-8")
+    with pytest.raises(BankError, match=re.escape(message)):
+        load_bank(bank)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command, end to end
+
+BANK = [
+    {"id": "e1", "question": "Who sold Mirela the brass compass?", "relevant": ["Session 1"], "kind": "entity"},
+    {"id": "a1", "question": "What did the Candle Monk do in the chapel?", "relevant": ["Session 4"], "kind": "alias"},
+    {
+        "id": "r1",
+        "question": "Where did Mirela travel, from the market to the bridge?",
+        "relevant": ["Session 1", "Session 2", "Session 3"],
+        "kind": "arc",
+    },
+    {"id": "f1", "question": "and then what?", "history": ["Who ambushed Mirela at the ford?"], "relevant": ["Session 2"], "kind": "followup"},
+    {"id": "s1", "question": "Who is the lost prince?", "relevant": ["world/The_True_Heir"], "kind": "secret"},
+    {"id": "u1", "question": "Who won the dragon race on the moon?", "relevant": [], "kind": "unanswerable"},
+]
+
+OVERALL_KEYS = {
+    "union_recall", "fused_recall_at_k", "final_recall_at_k", "context_recall", "mrr", "ndcg_at_10",
+    "arc_coverage_union", "arc_coverage_at_k", "arc_coverage_context",
+}  # fmt: skip
+
+
+def write_bank(path: Path, items: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """Notes, a bank and a data folder that the first eval builds and later ones reuse."""
+    root = tmp_path_factory.mktemp("eval")
+    notes = write_notes(root / "notes", MINI_CAMPAIGN)
+    return notes, write_bank(root / "bank.jsonl", BANK), root / "data"
+
+
+@pytest.fixture
+def ollama_down(monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", closed_port_url())
+    monkeypatch.setenv("ORACLE_OLLAMA_PROBE_TIMEOUT", "2")
+
+
+def test_eval_json_builds_a_missing_index_and_measures_every_stage(campaign, ollama_down, capsys):
+    notes, bank, data = campaign
+    assert not data.exists()
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--json")
+    assert 0 == code
+    assert (data / "oracle.sqlite3").is_file()  # the index was missing: eval ingested the notes
+    result = json.loads(stdout)
+
+    assert (6, 5, 1) == (result["questions"], result["answerable"], result["unanswerable"])
+    assert OVERALL_KEYS <= result["overall"].keys()
+    assert {"entity", "alias", "arc", "followup", "secret"} == set(result["by_kind"])  # unanswerable: no averages
+    assert 0 == result["reranked"]  # Ollama is down: the final list is the fused list
+    overall, kinds = result["overall"], result["by_kind"]
+    assert overall["final_recall_at_k"] == overall["fused_recall_at_k"]
+
+    # A player's search never finds the GM-only note: lost at retrieval, nowhere else.
+    assert 0.0 == kinds["secret"]["union_recall"]
+    assert {"id": "s1", "question": "Who is the lost prince?", "kind": "secret", "lost": {"world/The_True_Heir": "retrieval"}} in result["misses"]
+    for kind in ("entity", "alias", "followup"):  # one gold source each, named by the question
+        assert (1.0, 1.0) == (kinds[kind]["union_recall"], kinds[kind]["hit_at_5"]), kind
+    assert 1.0 == kinds["entity"]["mrr"]
+    assert 1.0 == kinds["arc"]["union_recall"]
+
+    # The averages are over answerable questions, and the arc coverage is over arc questions only.
+    assert overall["union_recall"] == pytest.approx(4 / 5)
+    assert overall["arc_coverage_union"] == kinds["arc"]["union_recall"]
+    assert overall["arc_coverage_at_k"] == kinds["arc"]["final_recall_at_k"]
+    assert kinds["entity"]["arc_coverage_union"] is None
+    for stats in (overall, *kinds.values()):
+        assert stats["union_recall"] >= stats["pool_recall"] >= stats["fused_recall_at_k"]
+        assert stats["recall_at_10"] >= stats["recall_at_5"]
+        assert stats["hit_in_pool"] >= stats["hit_at_10"] >= stats["hit_at_5"]
+    assert 0 < overall["ann_recall"] <= 1
+
+
+def test_eval_with_gm_clearance_finds_the_secret_note(campaign, ollama_down, capsys):
+    notes, bank, data = campaign
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--json", "--gm")
+    assert 0 == code
+    result = json.loads(stdout)
+    assert 1.0 == result["by_kind"]["secret"]["union_recall"]
+    assert "s1" not in {m["id"] for m in result["misses"] if "world/The_True_Heir" in m["lost"]}
+
+
+def test_eval_prints_the_stage_table_and_the_misses(campaign, ollama_down, capsys):
+    notes, bank, data = campaign
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--k", "3")
+    assert 0 == code
+    text = " ".join(stdout.split())
+    for row in ("recall in the union of the paths", "recall in the fused top 3", "recall in the fused pool",
+                "MRR (final list)", "nDCG@10 (final list)", "arc coverage, union", "approximate vs exact dense search"):  # fmt: skip
+        assert row in text, row
+    assert "5 answerable questions (1 unanswerable)" in text
+    assert "misses: where the evidence was lost" in text
+    assert "world/The_True_Heir at retrieval" in text
+
+
+def test_eval_reingests_a_stale_index(tmp_path, ollama_down, capsys):
+    notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
+    data = tmp_path / "data"
+    harp = {"id": "h1", "question": "Where did the party find the golden harp of Vesh?", "relevant": ["Session 5"]}
+    bank = write_bank(tmp_path / "bank.jsonl", [harp])
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--json")
+    assert (0, 0.0) == (code, json.loads(stdout)["overall"]["union_recall"])  # no such session yet
+
+    write_notes(notes, {"sessions/Session 5.md": "The party found the golden harp of Vesh in the flooded crypt.\n"})
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--json")
+    assert 0 == code
+    assert (1.0, 1.0) == (json.loads(stdout)["overall"]["union_recall"], json.loads(stdout)["overall"]["mrr"])
+
+
+def test_a_bad_bank_is_a_message_not_a_traceback(tmp_path, capsys):
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text('{"question": "Who?"}\nnot json\n', encoding="utf-8")
+    code, stdout, stderr = run(capsys, "eval", str(bank), "--data", str(tmp_path / "data"))
+    output = " ".join((stdout + stderr).split())
+    assert 1 == code
+    assert "bank.jsonl:2: not a bank line" in output
+    assert "Traceback" not in output
+    assert not (tmp_path / "data").exists()  # nothing was ingested for a bank that cannot be read
+
+
+def reversing_reranker(request: dict):
+    """Annotations for ingest; the reranker picks the pool's candidates in reverse order."""
+    if request_kind(request) == "annotate":
+        return {"summary": "A passage of the campaign log.", "entities": []}
+    if request_kind(request) == "rerank":
+        numbers = [int(n) for n in re.findall(r"^(\d+)\. \(", request["messages"][-1]["content"], re.M)]
+        return {"best": sorted(numbers, reverse=True)}
+    return "unused"
+
+
+def test_the_final_stage_is_the_rerankers_order(tmp_path, monkeypatch, capsys):
+    notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
+    bank = write_bank(tmp_path / "bank.jsonl", [BANK[0]])  # Session 1: first of the fused list
+    with FakeOllama(responder=reversing_reranker) as fake:
+        monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(tmp_path / "data"), "--json", "--k", "1")
+        assert [] != [r for r in fake.chat_requests() if request_kind(r) == "rerank"]
+    assert 0 == code
+    result = json.loads(stdout)
+    overall = result["overall"]
+    assert 1 == result["reranked"]
+    assert (1.0, 0.0) == (overall["fused_recall_at_k"], overall["final_recall_at_k"])
+    assert overall["mrr"] < 1.0  # the final list is the reranker's, not the fused one
+    assert [{"id": "e1", "question": BANK[0]["question"], "kind": "entity", "lost": {"Session 1": "rerank"}}] == result["misses"]
