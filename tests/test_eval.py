@@ -1,4 +1,5 @@
-"""`oracle eval`: the metrics against hand-computed values, bank parsing, and the command end to end.
+"""The game master's retrieval views: `oracle eval` (metrics against hand-computed values, bank
+parsing, the command end to end) and `oracle search` (its panels and its JSON).
 
 The end-to-end tests run the real CLI over the mini campaign with the real bundled model, Ollama
 down (the reranker keeps the fused order) or a fake Ollama on 127.0.0.1 whose reranker reverses it.
@@ -14,7 +15,17 @@ import numpy as np
 import pytest
 
 from oracle.cli import main
-from oracle.eval import BankError, entry_ranks, exact_dense, hit, load_bank, lost_at, mrr, ndcg, recall
+from oracle.eval import (
+    BankError,
+    entry_ranks,
+    exact_dense,
+    hit,
+    load_bank,
+    lost_at,
+    mrr,
+    ndcg,
+    recall,
+)
 from oracle.types import Chunk
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
@@ -255,3 +266,39 @@ def test_the_final_stage_is_the_rerankers_order(tmp_path, monkeypatch, capsys):
     assert (1.0, 0.0) == (overall["fused_recall_at_k"], overall["final_recall_at_k"])
     assert overall["mrr"] < 1.0  # the final list is the reranker's, not the fused one
     assert [{"id": "e1", "question": BANK[0]["question"], "kind": "entity", "lost": {"Session 1": "rerank"}}] == result["misses"]
+
+
+# ---------------------------------------------------------------------------------------------
+# oracle search
+
+HIT_KEYS = {"id", "label", "path", "lines", "rank", "score", "text"}
+
+
+def test_search_json_shows_each_path_and_the_fused_order(campaign, ollama_down, capsys):
+    notes, _, data = campaign
+    code, stdout, _ = run(capsys, "search", "and who ambushed them?", "--history", "Mirela rode north to the Saltmarsh",
+                          "--notes", str(notes), "--data", str(data), "--json", "--k", "3")  # fmt: skip
+    assert 0 == code
+    result = json.loads(stdout)
+    assert {"question", "search_query", "entities", "paths", "fused", "timings_ms"} <= set(result)
+    assert "Mirela rode north to the Saltmarsh and who ambushed them?" == result["search_query"]
+    assert {"keyword", "semantic", "entity"} == set(result["paths"])
+    assert "Mirela Vane" in {e["name"] for e in result["entities"]}
+    for hits in (*result["paths"].values(), result["fused"]):
+        assert hits and all(HIT_KEYS == set(h) for h in hits)
+        assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert "Session 2" == result["fused"][0]["label"]
+    assert "Captain Dunstan Vale ambushed them at the ford" in result["fused"][0]["text"]  # the source text
+    assert len(result["paths"]["keyword"]) <= max(2 * 3, 3 + 5)  # each path asks for max(2k, k+5)
+
+
+def test_search_prints_a_panel_per_path_and_the_fused_panel(campaign, ollama_down, capsys):
+    notes, _, data = campaign
+    code, stdout, _ = run(capsys, "search", "Who is the Candle Monk?", "--notes", str(notes), "--data", str(data), "--k", "2")
+    assert 0 == code
+    text = " ".join(stdout.split())
+    for panel in ("keyword path", "semantic path", "entity path", "fused (distribution-based score fusion)"):
+        assert panel in text, panel
+    assert 'Brother Aldous ("candle monk")' in text
+    assert "npcs/Brother_Aldous.md:" in text
+    assert "SECRET" not in text  # a player's view: no GM-only text in any panel
