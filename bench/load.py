@@ -764,13 +764,17 @@ async def measure(args) -> dict:
                 probe.set_phase(PHASES[0])
                 await asyncio.sleep(args.idle)
 
+                async def ingest_while_asking(phase: str, label: str):
+                    """Ingest with questions arriving all along: (report, seconds, error, waves)."""
+                    probe.set_phase(phase)
+                    stop = asyncio.Event()
+                    streaming = asyncio.create_task(asker.stream(oracle, n, args.gap, stop, phase))
+                    report, seconds, error = await run_ingest(index, label)
+                    stop.set()
+                    return report, seconds, error, await streaming
+
                 # 2. Full ingest of a cold index, questions arriving all along.
-                probe.set_phase(PHASES[1])
-                stop = asyncio.Event()
-                streaming = asyncio.create_task(asker.stream(oracle, n, args.gap, stop, PHASES[1]))
-                full_report, full_seconds, full_error = await run_ingest(index, "full ingest")
-                stop.set()
-                full_waves = await streaming
+                full_report, full_seconds, full_error, full_waves = await ingest_while_asking(PHASES[1], "full ingest")
                 if full_error:
                     log_progress(f"full ingest failed: {full_error}; ingesting again without questions")
                     full_report, _, retry_error = await run_ingest(index, "full ingest (retry)")
@@ -799,12 +803,7 @@ async def measure(args) -> dict:
 
                 # 4. Re-ingest after one session is edited, questions going on.
                 edit = await asyncio.to_thread(edit_one_session, notes)
-                probe.set_phase(PHASES[3])
-                stop = asyncio.Event()
-                streaming = asyncio.create_task(asker.stream(oracle, n, args.gap, stop, PHASES[3]))
-                re_report, re_seconds, re_error = await run_ingest(index, "re-ingest")
-                stop.set()
-                re_waves = await streaming
+                re_report, re_seconds, re_error, re_waves = await ingest_while_asking(PHASES[3], "re-ingest")
                 rss["end"] = rss_point()
             finally:
                 await index.close()

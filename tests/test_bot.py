@@ -273,32 +273,19 @@ async def run(fake: FakeDiscord, client: OracleBot, command: str, options: dict 
     return inter
 
 
-def spy_answers(client: OracleBot) -> list:
-    """Every Answer the bot's Oracle returns, in order (wraps `oracle.ask`)."""
-    answers: list = []
-    real = client.oracle.ask
+def spy(client: OracleBot, method: str) -> list:
+    """Every result of the bot's Oracle's `method` ("ask": Answers; "search": Retrievals, whose
+    `search_query` is the expanded query), in order."""
+    results: list = []
+    real = getattr(client.oracle, method)
 
-    async def ask(*args, **kwargs):
-        answer = await real(*args, **kwargs)
-        answers.append(answer)
-        return answer
+    async def wrapper(*args, **kwargs):
+        result = await real(*args, **kwargs)
+        results.append(result)
+        return result
 
-    client.oracle.ask = ask  # type: ignore[method-assign]
-    return answers
-
-
-def spy_searches(client: OracleBot) -> list:
-    """Every Retrieval of the bot's Oracle (its `search_query` is the expanded query)."""
-    searches: list = []
-    real = client.oracle.search
-
-    async def search(*args, **kwargs):
-        retrieval = await real(*args, **kwargs)
-        searches.append(retrieval)
-        return retrieval
-
-    client.oracle.search = search  # type: ignore[method-assign]
-    return searches
+    setattr(client.oracle, method, wrapper)
+    return results
 
 
 def source_line(label: str, path: str, start: int, end: int) -> str:
@@ -373,7 +360,7 @@ async def test_follow_up_in_the_thread_uses_the_history_and_survives_a_restart(w
         inter = await run(fake, client, "oracle ask", {"question": QUESTION})
         first_answer = inter.original.content
         thread_id = int(fake.threads[0]["id"])
-        searches = spy_searches(client)
+        searches = spy(client, "search")
         world.ollama.requests.clear()
 
         said = await fake.message(thread_id, fake.player, "and then what?")
@@ -704,7 +691,7 @@ async def test_with_ollama_down_the_passages_are_shown(world, fake, tmp_path, in
     host = closed_port_url()
     index = indexes(ollama_host=host)
     async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
-        answers = spy_answers(client)
+        answers = spy(client, "ask")
         inter = await run(fake, client, "oracle ask", {"question": QUESTION})
 
     [answer] = answers
