@@ -1,7 +1,8 @@
 """The three retrieval paths. Each returns (chunk id, score) pairs, best first, for visible chunks only.
 
-- keyword: SQLite FTS5 bm25 over label, heading and text, diacritics removed; every user term is
-  quoted, so no question can break MATCH, and literal terms (names, odd tokens) are kept.
+- keyword: SQLite FTS5 bm25 over label, heading and text, diacritics removed and words stemmed
+  (Porter) alike in the index and the question; every user term is quoted, so no question can
+  break MATCH, and literal terms (names, odd tokens) are kept.
 - semantic: the query embedded once, Chroma cosine over the dense windows, collapsed to chunks by
   their best window; a window whose chunk SQLite does not hold (a half-finished ingest) is dropped.
 - entity: names in the question matched against the Compendium (case-, accent-, possessive-

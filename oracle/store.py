@@ -16,11 +16,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import aiosqlite
+import snowballstemmer
 
 from .compendium import ChunkText, Entity, Mention, normalize
 from .types import Chunk
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
+# "camping"; terms are still the user's own words, stemmed alike on both sides.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -112,6 +117,15 @@ CREATE INDEX IF NOT EXISTS mentions_entity_visibility ON mentions(entity_id, vis
     # The entity path's join: a chunk's visibility, note and order without its text.
     3: """
 CREATE INDEX IF NOT EXISTS chunks_id_cover ON chunks(id, visibility, path, n);
+""",
+    # Stemmed keyword search. The triggers name the table, not its tokenizer, so they stay; the
+    # external-content table is refilled from the chunks.
+    4: f"""
+DROP TABLE chunks_fts;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    head, text, content='chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
+);
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 """,
 }
 
@@ -283,19 +297,23 @@ class Store:
         )
         return [(r[0], float(r[1])) for r in rows]
 
-    async def common_terms(self, terms: Sequence[str], share: float = 0.5) -> set[str]:
-        """The terms (in FTS5's folded form) found in more than `share` of all chunks. FTS5's bm25
-        gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite read
-        its long posting list and score every chunk that holds it."""
-        if not terms:
+    async def common_terms(self, words: Sequence[str], share: float = 0.5) -> set[str]:
+        """The words (lower-cased, one token each) found in more than `share` of all chunks. FTS5's
+        bm25 gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite
+        read its long posting list and score every chunk that holds it. Words are stemmed as the
+        index stems them (Snowball's Porter differs from FTS5's on a few words in a thousand, and a
+        word then merely stays in the query)."""
+        if not words:
             return set()
-        marks = ",".join("?" * len(terms))
+        stems = dict(zip(words, snowballstemmer.stemmer("porter").stemWords(list(words))))
+        asked = sorted(set(stems.values()))
         rows = await self._all(
-            f"SELECT term FROM temp.fts_terms WHERE term IN ({marks})"
+            f"SELECT term FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})"
             " AND doc > ? * (SELECT count(*) FROM chunks)",
-            (*terms, share),
+            (*asked, share),
         )
-        return {r[0] for r in rows}
+        common = {r[0] for r in rows}
+        return {w for w, stem in stems.items() if stem in common}
 
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
         found: set[str] = set()

@@ -272,9 +272,16 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
     settings = make_settings(mini_notes)
     await ingest(open_index(settings))
     before = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
-    with sqlite3.connect(settings.sqlite_path) as db:  # as schema 1 left it: no covering indexes
+    with sqlite3.connect(settings.sqlite_path) as db:  # as schema 1 left it: no covering indexes, no stemming
         for name in ("chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"):
             db.execute(f"DROP INDEX {name}")
+        db.executescript("""
+            DROP TABLE chunks_fts;
+            CREATE VIRTUAL TABLE chunks_fts USING fts5(
+                head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2');
+            INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+        """)
+        assert not db.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'ambushing'").fetchone()[0]
         db.execute("PRAGMA user_version = 1")
 
     after = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
@@ -282,7 +289,12 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
     with sqlite3.connect(settings.sqlite_path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        stemmed = db.execute(
+            "SELECT c.label FROM chunks_fts JOIN chunks c ON c.n = chunks_fts.rowid WHERE chunks_fts MATCH 'ambushing'"
+        ).fetchall()
     assert {"chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"} <= names
+    assert [("Session 2",)] == stemmed
 
     with sqlite3.connect(settings.sqlite_path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
