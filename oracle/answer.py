@@ -23,6 +23,7 @@ from .leaks import SecretGuard
 from .llm import LLMError
 from .paths import (
     EntityMatcher,
+    MentionStats,
     Scored,
     entity_path,
     keyword_path,
@@ -54,7 +55,7 @@ class Oracle:
     def __init__(self, index: Index) -> None:
         self.index = index
         self.settings = index.settings
-        self._matchers: dict[tuple[str, bool], EntityMatcher] = {}
+        self._names: dict[tuple[str, bool], tuple[EntityMatcher, MentionStats]] = {}
         self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
         self._guard: tuple[str, SecretGuard] | None = None
         self._guard_lock = asyncio.Lock()
@@ -68,14 +69,18 @@ class Oracle:
 
     async def matcher(self, gm: bool, store: Store | None = None) -> EntityMatcher:
         """The Compendium names this reader may see; rebuilt only when an ingest commits."""
+        return (await self.entity_lookup(gm, store))[0]
+
+    async def entity_lookup(self, gm: bool, store: Store | None = None) -> tuple[EntityMatcher, MentionStats]:
+        """The matcher, and the entity path's counts, of the store's index for this reader."""
         store = store or await self.index.store()
         key = (await store.generation(), gm)
-        if key not in self._matchers:
+        if key not in self._names:
             aliases = await store.visible_aliases(self.visibilities(gm))
             matcher = await asyncio.to_thread(EntityMatcher, aliases)
-            # Keep the other clearance's matcher of the same index; forget older indexes.
-            self._matchers = {k: m for k, m in self._matchers.items() if k[0] == key[0]} | {key: matcher}
-        return self._matchers[key]
+            # Keep the other clearance's of the same index; forget older indexes.
+            self._names = {k: v for k, v in self._names.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
+        return self._names[key]
 
     async def search(
         self, question: str, *, history: Sequence[str] = (), gm: bool = False, k: int | None = None
@@ -100,7 +105,7 @@ class Oracle:
         visibilities = self.visibilities(gm)
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        matcher = await self.matcher(gm, store)
+        matcher, mention_stats = await self.entity_lookup(gm, store)
         entities = matcher.find(question)
         query = expand_followup(question, history, names_entity=bool(entities))
         if query != question:
@@ -116,7 +121,7 @@ class Oracle:
         keyword, semantic, entity = await asyncio.gather(
             timed("keyword", keyword_path(store, query, visibilities, depth, (settings.fts_head_weight, 1.0))),
             timed("semantic", semantic_path(store, vectors, embedder, query, visibilities, depth)),
-            timed("entity", entity_path(store, entities, visibilities, depth)),
+            timed("entity", entity_path(store, entities, visibilities, depth, stats=mention_stats)),
         )
         scored = {"keyword": keyword, "semantic": semantic, "entity": entity}
 

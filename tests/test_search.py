@@ -15,7 +15,7 @@ import pytest_asyncio
 from oracle.answer import Oracle, Retrieval
 from oracle.index import Index
 from oracle.ingest import ingest
-from oracle.paths import EntityMatcher, fts_query, fts_terms, keyword_path
+from oracle.paths import EntityMatcher, entity_path, fts_query, fts_terms, keyword_path
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
@@ -311,6 +311,39 @@ async def test_an_everywhere_character_does_not_push_out_a_rare_one(tmp_path, ma
         assert {"Kestrel", "Orsolya Brandt"} == {e.name for e in result.entities}
         assert "Session 7" == result.paths["entity"][0].chunk.label
         assert "Session 7" == result.fused[0].chunk.label
+
+
+async def test_entity_counts_are_kept_per_index_and_clearance(tmp_path, make_settings, open_index):
+    notes = write_notes(tmp_path / "rare", RARE_CAMPAIGN)
+    settings = make_settings(notes)
+    index = open_index(settings)
+    await ingest(index)
+    oracle = Oracle(index)
+    question = "What did Kestrel and Orsolya Brandt talk about?"
+    await oracle.search(question)
+    matcher, stats = await oracle.entity_lookup(False)
+    ids = {e.name: e.entity_id for e in matcher.find(question)}
+    assert (10, {ids["Kestrel"]: 10, ids["Orsolya Brandt"]: 1}) == (stats.total, stats.df)
+    assert (await oracle.entity_lookup(False))[1] is stats  # the same index: read once
+
+    write_notes(notes, {
+        "sessions/Session 11.md": "Orsolya Brandt came back with the map.",
+        "gm/Orsolya.md": "Orsolya Brandt spies for the Margrave.",
+    })
+    await ingest(index)
+    player = await oracle.search(question)
+    await oracle.search(question, gm=True)
+    matcher, new = await oracle.entity_lookup(False)
+    _, gm = await oracle.entity_lookup(True)
+    orsolya = next(e.entity_id for e in matcher.find(question) if e.name == "Orsolya Brandt")
+    assert (11, 2) == (new.total, new.df[orsolya])
+    assert (12, 3) == (gm.total, gm.df[orsolya])
+    assert (10, 1) == (stats.total, stats.df[ids["Orsolya Brandt"]])  # the old index's, left alone
+    # The kept counts give what counting afresh gives.
+    store = await index.store()
+    fresh = await entity_path(store, player.entities, (PUBLIC,), 16)
+    assert [(h.chunk.id, h.score) for h in player.paths["entity"]] == [tuple(x) for x in fresh]
+    assert "Session 11" in labels(player.paths["entity"])
 
 
 def entity_scores_by_hand(settings, weights, visibility=PUBLIC) -> dict[str, float]:
