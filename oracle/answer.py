@@ -78,7 +78,7 @@ class Oracle:
         if key not in self._names:
             aliases = await store.visible_aliases(self.visibilities(gm))
             matcher = await asyncio.to_thread(EntityMatcher, aliases)
-            # Keep the other clearance's of the same index; forget older indexes.
+            # Keep the other clearance's entry for the same index; forget older indexes.
             self._names = {k: v for k, v in self._names.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
         return self._names[key]
 

@@ -59,6 +59,7 @@ CREATE TABLE chunks (
 );
 CREATE INDEX chunks_path ON chunks(path);
 CREATE INDEX chunks_label ON chunks(label);
+-- Schema 4 rebuilds it with FTS_TOKENIZE (stemmed).
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2'
 );
