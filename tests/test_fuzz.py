@@ -62,8 +62,13 @@ def test_random_markdown_and_frontmatter(front, body, path):
             assert "%%" not in chunk.text or note.visibility == GM
 
 
+def _controls(text: str) -> int:
+    return sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\t\f")
+
+
+# Many NULs, or more than 8 other control characters in a short file, make it binary (`notes.decode`).
 @settings(max_examples=100, deadline=None)
-@given(noise=MARKDOWN.filter(lambda text: "\x00" not in text))  # many NULs make a file binary
+@given(noise=MARKDOWN.filter(lambda text: "\x00" not in text and _controls(text) <= 8))
 def test_a_good_session_survives_any_neighbour(noise):
     """Whatever precedes it in the same log, a well-formed session keeps its label and its text."""
     good = "## Session 41 — The Quiet Harbour\nMirela sold the brass compass to the harbourmaster."
