@@ -36,6 +36,7 @@ from .compendium import (
     read_compendium_file,
 )
 from .index import Index, collection_name
+from .links import chunk_refs
 from .llm import LLMError
 from .notes import NoteError, decode, parse_note
 from .settings import Settings
@@ -339,10 +340,12 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         )
     else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
         entities, mentions = None, None
+    refs = await asyncio.to_thread(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
     changes = Changes(
         remove_chunks=to_remove,
         add_chunks=[(c, heads[c.id]) for c in to_add],
         add_windows=[(w.id, w.chunk_id) for w in windows],
+        add_refs=refs,
         put_files=put_files,
         remove_files=removed,
         meta={

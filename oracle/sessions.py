@@ -13,18 +13,18 @@ from dataclasses import dataclass
 from .types import Note
 
 # Session words in the languages game masters write in, accented and not.
-_WORD = r"(?:session|sesi[oó]n|sess[aã]o|sessione|s[eé]ance|sitzung|sessie)"
+SESSION_WORD = r"(?:session|sesi[oó]n|sess[aã]o|sessione|s[eé]ance|sitzung|sessie)"
 _NUM = r"(?:#|n[o°º]\.?)?\s*(?P<num>\d{1,4})"
 _SEP = r"[:.\-–—|,(]"
 
-_HEADING = re.compile(rf"^(?P<hashes>#{{1,6}})\s+(?:\*\*|__)?\s*{_WORD}\s*{_NUM}(?!\d)(?P<rest>.*)$", re.I)
+_HEADING = re.compile(rf"^(?P<hashes>#{{1,6}})\s+(?:\*\*|__)?\s*{SESSION_WORD}\s*{_NUM}(?!\d)(?P<rest>.*)$", re.I)
 _BOLD = re.compile(
-    rf"^(?P<mark>\*\*|__)\s*{_WORD}\s*{_NUM}(?!\d)(?P<rest>[^*_]*?)\s*(?P=mark)\s*:?\s*$", re.I
+    rf"^(?P<mark>\*\*|__)\s*{SESSION_WORD}\s*{_NUM}(?!\d)(?P<rest>[^*_]*?)\s*(?P=mark)\s*:?\s*$", re.I
 )
-_PLAIN = re.compile(rf"^{_WORD}\s*{_NUM}(?!\d)\s*(?:(?P<sep>{_SEP})\s*(?P<rest>.{{0,80}}))?$", re.I)
+_PLAIN = re.compile(rf"^{SESSION_WORD}\s*{_NUM}(?!\d)\s*(?:(?P<sep>{_SEP})\s*(?P<rest>.{{0,80}}))?$", re.I)
 _ANY_HEADING = re.compile(r"^#{1,6}\s+\S")
 _FILENAME_NUMBER = re.compile(
-    rf"^(?:{_WORD}[\s_\-]*#?\s*0*(?P<a>\d{{1,4}})(?!\d)|0*(?P<b>\d{{1,4}})\s*[-–—_.]+\s*\S)", re.I
+    rf"^(?:{SESSION_WORD}[\s_\-]*#?\s*0*(?P<a>\d{{1,4}})(?!\d)|0*(?P<b>\d{{1,4}})\s*[-–—_.]+\s*\S)", re.I
 )
 _DATE_PREFIX = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}")
 

@@ -7,6 +7,7 @@ WAL lets questions read the previous index while it does.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import sqlite3
@@ -19,9 +20,10 @@ import aiosqlite
 import snowballstemmer
 
 from .compendium import ChunkText, Entity, Mention, normalize
+from .links import chunk_refs
 from .types import Chunk
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
 # "camping"; terms are still the user's own words, stemmed alike on both sides.
@@ -128,6 +130,20 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(
 );
 INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 """,
+    # References between notes (see links.py): 'name' rows are the keys a chunk is known by, 'to'
+    # rows the keys it refers to. Filled from the chunks already stored (`_fill_refs`).
+    5: """
+CREATE TABLE IF NOT EXISTS refs (
+    chunk_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('name', 'to')),
+    key TEXT NOT NULL,
+    PRIMARY KEY (chunk_id, kind, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refs_key ON refs(key, kind, chunk_id);
+CREATE TRIGGER IF NOT EXISTS chunks_refs_ad AFTER DELETE ON chunks BEGIN
+    DELETE FROM refs WHERE chunk_id = old.id;
+END;
+""",
 }
 
 
@@ -154,6 +170,7 @@ class Changes:
     remove_chunks: Sequence[str]
     add_chunks: Sequence[tuple[Chunk, str]]  # (chunk, index head)
     add_windows: Sequence[tuple[str, str]]  # (window id, chunk id)
+    add_refs: Sequence[tuple[str, str, str]]  # (chunk id, kind, key): see links.chunk_refs
     put_files: Sequence[FileRecord]
     remove_files: Sequence[str]
     meta: dict[str, str]
@@ -202,11 +219,26 @@ class Store:
             return
         if version > SCHEMA_VERSION:
             raise StoreError(f"the index at {self.path} was built by a newer Oracle (schema {version})")
-        # One script in one transaction: a kill mid-way leaves no half-made schema.
+        # One transaction: a kill mid-way leaves no half-made schema.
         steps = [SCHEMA] if version == 0 else []
         steps += [MIGRATIONS[v] for v in range(max(version, 1) + 1, SCHEMA_VERSION + 1)]
         script = "\n".join(steps)
-        await self.db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;")
+        try:
+            await self.db.executescript(f"BEGIN IMMEDIATE;\n{script}")
+            if version < 5:
+                await self._fill_refs()
+            await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            await self.db.commit()
+        except BaseException:
+            await self.db.rollback()
+            raise
+
+    async def _fill_refs(self) -> None:
+        rows = await self._all("SELECT id, label, path, text, links FROM chunks")
+        refs = await asyncio.to_thread(
+            chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+        )
+        await self.db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)
 
     async def _ensure_ln(self) -> None:
         """SQLite builds without its math functions get Python's `ln` (the entity path scores with it)."""
@@ -298,6 +330,28 @@ class Store:
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    async def references(self, seeds: Sequence[str], visibilities: Sequence[str]) -> list[tuple[str, str, int]]:
+        """(seed, linked chunk, references its referrer makes) for each reference from a seed to a
+        visible chunk (forward) and from a visible chunk to a seed (backward)."""
+        if not seeds:
+            return []
+        seed_marks = ",".join("?" * len(seeds))
+        vis_marks = ",".join("?" * len(visibilities))
+        degree = "(SELECT count(*) FROM refs d WHERE d.chunk_id = {} AND d.kind = 'to')"
+        rows = await self._all(
+            f"SELECT a.chunk_id, b.chunk_id, {degree.format('a.chunk_id')} FROM refs a"
+            f" JOIN refs b ON b.key = a.key AND b.kind = 'name'"
+            f" JOIN chunks c INDEXED BY chunks_id_cover ON c.id = b.chunk_id AND c.visibility IN ({vis_marks})"
+            f" WHERE a.chunk_id IN ({seed_marks}) AND a.kind = 'to'"
+            f" UNION ALL"
+            f" SELECT a.chunk_id, b.chunk_id, {degree.format('b.chunk_id')} FROM refs a"
+            f" JOIN refs b ON b.key = a.key AND b.kind = 'to'"
+            f" JOIN chunks c INDEXED BY chunks_id_cover ON c.id = b.chunk_id AND c.visibility IN ({vis_marks})"
+            f" WHERE a.chunk_id IN ({seed_marks}) AND a.kind = 'name'",
+            (*visibilities, *seeds, *visibilities, *seeds),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
     async def common_terms(self, words: Sequence[str], share: float = 0.5) -> set[str]:
         """The words (lower-cased, one token each) found in more than `share` of all chunks. FTS5's
         bm25 gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite
@@ -376,6 +430,16 @@ class Store:
         )
         return dict(rows)
 
+    async def chunk_places(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """{chunk id: (label, index order)}."""
+        out: dict[str, tuple[str, int]] = {}
+        for i in range(0, len(ids), 500):
+            batch = list(ids[i : i + 500])
+            marks = ",".join("?" * len(batch))
+            rows = await self._all(f"SELECT id, label, n FROM chunks WHERE id IN ({marks})", batch)
+            out.update({r[0]: (r[1], r[2]) for r in rows})
+        return out
+
     async def count_chunks(self, visibilities: Sequence[str]) -> int:
         marks = ",".join("?" * len(visibilities))
         return (await self._one(f"SELECT count(*) FROM chunks WHERE visibility IN ({marks})", visibilities))[0]
@@ -442,6 +506,7 @@ class Store:
                 ],
             )
             await db.executemany("INSERT OR REPLACE INTO windows (id, chunk_id) VALUES (?, ?)", changes.add_windows)
+            await db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", changes.add_refs)
             await db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in changes.remove_files])
             await db.executemany(
                 "INSERT OR REPLACE INTO files (path, hash, kind, title, aliases, visibility, status, reason)"

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oracle.chunking import chunk_note
+from oracle.links import chunk_refs
 from oracle.notes import NoteError, parse_note
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM
@@ -16,6 +17,7 @@ LINE = st.one_of(
         "## Session 3 — The Fall", "**Session 7**", "# Sesión 4", "Session 9:", "### Part II", "%%", "%% secret %%",
         "> [!secret] hidden", "> [!gm]", "> quoted", "---", "...", "[[Target|shown]]", "[[", "]]", "![[img.png]]",
         "aliases: [a, b", "visibility: gm", "gm: true", "```", "- list", "| a | b |", "\t", "\r", "\x00",
+        "as in session 12", "sessions 3, 4 and 9-11", "| Session | Loot |", "| --- | --- |", "| 7 | gold |",
     ]),
 )
 MARKDOWN = st.lists(LINE, max_size=60).map("\n".join)
@@ -52,6 +54,8 @@ def test_random_markdown_and_frontmatter(front, body, path):
     if result is None:
         return
     note, chunks = result
+    refs = chunk_refs((c.id, c.label, c.path, c.text, c.links) for c in chunks)  # never raises either
+    assert all(kind in ("name", "to") and key.startswith(("session:", "note:")) for _, kind, key in refs)
     lines = note.text.split("\n")
     for chunk in chunks:
         assert chunk.text.strip()

@@ -273,6 +273,10 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
     await ingest(open_index(settings))
     before = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
     with sqlite3.connect(settings.sqlite_path) as db:  # as schema 1 left it: no covering indexes, no stemming
+        refs = db.execute("SELECT chunk_id, kind, key FROM refs ORDER BY 1, 2, 3").fetchall()
+        assert "session:1" in {key for _, kind, key in refs if kind == "to"}  # "back in session 1"
+        db.execute("DROP TRIGGER chunks_refs_ad")  # and no references between notes
+        db.execute("DROP TABLE refs")
         for name in ("chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"):
             db.execute(f"DROP INDEX {name}")
         db.executescript("""
@@ -293,8 +297,14 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
         stemmed = db.execute(
             "SELECT c.label FROM chunks_fts JOIN chunks c ON c.n = chunks_fts.rowid WHERE chunks_fts MATCH 'ambushing'"
         ).fetchall()
+        migrated_refs = db.execute("SELECT chunk_id, kind, key FROM refs ORDER BY 1, 2, 3").fetchall()
+        db.execute("DELETE FROM chunks WHERE label = 'Session 2'")
+        orphan_refs = db.execute("SELECT count(*) FROM refs WHERE chunk_id NOT IN (SELECT id FROM chunks)").fetchone()
+        db.rollback()
     assert {"chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"} <= names
     assert [("Session 2",)] == stemmed
+    assert migrated_refs == refs  # filled from the stored chunks as an ingest fills them
+    assert orphan_refs == (0,)  # and the trigger that drops a deleted chunk's references is back
 
     with sqlite3.connect(settings.sqlite_path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
