@@ -36,7 +36,8 @@ What is timed, per scale (p50 / p95 over queries × repeat, after 3 untimed warm
     - each path in isolation, called one after another: keyword, semantic (includes its own query
       embedding), entity (after the Compendium match), and RRF fusion of their results;
     - the same stages as `Oracle.search` reports them in `timings_ms` (the three paths there run
-      concurrently, so each includes waiting for the others), and its `total` (query embedding
+      concurrently, so each includes waiting for the others; then fusion, loading the chunks and the
+      hop to the notes linked to the fused top k), and its `total` (query embedding
       included), and the wall time of the awaited `Oracle.search` call (which also covers opening
       the read snapshot);
     - the BASELINE of the tutorials: rank_bm25 `BM25Okapi` over the chunk texts tokenised as
@@ -449,6 +450,7 @@ ROWS = [
     ("s_entity", "search: entity (concurrent)", "search"),
     ("s_fusion", "search: fusion", "search"),
     ("s_load", "search: load chunks", "search"),
+    ("s_linked", "search: notes linked to the fused top k", "search"),
     ("wall", "search: wall time, as awaited", "search"),
     ("total", "ORACLE Oracle.search total (timings_ms)", "total"),
     ("b_encode", "baseline: query embedding (torch encode)", "baseline"),
@@ -559,7 +561,8 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
                     ("encode_query", t_encode), ("keyword", t_kw), ("semantic", t_sem), ("entity", t_ent),
                     ("fusion", t_fuse), ("s_expand", tm.get("expand")), ("s_keyword", tm.get("keyword")),
                     ("s_semantic", tm.get("semantic")), ("s_entity", tm.get("entity")),
-                    ("s_fusion", tm.get("fusion")), ("s_load", tm.get("load")), ("total", tm.get("total")),
+                    ("s_fusion", tm.get("fusion")), ("s_load", tm.get("load")), ("s_linked", tm.get("linked")),
+                    ("total", tm.get("total")),
                     ("wall", t_search),
                     ("b_encode", t_b_encode), ("b_bm25", t_bm25), ("b_chroma", t_chroma), ("b_rrf", t_rrf),
                     ("b_total", t_b_encode + t_bm25 + t_chroma + t_rrf),

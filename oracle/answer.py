@@ -27,6 +27,7 @@ from .paths import (
     Scored,
     entity_path,
     keyword_path,
+    linked_path,
     semantic_path,
 )
 from .prompt import Turn, build_answer_prompt
@@ -47,7 +48,6 @@ from .vectors import VectorStore
 
 StageFn = Callable[[str], Awaitable[None]]
 
-PATHS = ("keyword", "semantic", "entity")
 log = logging.getLogger(__name__)
 
 
@@ -138,14 +138,21 @@ class Oracle:
         }
         fused_hits = [Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks]
         timings["load"] = _ms(t)
+
+        t = time.perf_counter()
+        seeds = [h.chunk.id for h in fused_hits[:k]]
+        linked = await linked_path(store, seeds, visibilities, settings.linked, {h.chunk.label for h in fused_hits})
+        linked_chunks = {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])}
+        linked_hits = [Hit(linked_chunks[cid], rank, s) for rank, (cid, s) in enumerate(linked, 1) if cid in linked_chunks]
+        timings["linked"] = _ms(t)
         timings["total"] = _ms(started)
-        return Retrieval(question, query, entities, paths, fused_hits, timings)
+        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits)
 
     async def select(self, retrieval: Retrieval, k: int | None = None) -> Selection:
-        """Rerank the fused pool on its cached annotations and pack the context."""
+        """Rerank the pool (fused, then linked) on its cached annotations and pack the context."""
         settings = self.settings
         k = k or settings.k
-        pool = [h.chunk for h in retrieval.fused]
+        pool = [h.chunk for h in retrieval.pool]
         store = await self.index.store()
         by_hash = await store.summaries([c.text_hash for c in pool], settings.model, annotate.PROMPT_VERSION)
         annotations = {c.id: by_hash[c.text_hash] for c in pool if c.text_hash in by_hash}
@@ -266,6 +273,7 @@ class Oracle:
                     "union": len({h.chunk.id for hits in retrieval.paths.values() for h in hits}),
                     "overlap": overlap({n: [h.chunk.id for h in hits] for n, hits in retrieval.paths.items()}),
                     "fused": _ids(retrieval.fused),
+                    "linked": _ids(retrieval.linked),
                     "timings_ms": {name: round(ms, 2) for name, ms in retrieval.timings_ms.items()},
                 }
             )

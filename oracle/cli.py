@@ -189,6 +189,8 @@ async def cmd_search(args: argparse.Namespace) -> int:
         settings.fusion, "weighted reciprocal rank fusion"
     )
     out.print(hits_table(f"fused ({fusion})", retrieval.fused[:k]))
+    if retrieval.linked:
+        out.print(hits_table(f"linked to the fused top {k} (after the pool, for the reranker)", retrieval.linked))
     timings = "  ".join(f"{name} {ms:.1f} ms" for name, ms in retrieval.timings_ms.items())
     out.print(f"[dim]{timings}[/]")
     return 0
@@ -277,16 +279,18 @@ def _slug(path: Path) -> str:
 
 def print_eval(result: dict, k: int) -> None:
     rows = [
-        ("union_recall", "recall in the union of the paths"),
+        ("union_recall", "recall in the union of the paths and links"),
+        ("paths_union_recall", "recall in the union of the three paths"),
         ("keyword_recall", "recall, keyword path"),
         ("semantic_recall", "recall, semantic path"),
         ("entity_recall", "recall, entity path"),
+        ("linked_recall", f"recall, notes linked to the fused top {k}"),
         ("keyword_recall_at_k", f"recall, keyword top {k}"),
         ("semantic_recall_at_k", f"recall, semantic top {k}"),
         ("entity_recall_at_k", f"recall, entity top {k}"),
         ("fused_recall_at_k", f"recall in the fused top {k}"),
-        ("pool_recall", "recall in the fused pool (what a reranker sees)"),
-        ("hit_in_pool", "any gold in the fused pool"),
+        ("pool_recall", "recall in the pool: fused and linked (what a reranker sees)"),
+        ("hit_in_pool", "any gold in the pool"),
         ("final_recall_at_k", f"recall in the final top {k}"),
         ("recall_at_5", "recall@5 (final list)"),
         ("recall_at_10", "recall@10 (final list)"),

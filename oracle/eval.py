@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .paths import PATHS
 from .types import PUBLIC, Chunk
 
 if TYPE_CHECKING:
@@ -140,11 +141,12 @@ def exact_dense(
 @dataclass
 class QuestionResult:
     question: Question
-    union: float
+    union: float  # the three paths and the linked notes: everything retrieval puts before a reranker
+    paths_union: float  # the three paths alone
     paths: dict[str, float]
     paths_at_k: dict[str, float]
     fused_at_k: float
-    pool: float  # recall in the whole fused pool: all a reranker can bring into the top k
+    pool: float  # recall in the pool (fused, then linked): all a reranker can bring into the top k
     hit_pool: float
     final_at_k: float
     context: float | None
@@ -180,11 +182,9 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
         out = {
             "questions": len(rs),
             "union_recall": mean(r.union for r in rs),
-            **{f"{name}_recall": mean(r.paths.get(name) for r in rs) for name in ("keyword", "semantic", "entity")},
-            **{
-                f"{name}_recall_at_k": mean(r.paths_at_k.get(name) for r in rs)
-                for name in ("keyword", "semantic", "entity")
-            },
+            "paths_union_recall": mean(r.paths_union for r in rs),
+            **{f"{name}_recall": mean(r.paths.get(name) for r in rs) for name in (*PATHS, "linked")},
+            **{f"{name}_recall_at_k": mean(r.paths_at_k.get(name) for r in rs) for name in PATHS},
             "fused_recall_at_k": mean(r.fused_at_k for r in rs),
             "pool_recall": mean(r.pool for r in rs),
             "hit_in_pool": mean(r.hit_pool for r in rs),
@@ -240,8 +240,11 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
     for q in questions:
         retrieval = await oracle.search(q.question, history=q.history, gm=gm, k=k)
         path_chunks = {name: [h.chunk for h in hits] for name, hits in retrieval.paths.items()}
-        union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
+        paths_union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
+        linked = [h.chunk for h in retrieval.linked]
+        union = paths_union + linked  # linked notes are never in the fused pool, nor in its labels
         fused = [h.chunk for h in retrieval.fused]
+        pool = [h.chunk for h in retrieval.pool]
         selection = await oracle.select(retrieval, k)
         final = selection.final
         context = [*selection.context.fragments, *(s.chunk for s in selection.context.summaries)]
@@ -255,11 +258,12 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
             QuestionResult(
                 question=q,
                 union=recall(relevant, union),
-                paths={name: recall(relevant, chunks) for name, chunks in path_chunks.items()},
+                paths_union=recall(relevant, paths_union),
+                paths={name: recall(relevant, chunks) for name, chunks in {**path_chunks, "linked": linked}.items()},
                 paths_at_k={name: recall(relevant, chunks, k) for name, chunks in path_chunks.items()},
                 fused_at_k=recall(relevant, fused, k),
-                pool=recall(relevant, fused),
-                hit_pool=hit(relevant, fused, len(fused)),
+                pool=recall(relevant, pool),
+                hit_pool=hit(relevant, pool, len(pool)),
                 final_at_k=recall(relevant, final, k),
                 context=recall(relevant, context),
                 final_at_5=recall(relevant, final, 5),

@@ -41,6 +41,12 @@ class Retrieval:
     paths: dict[str, list[Hit]]
     fused: list[Hit]  # the fused pool, best first (≤ fused_pool)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    linked: list[Hit] = field(default_factory=list)  # reached from the fused top k by a reference
+
+    @property
+    def pool(self) -> list[Hit]:
+        """Every candidate the reranker sees: the fused pool, then the linked notes."""
+        return self.fused + self.linked
 
     def to_json(self) -> dict:
         return {
@@ -49,6 +55,7 @@ class Retrieval:
             "entities": [{"id": e.entity_id, "name": e.name, "matched": e.matched} for e in self.entities],
             "paths": {name: [h.to_json() for h in hits] for name, hits in self.paths.items()},
             "fused": [h.to_json() for h in self.fused],
+            "linked": [h.to_json() for h in self.linked],
             "union": len({h.chunk.id for hits in self.paths.values() for h in hits}),
             "overlap": overlap({name: [h.chunk.id for h in hits] for name, hits in self.paths.items()}),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},

@@ -68,6 +68,10 @@ class Settings(BaseSettings):
         validation_alias="ORACLE_PATH_WEIGHTS",
     )
     fts_head_weight: float = Field(2.0, validation_alias="ORACLE_FTS_HEAD_WEIGHT", gt=0)
+    # Notes or sessions reached by one hop along the notes' references from the fused top k ("session
+    # 14", a loot table's Session column, [[links]]), added after the fused pool for the reranker.
+    # 0 turns the hop off.
+    linked: int = Field(8, validation_alias="ORACLE_LINKED", ge=0, le=40)
 
     # Ranking and answering.
     reranker: str = Field("llm", validation_alias="ORACLE_RERANKER", pattern="^(llm|cross-encoder|none)$")

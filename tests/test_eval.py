@@ -130,7 +130,7 @@ BANK = [
 ]
 
 OVERALL_KEYS = {
-    "union_recall", "fused_recall_at_k", "final_recall_at_k", "context_recall", "mrr", "ndcg_at_10",
+    "union_recall", "paths_union_recall", "linked_recall", "pool_recall", "fused_recall_at_k", "final_recall_at_k", "context_recall", "mrr", "ndcg_at_10",
     "arc_coverage_union", "arc_coverage_at_k", "arc_coverage_context",
 }  # fmt: skip
 
@@ -190,6 +190,7 @@ def test_eval_json_builds_a_missing_index_and_measures_every_stage(campaign, oll
     assert kinds["entity"]["arc_coverage_union"] is None
     for stats in (overall, *kinds.values()):
         assert stats["union_recall"] >= stats["pool_recall"] >= stats["fused_recall_at_k"]
+        assert stats["union_recall"] >= stats["paths_union_recall"]
         assert stats["recall_at_10"] >= stats["recall_at_5"]
         assert stats["hit_in_pool"] >= stats["hit_at_10"] >= stats["hit_at_5"]
     assert 0 < overall["ann_recall"] <= 1
@@ -209,12 +210,27 @@ def test_eval_prints_the_stage_table_and_the_misses(campaign, ollama_down, capsy
     code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--k", "3")
     assert 0 == code
     text = " ".join(stdout.split())
-    for row in ("recall in the union of the paths", "recall in the fused top 3", "recall in the fused pool",
-                "MRR (final list)", "nDCG@10 (final list)", "arc coverage, union", "approximate vs exact dense search"):  # fmt: skip
+    for row in ("recall in the union of the paths and links", "recall in the union of the three paths",
+                "recall, notes linked to the fused top 3", "recall in the fused top 3", "recall in the pool", "MRR (final list)", "nDCG@10 (final list)", "arc coverage, union", "approximate vs exact dense search"):  # fmt: skip
         assert row in text, row
     assert "5 answerable questions (1 unanswerable)" in text
     assert "misses: where the evidence was lost" in text
     assert "world/The_True_Heir at retrieval" in text
+
+
+def test_eval_credits_the_notes_linked_to_the_top_k(tmp_path, ollama_down, monkeypatch, capsys):
+    """A pool of one: the session that the top result refers to ("back in session 1") reaches the
+    pool only through the link, and the eval says so."""
+    monkeypatch.setenv("ORACLE_FUSED_POOL", "1")
+    notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
+    ford = {"id": "l1", "question": "Who ambushed Mirela and Teodric at the ford?", "relevant": ["Session 1"]}
+    bank = write_bank(tmp_path / "bank.jsonl", [ford])
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(tmp_path / "data"),
+                          "--k", "1", "--json")  # fmt: skip
+    overall = json.loads(stdout)["overall"]
+    assert 0 == code
+    assert (0.0, 1.0, 1.0) == (overall["fused_recall_at_k"], overall["linked_recall"], overall["pool_recall"])
+    assert overall["union_recall"] == 1.0
 
 
 def test_eval_reingests_a_stale_index(tmp_path, ollama_down, capsys):

@@ -35,12 +35,14 @@ def labels(hits) -> list[str]:
 
 
 def every_hit(r: Retrieval):
-    """(where, hit) for each hit of each path and of the fused list."""
+    """(where, hit) for each hit of each path, of the fused list and of the linked notes."""
     for name, hits in r.paths.items():
         for h in hits:
             yield name, h
     for h in r.fused:
         yield "fused", h
+    for h in r.linked:
+        yield "linked", h
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -459,7 +461,7 @@ async def test_a_player_never_sees_a_gm_chunk(mini, chunk_table, marker):
             assert hit.chunk.id not in gm_ids, (question, where)
             assert not any(s in hit.chunk.text for s in SECRETS), (question, where)
         shown = result.to_json()
-        assert not any(s in json.dumps([shown["paths"], shown["fused"]]) for s in SECRETS)
+        assert not any(s in json.dumps([shown["paths"], shown["fused"], shown["linked"]]) for s in SECRETS)
         assert "The True Heir" not in {e.name for e in result.entities}  # a GM-only entity and alias
 
 
@@ -544,16 +546,18 @@ async def test_retrieval_json_shape(mini):
     result = await Oracle(mini).search("What did the Candle Monk sell?")
     data = json.loads(json.dumps(result.to_json()))
 
-    assert {"question", "search_query", "entities", "paths", "fused", "union", "overlap", "timings_ms"} == set(data)
+    assert {"question", "search_query", "entities", "paths", "fused", "linked", "union", "overlap", "timings_ms"} == set(
+        data
+    )
     assert ("What did the Candle Monk sell?", "What did the Candle Monk sell?") == (
         data["question"], data["search_query"])
     assert [{"id", "name", "matched"}] == [set(e) for e in data["entities"]]
     assert {"keyword", "semantic", "entity"} == set(data["paths"])
-    hits = [h for hits in data["paths"].values() for h in hits] + data["fused"]
+    hits = [h for hits in data["paths"].values() for h in hits] + data["fused"] + data["linked"]
     assert hits
     for hit in hits:
         assert {"id", "label", "path", "lines", "rank", "score", "text"} == set(hit)
         assert 2 == len(hit["lines"]) and hit["lines"][0] <= hit["lines"][1]
     assert len({h["id"] for hits in data["paths"].values() for h in hits}) == data["union"]
     assert {"entity&keyword", "entity&semantic", "keyword&semantic"} == set(data["overlap"])
-    assert {"expand", "keyword", "semantic", "entity", "fusion", "load", "total"} <= set(data["timings_ms"])
+    assert {"expand", "keyword", "semantic", "entity", "fusion", "load", "linked", "total"} <= set(data["timings_ms"])

@@ -27,7 +27,7 @@ SECRET_CAMPAIGN = {
     "sessions/Session 1.md": """
         ## Session 1 — The Heir's Road
         The party escorted Lady Maren Thorne to the border fort of Kelvor.
-        The captain of Kelvor, Osric Vane, asked about the missing heir and the sealed letter.
+        The captain of Kelvor, Osric Vane, asked about [[The_True_Heir|the missing heir]] and the sealed letter.
         %% SECRET-INLINE Osric Vane is paid by the smugglers of the Grey Marsh %%
         They camped by the river and heard bells in the marsh.
     """,
@@ -42,7 +42,7 @@ SECRET_CAMPAIGN = {
         > [!secret] What the bells mean
         > SECRET-CALLOUT the bells ring when the drowned heir walks
         > under the marsh water at night
-        Osric Vane followed them at a distance.
+        Osric Vane followed them at a distance, as he had since session 1.
         > [!gm]
         > SECRET-GMCALLOUT Osric will betray the party in session five
     """,
@@ -60,7 +60,10 @@ SECRET_CAMPAIGN = {
         ---
         SECRET-GMTRUE The drowned court under the marsh is ruled by the old king's ghost.
     """,
-    "gm/Act Two.md": "SECRET-GMFOLDER In act two the smugglers burn the fort of Kelvor, led by Zarquon Estmere.\n",
+    "gm/Act Two.md": (
+        "SECRET-GMFOLDER In act two the smugglers burn the fort of Kelvor, led by Zarquon Estmere,"
+        " as planned since session 1.\n"
+    ),
     "world/gm/Fort Kelvor Vault.md": "SECRET-NESTED The vault under fort Kelvor holds the crown of the old king.\n",
     "npcs/Osric_Vane.md": """
         ---
@@ -143,6 +146,28 @@ async def test_a_player_never_sees_a_secret(campaign, marker):
     followup = await oracle.ask("and then what?", history=[Turn("user", question), Turn("assistant", answer.text)])
     assert_no_secret(followup.to_json(), "a follow-up")
     assert_no_secret([r.body for r in fake.requests], "a follow-up's request to Ollama")
+
+
+@module_loop
+async def test_a_player_never_sees_a_secret_through_a_link(campaign, embedder):
+    """A pool of one leaves the rest to the hop along references, which run from public sessions to
+    game-master notes ([[The_True_Heir]]) and back ("as planned since session 1")."""
+    from oracle.index import Index
+
+    index, _, _ = campaign
+    narrow = Index(index.settings.model_copy(update={"fused_pool": 1}), embedder=embedder)
+    try:
+        linked = {True: set(), False: set()}
+        for question in [*PROBES.values(), "Who escorted Lady Maren Thorne to the border fort?"]:
+            for gm in (False, True):
+                retrieval = await Oracle(narrow).search(question, k=1, gm=gm)
+                linked[gm] |= {h.chunk.path for h in retrieval.linked}
+                if not gm:
+                    assert_no_secret(retrieval.to_json(), "notes linked to the results")
+        assert {"sessions/Session 1.md", "sessions/Session 2.md"} <= linked[False]
+        assert {"gm/Act Two.md", "world/The_True_Heir.md"} <= linked[True]  # the links are there
+    finally:
+        await narrow.close()
 
 
 @module_loop
