@@ -5,8 +5,8 @@ a Session column, an Obsidian `[[Idris_Vantowe]]`. Retrieval follows those refer
 best results (`paths.linked_path`), so a multi-session arc or a character's sheet can reach the
 reranker even when it shares no words with the question.
 
-A reference and a name are both keys: `session:14` for a session, `note:idris vantowe` for a note,
-by its file name, as Obsidian resolves a link.
+A reference and a name are both keys: `session:14` for a session, `note:idris_vantowe` for a note,
+by its file name (folded as the Compendium folds names), as Obsidian resolves a link.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _mentioned_sessions(text: str) -> set[int]:
     list: in "session 3, 4 goblins" the 4 is not a session."""
     numbers: set[int] = set()
     lowered = text.lower()
-    if not any(stem in lowered for stem in _WORD_STEMS):  # most chunks: the regex alone is 10x slower
+    if not any(stem in lowered for stem in _WORD_STEMS):  # the regex costs ~9x this scan
         return numbers
     for m in _MENTION.finditer(text):
         listed = m["first"] + (m["more"] if m["plural"] else "")
