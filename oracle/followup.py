@@ -1,9 +1,11 @@
 """Follow-up expansion: deterministic, no LLM.
 
 "And then what?" cannot be searched alone. A question that starts with a connective (and, but,
-then, so; y, pero, entonces, luego) or is short and names nobody is searched together with the
-user's previous turn. A proper noun in the question overrides the rule: "and Mirela?" names its
-subject. The question answered stays the user's own words; only the search query changes.
+then, so; y, pero, entonces, luego), even after an interjection ("ok so how…"), or is short, or
+speaks of someone by a pronoun only ("the old mage who was with him"), and names nobody, is searched
+together with the user's previous turn. A proper noun in the question overrides the rule: "and
+Mirela?" names its subject. The question answered stays the user's own words; only the search query
+changes.
 """
 from __future__ import annotations
 
@@ -11,6 +13,13 @@ import re
 from collections.abc import Sequence
 
 CONNECTIVES = {"and", "but", "then", "so", "also", "y", "e", "pero", "entonces", "luego", "después", "despues"}
+# Said before the question proper: "ok so how did we…", "wait, and then?"
+INTERJECTIONS = {
+    "ok", "okay", "oh", "ah", "eh", "wait", "hmm", "hm", "um", "uh", "right", "well", "yeah", "alright",
+    "vale", "bueno", "oye", "espera",
+}  # fmt: skip
+# Third-person pronouns: with no name in the question, the person is the previous turn's.
+PRONOUNS = {"he", "him", "his", "she", "her", "hers", "they", "them", "their", "theirs", "él", "ella", "ellos", "ellas"}
 SHORT_WORDS = 6
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 
@@ -40,7 +49,9 @@ def needs_history(question: str, *, names_entity: bool = False) -> bool:
         return True
     if names_entity or has_proper_noun(question):
         return False
-    return words[0].lower() in CONNECTIVES or len(words) <= SHORT_WORDS
+    lowered = [w.lower() for w in words]
+    first = next((w for w in lowered if w not in INTERJECTIONS), "")
+    return first in CONNECTIVES or len(words) <= SHORT_WORDS or not PRONOUNS.isdisjoint(lowered)
 
 
 def expand_followup(question: str, history: Sequence[str], *, names_entity: bool = False) -> str:

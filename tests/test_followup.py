@@ -1,8 +1,9 @@
 """Follow-up expansion, pure: one test per case of the rule.
 
-A question that starts with a connective, or is short (≤ 6 words) and names nobody, is searched
-with the user's previous turn in front. A proper noun after the first word, or a matched entity,
-overrides. The previous turn is the last non-empty item of the history.
+A question that starts with a connective (after any interjection), or is short (≤ 6 words), or
+speaks of someone by a third-person pronoun only, and names nobody, is searched with the user's
+previous turn in front. A proper noun after the first word, or a matched entity, overrides. The
+previous turn is the last non-empty item of the history.
 """
 from __future__ import annotations
 
@@ -49,9 +50,49 @@ def test_a_short_question_naming_nobody_is_expanded(question):
 
 
 def test_seven_words_is_no_longer_short():
-    question = "what did the old monk sell them?"
+    question = "what did the old monk sell there?"
     assert 7 == len(question.split())
     assert question == expand_followup(question, HISTORY)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "ok so how did we get the ship back after all that?",
+        "wait, and then what happened at the bridge after the fight?",
+        "oh but why would anyone trust a stranger who lies about everything?",
+        "vale, y qué encontraron dentro de la vieja capilla después?",
+    ],
+)
+def test_a_connective_after_an_interjection_still_starts_the_question(question):
+    assert len(question.split()) > 6
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+
+
+def test_an_interjection_alone_is_not_a_connective():
+    question = "ok what did the party find inside the old chapel after the fight?"
+    assert question == expand_followup(question, HISTORY)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did we do to the old mage who was with him?",
+        "where did she hide the ledger after the chapel burned?",
+        "how long had they been following the party before the ford?",
+        "qué le dijo ella al capitán cuando llegaron al puente?",
+    ],
+)
+def test_a_long_question_about_someone_by_pronoun_only_is_expanded(question):
+    assert len(question.split()) > 6
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+
+
+def test_a_pronoun_beside_a_name_does_not_expand():
+    question = "what did Mirela tell him about the compass and the bell?"
+    assert question == expand_followup(question, HISTORY)
+    question = "what did the innkeeper tell him about the compass and the bell?"
+    assert question == expand_followup(question, HISTORY, names_entity=True)
 
 
 def test_a_long_question_without_names_is_unchanged():
