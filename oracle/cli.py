@@ -254,6 +254,11 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     settings = Settings(**overrides)
     bars = _Bars(enabled=not args.json and console.is_terminal)
     async with Index(settings) as index:
+        if settings.sqlite_path.exists():
+            built_from = (await (await index.store()).meta()).get("notes_dir")
+            if built_from and Path(built_from) != settings.notes_dir.resolve():  # say so: it is not an update
+                console.print(f"the index in {settings.data_dir} was built from {built_from}; "
+                              f"indexing {settings.notes_dir} into it instead", soft_wrap=True)
         with bars.progress:
             await ingest(index, progress=bars, by="oracle eval")
         result = await run_eval(Oracle(index), questions, gm=args.gm, k=args.k or settings.k)

@@ -247,6 +247,19 @@ def test_eval_reingests_a_stale_index(tmp_path, ollama_down, capsys):
     assert (1.0, 1.0) == (json.loads(stdout)["overall"]["union_recall"], json.loads(stdout)["overall"]["mrr"])
 
 
+def test_eval_says_when_it_indexes_other_notes_into_an_index(tmp_path, ollama_down, capsys):
+    """`--data` naming another corpus's index, by mistake: the re-index is said, not silent."""
+    data = tmp_path / "data"
+    bank = write_bank(tmp_path / "bank.jsonl", [BANK[0]])
+    mini = write_notes(tmp_path / "mini", MINI_CAMPAIGN)
+    other = write_notes(tmp_path / "other", {"sessions/Session 1.md": "The party sold a brass compass.\n"})
+    code, _, stderr = run(capsys, "eval", str(bank), "--notes", str(mini), "--data", str(data), "--json")
+    assert (0, "") == (code, stderr)
+    code, _, stderr = run(capsys, "eval", str(bank), "--notes", str(other), "--data", str(data), "--json")
+    assert 0 == code
+    assert f"was built from {mini.resolve()}" in " ".join(stderr.split())
+
+
 def test_a_bad_bank_is_a_message_not_a_traceback(tmp_path, capsys):
     bank = tmp_path / "bank.jsonl"
     bank.write_text('{"question": "Who?"}\nnot json\n', encoding="utf-8")
