@@ -97,9 +97,10 @@ async def semantic_path(
 ) -> Scored:
     vector = await asyncio.to_thread(embedder.encode_query, text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
-    # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks. Windows of
-    # chunks SQLite does not hold (an ingest in progress or killed) are dropped; ask again for more
-    # when they crowd out real ones, so the list is the one the committed index alone would give.
+    # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks, and ask again
+    # for more when they do not: the best windows of a few long sessions can fill the first answer,
+    # and windows of chunks SQLite does not hold (an ingest in progress or killed) are dropped, so the
+    # list is the one the committed index alone would give.
     n = depth * 8
     for _ in range(4):
         hits = await asyncio.to_thread(vectors.query, vector, n, visibility=visibility)
@@ -108,7 +109,7 @@ async def semantic_path(
             best.setdefault(hit.chunk_id, 1.0 - hit.distance)
         present = await store.visible_chunk_ids(list(best), visibilities)
         found = [(cid, score) for cid, score in best.items() if cid in present]
-        if len(found) >= depth or len(hits) < n or len(present) == len(best):
+        if len(found) >= depth or len(hits) < n:
             return found[:depth]
         n *= 4
     return found[:depth]

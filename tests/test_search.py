@@ -415,6 +415,25 @@ async def test_semantic_path_collapses_windows_to_chunks(mini_notes, make_settin
     assert long_id == result.paths["semantic"][0].chunk.id
 
 
+async def test_semantic_path_fills_its_depth_when_long_sessions_fill_the_first_windows(
+    mini_notes, make_settings, open_index
+):
+    for n in range(5, 9):  # four long sessions of a dozen windows each, all about the question
+        (mini_notes / "sessions" / f"Session {n}.md").write_text(LONG_SESSION.replace("Session 9", f"Session {n}"))
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    question = "How many stars did Mirela count above the Saltmarsh?"
+    vectors, embedder = await index.vectors(), await index.embedder()
+    first = vectors.query(embedder.encode_query(question), 6 * 8, visibility=PUBLIC)  # k = 1: depth 6
+    assert len({h.chunk_id for h in first}) < 6  # the first ask holds fewer chunks than the depth
+
+    result = await Oracle(index).search(question, k=1)
+    semantic = [h.chunk.label for h in result.paths["semantic"]]
+    assert len(semantic) == 6 == len(set(h.chunk.id for h in result.paths["semantic"]))
+    assert {"Session 5", "Session 6", "Session 7", "Session 8"} == set(semantic[:4])
+
+
 async def test_a_dense_hit_whose_chunk_sqlite_lacks_is_dropped(mini_notes, make_settings, open_index):
     settings = make_settings(mini_notes)
     index = open_index(settings)
