@@ -43,7 +43,7 @@ from .results import (
     passages_text,
 )
 from .store import Store
-from .types import GM, PUBLIC
+from .types import GM, PUBLIC, Chunk
 from .vectors import VectorStore
 
 StageFn = Callable[[str], Awaitable[None]]
@@ -132,18 +132,14 @@ class Oracle:
         t = time.perf_counter()
         wanted = list(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
         chunks = {c.id: c for c in await store.chunks_by_ids(wanted)}
-        paths = {
-            name: [Hit(chunks[cid], rank, score) for rank, (cid, score) in enumerate(hits, 1) if cid in chunks]
-            for name, hits in scored.items()
-        }
+        paths = {name: _hits(hits, chunks) for name, hits in scored.items()}
         fused_hits = [Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks]
         timings["load"] = _ms(t)
 
         t = time.perf_counter()
         seeds = [h.chunk.id for h in fused_hits[:k]]
         linked = await linked_path(store, seeds, visibilities, settings.linked, {h.chunk.label for h in fused_hits})
-        linked_chunks = {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])}
-        linked_hits = [Hit(linked_chunks[cid], rank, s) for rank, (cid, s) in enumerate(linked, 1) if cid in linked_chunks]
+        linked_hits = _hits(linked, {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])})
         timings["linked"] = _ms(t)
         timings["total"] = _ms(started)
         return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits)
@@ -355,6 +351,11 @@ class Oracle:
 
 def _ids(hits: Sequence[Hit]) -> list[list]:
     return [[h.chunk.id, h.chunk.label, round(h.score, 6)] for h in hits]
+
+
+def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:
+    """A path's (id, score) list as ranked hits, 1-based, over the chunks that could be loaded."""
+    return [Hit(chunks[cid], rank, score) for rank, (cid, score) in enumerate(scored, 1) if cid in chunks]
 
 
 def _ms(since: float) -> float:
