@@ -64,13 +64,13 @@ def test_unclosed_comment_hides_the_rest():
     assert 1 == len(warnings)
 
 
-@pytest.mark.parametrize("kind", ["secret", "gm", "SECRET", "gm-"])
+@pytest.mark.parametrize("kind", ["secret", "gm", "SECRET", "gm-", "dm", "private+", "Private"])
 def test_callouts_hide_the_whole_quoted_block(kind):
-    tag = kind.rstrip("-")
-    fold = "-" if kind.endswith("-") else ""
-    text = f"before\n> [!{tag}]{fold} The truth\n> the heir lives\n>\n> in the north\nafter"
+    tag = kind.rstrip("-+")
+    fold = kind[len(tag):]
+    text = f"before\n> [!{tag}]{fold} The truth\n> the heir lives\n>\n> in the north\n\nafter"
     public, secrets, _ = extract_secrets(text)
-    assert "before\n\n\n\n\nafter" == public
+    assert "before\n\n\n\n\n\nafter" == public
     assert (Secret(2, 5, "The truth\nthe heir lives\n\nin the north"),) == secrets
 
 
@@ -112,7 +112,7 @@ def test_whole_note_secrets(path, text):
 
 
 def test_public_note_secrets_are_cut_out():
-    note = parse("sessions/Session 3.md", "Public.\n%% SECRET-X %%\n> [!gm]\n> SECRET-Y [[Kat|the witch]]\nEnd.")
+    note = parse("sessions/Session 3.md", "Public.\n%% SECRET-X %%\n> [!gm]\n> SECRET-Y [[Kat|the witch]]\n\nEnd.")
     assert "SECRET" not in note.text
     assert (Secret(2, 2, "SECRET-X"), Secret(3, 4, "SECRET-Y the witch")) == note.secrets
 
@@ -120,3 +120,102 @@ def test_public_note_secrets_are_cut_out():
 def test_stray_nul_bytes_in_a_text_note_are_dropped_with_a_warning():
     text, warnings = decode(b"## Session 1\nThe party\x00 rested by the river all night long.\n")
     assert ("## Session 1\nThe party rested by the river all night long.\n", ["removed 1 NUL bytes"]) == (text, warnings)
+
+
+# -- Markdown as Obsidian reads it: the forms that used to show a secret ---------------------
+
+
+def test_a_lazy_continuation_line_belongs_to_the_callout():
+    """CommonMark (and Obsidian) read a line without `>` right after a quote as part of it."""
+    public, secrets, _ = extract_secrets("Open.\n> [!gm]\n> The duke\nis a traitor\n\nClose.")
+    assert "Open.\n\n\n\n\nClose." == public
+    assert (Secret(2, 4, "The duke\nis a traitor"),) == secrets
+
+
+def test_a_callout_inside_a_list_item_is_secret():
+    public, secrets, _ = extract_secrets("- camp\n  > [!secret]\n  > the cook is a spy\n- rest")
+    assert "the cook" not in public and "rest" in public
+    assert (Secret(2, 3, "the cook is a spy"),) == secrets
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "Type `%%` to start a comment.",
+        "Use ``a `%%` b`` here.",
+        "```c\nprintf(\"100%%\");\n```",
+        "~~~\n%%\n~~~",
+        "    indented %% code",
+    ],
+)
+def test_percent_signs_in_code_are_literal(before):
+    text = f"{before}\n\nThe party rested. %% SECRET the inn is cursed %% They slept."
+    public, secrets, warnings = extract_secrets(text)
+    assert "SECRET" not in public and "They slept." in public
+    assert ["SECRET the inn is cursed"] == [s.text for s in secrets]
+    assert [] == warnings
+    assert before.split("\n")[0] in public
+
+
+@pytest.mark.parametrize("before", ["a 20%% discount", "escaped \\%% sign", "100%%"])
+def test_a_doubtful_marker_hides_more_never_less(before):
+    """`20%%` or `\\%%` before a real comment: either reading's hidden text is hidden."""
+    text = f"Start. {before} then.\nMiddle %% SECRET the cook %% after.\nEnd of note."
+    public, secrets, warnings = extract_secrets(text)
+    assert "SECRET" not in public and "the cook" not in public
+    assert "Start." in public
+    assert 1 <= len(warnings) and "line 1" in warnings[0]
+
+
+def test_a_doubtful_marker_after_a_comment_still_hides_it():
+    text = "A 20%% rise. %% SECRET the mayor %% then 50%% more.\n\nLast line."
+    public, _, _ = extract_secrets(text)
+    assert "SECRET" not in public and "mayor" not in public and "Last line." in public
+
+
+def test_an_unclosed_comment_names_its_line_and_hides_what_it_says():
+    public, secrets, warnings = extract_secrets("one\ntwo %% SECRET\nthree\nfour")
+    assert "one\ntwo \n\n" == public
+    assert ["line 2: a %% comment is never closed; the rest of the note is treated as secret"] == warnings
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "title: The Duke: a traitor\nvisibility: gm",  # not YAML: a colon in a plain value
+        "visibility:\tgm\n\tx: y",  # a tab
+        "visibility:gm",  # one string, not a map
+        "- visibility: gm",  # a list
+        "aliases: [Kat\ngm: true",  # broken, and says gm
+        "visibility: hidden",  # a value the Oracle does not know
+        "visibility: [gm]",
+        "gm: maybe",
+    ],
+)
+def test_frontmatter_that_cannot_be_read_but_may_say_gm_makes_the_note_gm(frontmatter):
+    note = parse("world/Duke.md", f"---\n{frontmatter}\n---\nThe duke is a traitor.")
+    assert GM == note.visibility
+    assert 1 == len(note.warnings) and "game-master-only" in note.warnings[0]
+
+
+def test_unclosed_frontmatter_that_says_gm_makes_the_note_gm():
+    note = parse("world/Duke.md", "---\nvisibility: gm\nThe duke is a traitor.")
+    assert GM == note.visibility
+    assert ["line 2: frontmatter cannot be read (opened with --- but never closed) but mentions 'visibility';"
+            " the note is treated as game-master-only"] == list(note.warnings)
+
+
+@pytest.mark.parametrize("frontmatter", ["visibility: public", "gm: false", "aliases: [Kat]", "tags: [pc, dmg]"])
+def test_frontmatter_that_says_public_stays_public(frontmatter):
+    note = parse("world/Duke.md", f"---\n{frontmatter}\n---\nThe duke is loyal.")
+    assert (PUBLIC, ()) == (note.visibility, note.warnings)
+
+
+@pytest.mark.parametrize("folder", ["gm", "DM", "secrets", "private", "lore/secret"])
+def test_gm_folders(folder):
+    assert GM == parse(f"{folder}/Plot.md", "The plot.").visibility
+
+
+def test_a_link_into_a_gm_folder_takes_the_visibility_of_its_real_path():
+    note = parse_note("lore/mirror.md", b"The plot.", DEFAULT_FOLDER_KINDS, real_path="gm/plot.md")
+    assert GM == note.visibility
