@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from .notes import frontmatter_visibility
 from .types import GM, PUBLIC, EntitySource
 
 SOURCE_TRUST = {"frontmatter": 0, "compendium": 1, "llm": 2, "proper-noun": 3}
@@ -291,14 +292,20 @@ def normalize_text(text: str) -> str:
 
 
 def read_compendium_file(name: str, data: str, visibility: str = PUBLIC) -> list[EntitySource]:
-    """`compendium.yaml` (a list of {name, aliases, kind}) or `compendium.md` with it in frontmatter."""
+    """`compendium.yaml` (a list of {name, aliases, kind}, or a map with `entities:`) or
+    `compendium.md` with it in frontmatter. The file's own `visibility: gm` (a map's key, or the
+    Markdown file's frontmatter) makes every entry GM-only; an entry's own key makes it GM-only;
+    a value that cannot be read as public is GM-only (see `frontmatter_visibility`)."""
     if name.endswith(".md"):
         if not data.startswith("---"):
             return []
         data = data.split("\n---", 1)[0].removeprefix("---")
     loaded = yaml.safe_load(data) or []
     if isinstance(loaded, dict):
-        loaded = loaded.get("entities", [])
+        lowered = {str(k).lower(): v for k, v in loaded.items()}
+        if frontmatter_visibility(lowered)[0] == GM:
+            visibility = GM
+        loaded = lowered.get("entities", [])
     sources = []
     for item in loaded if isinstance(loaded, list) else []:
         if isinstance(item, str):
@@ -308,7 +315,7 @@ def read_compendium_file(name: str, data: str, visibility: str = PUBLIC) -> list
         aliases = item.get("aliases") or item.get("alias") or []
         if isinstance(aliases, str):
             aliases = [aliases]
-        hidden = str(item.get("visibility", "")).lower() == GM or item.get("gm") is True
+        hidden = frontmatter_visibility({str(k).lower(): v for k, v in item.items()})[0] == GM
         sources.append(
             EntitySource(
                 str(item["name"]).strip(),

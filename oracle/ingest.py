@@ -40,8 +40,10 @@ from .links import chunk_refs
 from .llm import LLMError
 from .notes import NoteError, decode, parse_note
 from .settings import Settings
-from .store import Changes, FileRecord, StoreError
+from .store import Changes, Compendium, FileRecord, StoreError
 from .types import (
+    GM,
+    PUBLIC,
     Chunk,
     EntitySource,
     IngestReport,
@@ -122,8 +124,11 @@ class Scan:
     compendium: list[EntitySource] = field(default_factory=list)
 
 
-def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str]]:
-    """(relative path, file, reason-if-refused) for each Markdown file; hidden folders are skipped."""
+def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str, str | None]]:
+    """(relative path, file, reason-if-refused, real path if a link) for each Markdown file.
+
+    Hidden folders and linked folders are skipped. A linked file inside the folder is read, and
+    `real path` (relative to the folder) is where it points: a link into a GM folder is GM-only."""
     real_root = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
@@ -133,10 +138,14 @@ def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str]]:
                 continue
             full = Path(folder, name)
             rel = full.relative_to(root).as_posix()
-            if full.is_symlink() and not full.resolve().is_relative_to(real_root):
-                yield rel, None, "link points outside the notes folder (not followed)"
+            if not full.is_symlink():
+                yield rel, full, "", None
                 continue
-            yield rel, full, ""
+            target = full.resolve()
+            if not target.is_relative_to(real_root):
+                yield rel, None, "link points outside the notes folder (not followed)", None
+                continue
+            yield rel, full, "", target.relative_to(real_root).as_posix()
 
 
 def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
@@ -144,7 +153,7 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
     root = settings.notes_dir
     if not root.is_dir():
         raise FileNotFoundError(f"the notes folder {root} does not exist")
-    for rel, path, refused in walk_notes(root):
+    for rel, path, refused, real in walk_notes(root):
         if path is None:
             scan.skipped.append(Skipped(rel, refused))
             continue
@@ -157,7 +166,8 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
             _read_compendium(rel, data, scan)  # read on every run: the Compendium is rebuilt each time
             if not rel.lower().endswith(".md") or not _has_body(data):
                 continue  # entries only: nothing to index as a note
-        digest = hashlib.sha256(data).hexdigest()
+        # A link's target is part of its identity: re-pointing it must re-index the note.
+        digest = hashlib.sha256(data + (f"\0{real}".encode() if real else b"")).hexdigest()
         scan.hashes[rel] = digest
         old = manifest.get(rel)
         if old is not None and old.hash == digest and not full:
@@ -165,7 +175,7 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
                 scan.skipped.append(Skipped(rel, old.reason))
             continue
         try:
-            note = parse_note(rel, data, settings.folder_kinds)
+            note = parse_note(rel, data, settings.folder_kinds, real_path=real)
         except NoteError as exc:
             scan.skipped.append(Skipped(rel, str(exc)))
             continue
@@ -222,7 +232,11 @@ def build_compendium(
     chunks: list[ChunkText],
     annotations: dict[str, tuple[str, list[dict]]],
     chunk_hashes: dict[str, str],
-) -> tuple[list[Entity], list[Mention]]:
+) -> Compendium:
+    """Two Compendiums: the players', built from public text alone, and the game master's, from
+    everything. A name is a player's only if public text carries it, and two names become one
+    entity for players only if public text joins them: a GM note's `aliases: [Aldric]` must not
+    tell a player who Aldric is. When nothing is secret, the two are one and the same."""
     sources: list[EntitySource] = []
     for f in files:
         if f.status == "ok" and (f.kind in {"sheet", "world"} or f.aliases):
@@ -232,9 +246,17 @@ def build_compendium(
         annotation = annotations.get(chunk_hashes.get(chunk.id, ""))
         if annotation:
             sources += annotate_mod.grounded_entities(chunk.text, annotation[1], chunk.visibility)
+    public_sources = [s for s in sources if s.visibility == PUBLIC]
+    public_chunks = [c for c in chunks if c.visibility == PUBLIC]
+    players = _compendium(public_sources, public_chunks)
+    if len(public_sources) == len(sources) and len(public_chunks) == len(chunks):
+        return {PUBLIC: players, GM: players}
+    return {PUBLIC: players, GM: _compendium(sources, chunks)}
+
+
+def _compendium(sources: list[EntitySource], chunks: list[ChunkText]) -> tuple[list[Entity], list[Mention]]:
     lower_vocab = lowercase_vocabulary(chunks)
-    sources += proper_nouns(chunks, lower_vocab)
-    entities = adopt_name_parts(merge_sources(sources), lower_vocab)
+    entities = adopt_name_parts(merge_sources(sources + proper_nouns(chunks, lower_vocab)), lower_vocab)
     note_stems: dict[str, int] = {}
     for i, e in enumerate(entities):
         if e.note_path:
@@ -333,13 +355,16 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     hashes = {cid: h for cid, h, _ in await store.chunk_hashes()} | {c.id: c.text_hash for c in to_add}
     cache = await store.annotations(settings.model, annotate_mod.PROMPT_VERSION)
     files_for_compendium = kept_files + list(notes_meta.values())
-    compendium_key = hashlib.sha256(repr(sorted(map(repr, scan.compendium))).encode()).hexdigest()[:16]
+    # The version is of how the Compendium is built: a new one rebuilds it on the next ingest.
+    compendium_key = hashlib.sha256(
+        ("2" + repr(sorted(map(repr, scan.compendium)))).encode()
+    ).hexdigest()[:16]
     if touched or full or to_add or meta.get("compendium") != compendium_key:
-        entities, mentions = await asyncio.to_thread(
+        compendium: Compendium | None = await asyncio.to_thread(
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
     else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
-        entities, mentions = None, None
+        compendium = None
     refs = await asyncio.to_thread(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
     changes = Changes(
         remove_chunks=to_remove,
@@ -358,7 +383,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             "compendium": compendium_key,
         },
     )
-    await store.apply(changes, entities, mentions)
+    await store.apply(changes, compendium)
     progress(Progress("commit", 1, 1))
 
     orphans = await asyncio.to_thread(vectors.all_ids) - await store.window_ids()
@@ -368,11 +393,11 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     await store.forget_orphan_annotations()
     if await _annotate(index, report, all_texts, hashes, cache, progress):
         # New annotations bring the names the model extracted into the Compendium.
-        entities, mentions = await asyncio.to_thread(
+        compendium = await asyncio.to_thread(
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
-        await store.replace_compendium(entities, mentions)
-    report.entities = len(entities) if entities is not None else await store.entity_count()
+        await store.replace_compendium(compendium)
+    report.entities = len(compendium[GM][0]) if compendium is not None else await store.entity_count(GM)
     report.chunks = len(all_texts)
     report.seconds = time.perf_counter() - started
     await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})

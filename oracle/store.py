@@ -21,9 +21,17 @@ import snowballstemmer
 
 from .compendium import ChunkText, Entity, Mention, normalize
 from .links import chunk_refs
-from .types import Chunk
+from .types import GM, PUBLIC, Chunk
 
-SCHEMA_VERSION = 5
+# Whose Compendium an entity belongs to, by its `visibility`: PUBLIC (players') or GM.
+Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]
+
+
+def compendium_view(visibilities: Sequence[str]) -> str:
+    """The Compendium a reader with these visibilities reads: the game master's, or the players'."""
+    return GM if GM in visibilities else PUBLIC
+
+SCHEMA_VERSION = 6
 
 # FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
 # "camping"; terms are still the user's own words, stemmed alike on both sides.
@@ -143,6 +151,13 @@ CREATE INDEX IF NOT EXISTS refs_key ON refs(key, kind, chunk_id);
 CREATE TRIGGER IF NOT EXISTS chunks_refs_ad AFTER DELETE ON chunks BEGIN
     DELETE FROM refs WHERE chunk_id = old.id;
 END;
+""",
+    # Two Compendiums: an entity's `visibility` is now whose Compendium it belongs to (players' or
+    # the game master's; see ingest.build_compendium). The old one merged GM names into public
+    # entities, so it is kept for the game master only, and the next ingest builds both.
+    6: """
+UPDATE entities SET visibility = 'gm';
+DELETE FROM meta WHERE key = 'compendium';
 """,
 }
 
@@ -278,8 +293,9 @@ class Store:
         missing = sorted({chunk for wid, chunk in rows if wid not in stored and chunk not in exclude})
         return await self.chunks_by_ids(missing)
 
-    async def entity_count(self) -> int:
-        return (await self._one("SELECT count(*) FROM entities"))[0]
+    async def entity_count(self, view: str = PUBLIC) -> int:
+        """Entities in the players' (`public`) or the game master's (`gm`) Compendium."""
+        return (await self._one("SELECT count(*) FROM entities WHERE visibility = ?", (view,)))[0]
 
     async def window_count(self) -> int:
         return (await self._one("SELECT count(*) FROM windows"))[0]
@@ -388,8 +404,8 @@ class Store:
         marks = ",".join("?" * len(visibilities))
         return await self._all(
             f"SELECT a.entity_id, a.norm, e.name, e.note_path FROM aliases a JOIN entities e ON e.id = a.entity_id"
-            f" WHERE a.visibility IN ({marks}) AND e.visibility IN ({marks})",
-            (*visibilities, *visibilities),
+            f" WHERE e.visibility = ? AND a.visibility IN ({marks})",
+            (compendium_view(visibilities), *visibilities),
         )
 
     async def entity_scores(
@@ -454,15 +470,15 @@ class Store:
         marks = ",".join("?" * len(visibilities))
         return await self._all(
             f"SELECT a.entity_id, a.alias, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id"
-            f" WHERE a.visibility IN ({marks}) AND e.visibility IN ({marks}) ORDER BY e.name, a.alias",
-            (*visibilities, *visibilities),
+            f" WHERE e.visibility = ? AND a.visibility IN ({marks}) ORDER BY e.name, a.alias",
+            (compendium_view(visibilities), *visibilities),
         )
 
     async def entity(self, entity_id: int, visibilities: Sequence[str]) -> tuple[str, str, list[str], list[tuple]] | None:
         """(name, kind, visible aliases, mentions as (label, path, start, end, count)) of one entity."""
         marks = ",".join("?" * len(visibilities))
         row = await self._one(
-            f"SELECT name, kind FROM entities WHERE id = ? AND visibility IN ({marks})", (entity_id, *visibilities)
+            "SELECT name, kind FROM entities WHERE id = ? AND visibility = ?", (entity_id, compendium_view(visibilities))
         )
         if row is None:
             return None
@@ -483,10 +499,8 @@ class Store:
 
     # -- the one write of an ingest --------------------------------------------------------------
 
-    async def apply(
-        self, changes: Changes, entities: Sequence[Entity] | None, mentions: Sequence[Mention] | None
-    ) -> None:
-        """Everything in one transaction; `entities=None` keeps the Compendium as it is."""
+    async def apply(self, changes: Changes, compendium: Compendium | None) -> None:
+        """Everything in one transaction; `compendium=None` keeps the Compendium as it is."""
         db = self.db
         await db.execute("BEGIN IMMEDIATE")
         try:
@@ -516,8 +530,8 @@ class Store:
                     for f in changes.put_files
                 ],
             )
-            if entities is not None and mentions is not None:
-                await self._write_compendium(entities, mentions)
+            if compendium is not None:
+                await self._write_compendium(compendium)
             await db.executemany(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(changes.meta.items())
             )
@@ -526,16 +540,18 @@ class Store:
             await db.rollback()
             raise
 
-    async def replace_compendium(self, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
+    async def replace_compendium(self, compendium: Compendium) -> None:
         await self.db.execute("BEGIN IMMEDIATE")
         try:
-            await self._write_compendium(entities, mentions)
+            await self._write_compendium(compendium)
             await self.db.commit()
         except BaseException:
             await self.db.rollback()
             raise
 
-    async def _write_compendium(self, entities: Sequence[Entity], mentions: Sequence[Mention]) -> None:
+    async def _write_compendium(self, compendium: Compendium) -> None:
+        """Both Compendiums, each entity row tagged with its reader (`visibility`); ids run on
+        across them, so an id never names an entity of the other."""
         db = self.db
         await db.execute(
             "INSERT INTO meta (key, value) VALUES ('generation', '1')"
@@ -543,21 +559,27 @@ class Store:
         )
         for table in ("mentions", "aliases", "entities"):
             await db.execute(f"DELETE FROM {table}")
-        await db.executemany(
-            "INSERT INTO entities (id, name, norm, kind, source, note_path, visibility) VALUES (?,?,?,?,?,?,?)",
-            [(i, e.name, e.norm, e.kind, e.source, e.note_path, e.visibility) for i, e in enumerate(entities)],
-        )
-        alias_rows = {}
-        for i, e in enumerate(entities):
-            for name, visibility in e.names().items():
-                norm = normalize(name)
-                if norm:
-                    alias_rows.setdefault((i, norm), (i, name, norm, visibility))
-        await db.executemany("INSERT INTO aliases (entity_id, alias, norm, visibility) VALUES (?,?,?,?)", alias_rows.values())
-        await db.executemany(
-            "INSERT INTO mentions (entity_id, chunk_id, count, visibility) VALUES (?,?,?,?)",
-            [(m.entity, m.chunk_id, m.count, m.visibility) for m in mentions],
-        )
+        first = 0
+        for view in (PUBLIC, GM):
+            entities, mentions = compendium[view]
+            await db.executemany(
+                "INSERT INTO entities (id, name, norm, kind, source, note_path, visibility) VALUES (?,?,?,?,?,?,?)",
+                [(first + i, e.name, e.norm, e.kind, e.source, e.note_path, view) for i, e in enumerate(entities)],
+            )
+            alias_rows = {}
+            for i, e in enumerate(entities):
+                for name, visibility in e.names().items():
+                    norm = normalize(name)
+                    if norm:
+                        alias_rows.setdefault((i, norm), (first + i, name, norm, visibility))
+            await db.executemany(
+                "INSERT INTO aliases (entity_id, alias, norm, visibility) VALUES (?,?,?,?)", alias_rows.values()
+            )
+            await db.executemany(
+                "INSERT INTO mentions (entity_id, chunk_id, count, visibility) VALUES (?,?,?,?)",
+                [(first + m.entity, m.chunk_id, m.count, m.visibility) for m in mentions],
+            )
+            first += len(entities)
 
     # -- annotation cache ----------------------------------------------------------------------
 
@@ -627,7 +649,8 @@ class Store:
             "chunks_by_kind": by_kind,
             "chunks_by_visibility": by_visibility,
             "windows": (await self._one("SELECT count(*) FROM windows"))[0],
-            "entities": (await self._one("SELECT count(*) FROM entities"))[0],
+            "entities": await self.entity_count(PUBLIC),
+            "entities_gm": await self.entity_count(GM),
             "annotated": annotated,
         }
 

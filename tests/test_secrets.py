@@ -42,6 +42,7 @@ SECRET_CAMPAIGN = {
         > [!secret] What the bells mean
         > SECRET-CALLOUT the bells ring when the drowned heir walks
         > under the marsh water at night
+
         Osric Vane followed them at a distance, as he had since session 1.
         > [!gm]
         > SECRET-GMCALLOUT Osric will betray the party in session five
