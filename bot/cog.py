@@ -170,7 +170,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     @app_commands.command(name="status", description="What the Oracle has indexed and whether its model answers")
     async def status(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        status = await self.bot.oracle.status()
+        gm = is_game_master(interaction.user, self.bot.settings.gm_roles)  # the reply is private
+        status = await self.bot.oracle.status(gm=gm)
         intent = self.bot.intents.message_content
         lines = [
             f"**Notes:** {status['files']} files, {status['sessions']} sessions, {status['chunks']} passages, "
@@ -185,6 +186,15 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                "intent for this application in the Discord Developer Portal (Bot → Privileged Gateway Intents) "
                "and restart the bot."),
         ]
+        if gm:
+            withheld = status["withheld"]
+            lines.append(
+                f"**Game master only:** {status['sessions_gm_only']} sessions, "
+                f"{status['chunks_by_visibility'].get('gm', 0)} passages, {status['entities_gm']} Compendium entries; "
+                f"{withheld['count']} answers withheld from players"
+                + (f" (last: “{withheld['last'][0]['question'][:200]}”, {withheld['last'][0]['reason']})"
+                   if withheld["last"] else "")
+            )
         await interaction.edit_original_response(content="\n".join(lines))
 
     # -- /oracle who -------------------------------------------------------------------------------
@@ -243,6 +253,13 @@ def ingest_summary(report: IngestReport) -> str:
     ]
     if report.annotation_note:
         lines.append(f"Annotations: {report.annotation_note}")
+    if report.secrets:
+        whole = sum(1 for n in report.secrets.values() if n < 0)
+        blocks = sum(n for n in report.secrets.values() if n > 0)
+        lines.append(
+            f"🔒 Kept from players: {whole} game-master-only notes, {blocks} secret blocks in "
+            f"{len(report.secrets) - whole} other notes (per file: `oracle ingest`)."
+        )
     for s in report.skipped[:10]:
         lines.append(f"• skipped `{s.path}`: {s.reason}")
     if len(report.skipped) > 10:

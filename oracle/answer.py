@@ -48,6 +48,12 @@ from .vectors import VectorStore
 
 StageFn = Callable[[str], Awaitable[None]]
 
+# What a player reads when there is no written answer: the same whatever happened, so a withheld
+# answer looks like a model that did not answer, and no host, path or error reaches a player.
+PLAYER_REASON = "the language model gave no usable answer"
+PLAYER_OLLAMA = "not answering"
+WITHHELD = "the answer repeated game-master-only notes"
+
 log = logging.getLogger(__name__)
 
 
@@ -211,13 +217,15 @@ class Oracle:
                 retrieval.timings_ms["answer"] = _ms(t)
                 retrieval.timings_ms["total"] = _ms(started)
                 log.warning("answering %r without the LLM: %s", question, exc)
-                return self._passages(question, str(exc), retrieval, selection, {"llm_calls": calls})
+                return self._passages(question, str(exc), retrieval, selection, {"llm_calls": calls}, gm=gm)
         retrieval.timings_ms["answer"] = _ms(t)
         verified = verify(reply, context)
         if not gm and (await self.secret_guard()).leaks(verified.text):
+            # Players get the passages as if the model had failed: saying why would tell them a
+            # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
-            reason = "withheld: the answer repeated game-master-only notes"
-            return self._passages(question, reason, retrieval, selection, {"llm_calls": calls, "withheld": True})
+            await self._record_withheld(question, WITHHELD)
+            return self._passages(question, PLAYER_REASON, retrieval, selection, {"llm_calls": calls}, gm=False)
         retrieval.timings_ms["total"] = _ms(started)
         answer = self._answer(
             question,
@@ -239,14 +247,25 @@ class Oracle:
         return answer
 
     def _passages(
-        self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict
+        self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict, *, gm: bool
     ) -> Answer:
-        """The answer without the LLM's text: the best passages, their labels as the sources."""
+        """The answer without the LLM's text: the best passages, their labels as the sources.
+        The text a player reads names no host, path or error: only that there is no answer."""
         shown = selection.context.fragments[:PASSAGES_SHOWN]
         citations = tuple(Citation(c.label, c.path, c.start_line, c.end_line) for c in shown)
-        return self._answer(
-            question, passages_text(reason, shown), "passages", reason, retrieval, selection, extra, citations
-        )
+        text = passages_text(reason if gm else PLAYER_REASON, shown)
+        return self._answer(question, text, "passages", reason, retrieval, selection, extra, citations)
+
+    async def _record_withheld(self, question: str, reason: str) -> None:
+        """Kept in the index for the game master's `status`; never costs the player an answer."""
+        try:
+            store = await Store.open(self.settings.sqlite_path, create=False)
+            try:
+                await store.record_withheld(question, reason)
+            finally:
+                await store.close()
+        except Exception:
+            log.exception("could not record a withheld answer")
 
     def _answer(
         self,
@@ -298,22 +317,28 @@ class Oracle:
                 self._guard = (generation, await asyncio.to_thread(SecretGuard, await store.chunk_texts()))
             return self._guard[1]
 
-    async def status(self) -> dict:
-        """What is indexed, when, with which models, and whether Ollama answers."""
+    async def status(self, *, gm: bool = True) -> dict:
+        """What is indexed, when, with which models, and whether Ollama answers. A player's
+        (`gm=False`) counts public text only and gives no host, GM-only count or withheld answer."""
         settings = self.settings
         store = await self.index.store()
-        stats = await store.stats(settings.model, annotate.PROMPT_VERSION)
+        stats = await store.stats(settings.model, annotate.PROMPT_VERSION, gm=gm)
         meta = await store.meta()
         reason = await self.index.llm.probe(settings.ollama_probe_timeout)
-        return {
+        status = {
             **stats,
             "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
             "last_ingest": meta.get("last_ingest"),
             "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
-            "notes_dir": meta.get("notes_dir"),
             "embed_model": meta.get("embed_model", settings.embed_model),
             "model": settings.model,
+        }
+        if not gm:
+            return status | {"ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA}}
+        return status | {
+            "notes_dir": meta.get("notes_dir"),
             "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
+            "withheld": await store.withheld(),
         }
 
     async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:

@@ -110,6 +110,15 @@ def print_ingest_report(report: IngestReport) -> None:
         out.print(f"[red]skipped[/] {s.path}: {s.reason}")
     for s in report.warnings:
         out.print(f"[yellow]repaired[/] {s.path}: {s.reason}")
+    for path, secrets in report.secrets.items():
+        out.print(f"[magenta]secret[/] {path}: {secret_count(secrets)}")
+
+
+def secret_count(secrets: int) -> str:
+    """`IngestReport.secrets` as a game master reads it."""
+    if secrets < 0:
+        return "the whole note is game-master-only"
+    return f"{secrets} secret block{'s' if secrets != 1 else ''} kept from players"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,18 +138,56 @@ async def cmd_status(args: argparse.Namespace) -> int:
     table = Table(title="Oracle index", show_header=False)
     table.add_row("notes", str(status["notes_dir"]))
     table.add_row("files indexed (skipped)", f"{status['files']} ({status['files_skipped']})")
-    table.add_row("sessions", str(status["sessions"]))
+    table.add_row("sessions (players can read / game-master-only)", f"{status['sessions']} / {status['sessions_gm_only']}")
     kinds = ", ".join(f"{k} {v}" for k, v in status["chunks_by_kind"].items())
     table.add_row("chunks", f"{status['chunks']} ({kinds})")
     gm = status["chunks_by_visibility"].get("gm", 0)
     table.add_row("game-master-only chunks", str(gm))
     table.add_row("dense windows", str(status["windows"]))
-    table.add_row("entities", str(status["entities"]))
+    table.add_row("Compendium entries (players / game master)", f"{status['entities']} / {status['entities_gm']}")
     table.add_row("annotation coverage", f"{status['annotated']}/{status['chunks']} ({status['annotation_coverage']:.0%})")
     table.add_row("last ingest", f"{status['last_ingest']} ({status['last_ingest_seconds']} s)")
     table.add_row("embedding model", str(status["embed_model"]))
     table.add_row("answer model", settings.model)
     table.add_row("ollama", f"{settings.ollama_host}: " + ("answers" if reason is None else reason))
+    withheld = status["withheld"]
+    table.add_row("answers withheld from players", str(withheld["count"]))
+    out.print(table)
+    for event in withheld["last"]:
+        out.print(f"[yellow]withheld[/] {event['at']}: {event['question']!r} ({event['reason']})")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# who
+
+
+async def cmd_who(args: argparse.Namespace) -> int:
+    """The dossier `/oracle who` shows, as a player sees it (or, with --gm, as the game master)."""
+    settings = build_settings(args)
+    async with Index(settings) as index:
+        await ensure_index(index, quiet=args.json)
+        oracle = Oracle(index)
+        dossier = await oracle.who(args.name, gm=args.gm)
+        suggestions = [] if dossier is not None else await oracle.names(args.name, gm=args.gm, limit=10)
+    if args.json:
+        print(json.dumps({"dossier": dossier.to_json() if dossier else None, "suggestions": suggestions},
+                         ensure_ascii=False))
+        return 0 if dossier is not None else 1
+    if dossier is None:
+        out.print(f"The Compendium has no entry for “{args.name}”.")
+        if suggestions:
+            out.print("Names that start like it: " + ", ".join(suggestions))
+        return 1
+    data = dossier.to_json()
+    out.print(f"[bold]{dossier.name}[/] ({dossier.kind})")
+    if dossier.aliases:
+        out.print("also called " + ", ".join(dossier.aliases))
+    if data["first"]:
+        out.print(f"first seen {data['first']}, last seen {data['last']}")
+    table = Table("label", "where", "mentions")
+    for m in dossier.mentions:
+        table.add_row(m.label, f"{m.path}:{m.start_line}-{m.end_line}", str(m.count))
     out.print(table)
     return 0
 
@@ -365,6 +412,11 @@ def parser() -> argparse.ArgumentParser:
     ask.add_argument("--history", action="append", default=[], help="an earlier question of the thread (repeatable)")
     ask.add_argument("--trace", action="store_true", help="print every stage's ranked ids, scores and timings")
 
+    who = sub.add_parser("who", help="the Compendium dossier of a name, as players (or --gm) see it")
+    who.add_argument("name")
+    common(who)
+    who.add_argument("--gm", action="store_true", help="the game master's dossier, secret names included")
+
     evaluate = sub.add_parser("eval", help="retrieval quality per stage from a question bank")
     evaluate.add_argument("bank", help="a JSON Lines bank (see README)")
     common(evaluate)
@@ -378,6 +430,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "status": cmd_status,
     "search": cmd_search,
     "ask": cmd_ask,
+    "who": cmd_who,
     "eval": cmd_eval,
 }
 

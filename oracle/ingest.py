@@ -311,6 +311,11 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     report.removed = removed
     report.unchanged = len(scan.hashes) - len(scan.notes) - len(skipped_paths & set(scan.hashes))
     report.skipped, report.warnings = scan.skipped, scan.warnings
+    report.secrets = {
+        rel: -1 if note.visibility == GM else len(note.secrets)
+        for rel, note in sorted(scan.notes.items())
+        if note.visibility == GM or note.secrets
+    }
 
     existing = await store.chunk_ids()
     old_ids = existing if full else await store.chunk_ids_for(touched)

@@ -158,6 +158,7 @@ END;
     6: """
 UPDATE entities SET visibility = 'gm';
 DELETE FROM meta WHERE key = 'compendium';
+CREATE TABLE IF NOT EXISTS withheld (at TEXT NOT NULL, question TEXT NOT NULL, reason TEXT NOT NULL);
 """,
 }
 
@@ -629,28 +630,50 @@ class Store:
     async def meta(self) -> dict[str, str]:
         return dict(await self._all("SELECT key, value FROM meta"))
 
-    async def stats(self, model: str, prompt_version: str) -> dict:
-        by_kind = dict(await self._all("SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind"))
-        by_visibility = dict(await self._all("SELECT visibility, count(*) FROM chunks GROUP BY visibility"))
-        sessions = (await self._one("SELECT count(DISTINCT label) FROM chunks WHERE kind = 'session'"))[0]
+    async def stats(self, model: str, prompt_version: str, *, gm: bool = True) -> dict:
+        """Counts of what is indexed. A player's (`gm=False`) count public text only."""
+        only = "" if gm else "WHERE visibility = 'public'"
+        by_kind = dict(await self._all(f"SELECT kind, count(*) FROM chunks {only} GROUP BY kind ORDER BY kind"))
+        sessions = dict(
+            await self._all(
+                "SELECT public, count(*) FROM (SELECT max(visibility = 'public') AS public FROM chunks"
+                " WHERE kind = 'session' GROUP BY label) GROUP BY public"
+            )
+        )
         annotated = (
             await self._one(
                 "SELECT count(*) FROM chunks c JOIN annotations a ON a.text_hash = c.text_hash"
-                " AND a.model = ? AND a.prompt_version = ?",
+                " AND a.model = ? AND a.prompt_version = ?" + ("" if gm else " WHERE c.visibility = 'public'"),
                 (model, prompt_version),
             )
         )[0]
-        files = dict(await self._all("SELECT status, count(*) FROM files GROUP BY status"))
-        return {
+        files = dict(await self._all(f"SELECT status, count(*) FROM files {only} GROUP BY status"))
+        stats = {
             "files": files.get("ok", 0),
             "files_skipped": files.get("skipped", 0),
-            "sessions": sessions,
+            "sessions": sessions.get(1, 0),  # sessions a player can read something of
             "chunks": sum(by_kind.values()),
             "chunks_by_kind": by_kind,
-            "chunks_by_visibility": by_visibility,
-            "windows": (await self._one("SELECT count(*) FROM windows"))[0],
             "entities": await self.entity_count(PUBLIC),
-            "entities_gm": await self.entity_count(GM),
             "annotated": annotated,
         }
+        if not gm:
+            return stats
+        by_visibility = dict(await self._all("SELECT visibility, count(*) FROM chunks GROUP BY visibility"))
+        return stats | {
+            "sessions_gm_only": sessions.get(0, 0),  # sessions whose every chunk is the game master's
+            "chunks_by_visibility": by_visibility,
+            "windows": (await self._one("SELECT count(*) FROM windows"))[0],
+            "entities_gm": await self.entity_count(GM),
+        }
 
+    # -- answers withheld from players (read by the game master's status) -------------------------
+
+    async def record_withheld(self, question: str, reason: str) -> None:
+        await self.db.execute("INSERT INTO withheld (at, question, reason) VALUES (?, ?, ?)", (now(), question, reason))
+        await self.db.commit()
+
+    async def withheld(self, last: int = 5) -> dict:
+        count = (await self._one("SELECT count(*) FROM withheld"))[0]
+        rows = await self._all("SELECT at, question, reason FROM withheld ORDER BY rowid DESC LIMIT ?", (last,))
+        return {"count": count, "last": [{"at": r[0], "question": r[1], "reason": r[2]} for r in rows]}

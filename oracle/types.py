@@ -131,6 +131,9 @@ class IngestReport:
     unchanged: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[Skipped] = field(default_factory=list)
+    # Files read this run that hold game-master-only text: path -> secret blocks cut out of a
+    # public note, or -1 for a note that is game-master-only as a whole.
+    secrets: dict[str, int] = field(default_factory=dict)
     chunks: int = 0
     windows_embedded: int = 0
     windows_repaired: int = 0  # chunks whose lost dense windows were embedded again
@@ -149,6 +152,9 @@ class IngestReport:
                 "unchanged": self.unchanged,
                 "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
                 "warnings": [{"path": s.path, "reason": s.reason} for s in self.warnings],
+                "secrets": [
+                    {"path": path, "blocks": max(n, 0), "whole_note": n < 0} for path, n in self.secrets.items()
+                ],
             },
             "chunks": self.chunks,
             "windows_embedded": self.windows_embedded,

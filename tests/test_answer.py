@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle
+from oracle.answer import PLAYER_REASON, Oracle
 from oracle.index import Index
 from oracle.ingest import ingest
 from oracle.prompt import SYSTEM, Turn
@@ -518,7 +518,9 @@ async def test_unknown_candidates_are_dropped_and_the_rest_filled(campaign, fake
 
 def assert_passages(campaign: Campaign, answer) -> None:
     assert "passages" == answer.mode
-    assert answer.text.startswith(f"{PASSAGES_PREFIX} ({answer.reason}). The most relevant passages from the notes:")
+    # A player reads that there is no answer, never the reason's host, model name or error.
+    assert answer.text.startswith(f"{PASSAGES_PREFIX} ({PLAYER_REASON}). The most relevant passages from the notes:")
+    assert answer.reason and answer.reason not in answer.text
     best = list(answer.fragments[:5])
     assert 5 == len(best)
     assert [(c.label, c.path, c.start_line, c.end_line) for c in best] == [

@@ -15,7 +15,7 @@ import sqlite3
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle
+from oracle.answer import PLAYER_REASON, WITHHELD, Oracle
 from oracle.ingest import ingest
 from oracle.prompt import Turn
 from tests.conftest import request_kind, write_notes
@@ -202,10 +202,19 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign):
         annotation_or_answer(request) if request.get("format")
         else "The bells ring when the drowned heir walks under the marsh water at night [Session 2]."
     )
-    answer = await Oracle(index).ask("What do the bells mean?")
+    oracle = Oracle(index)
+    before = (await oracle.status())["withheld"]["count"]
+    answer = await oracle.ask("What do the bells mean?")
     fake.responder = annotation_or_answer
-    assert ("passages", "withheld: the answer repeated game-master-only notes") == (answer.mode, answer.reason)
+    # Players read what they read when the model fails: nothing tells them a secret lies there.
+    assert ("passages", PLAYER_REASON) == (answer.mode, answer.reason)
     assert "drowned heir walks" not in answer.text
+    assert [] == re.findall(r"withh|game.master|secret", json.dumps(answer.to_json()), re.I)
+    # The game master's status says what was withheld, and why.
+    withheld = (await oracle.status())["withheld"]
+    assert before + 1 == withheld["count"]
+    assert ("What do the bells mean?", WITHHELD) == (withheld["last"][0]["question"], withheld["last"][0]["reason"])
+    assert "withheld" not in await oracle.status(gm=False)
 
 
 async def test_a_removed_secret_leaves_no_trace(tmp_path, make_settings, open_index, fake_ollama):
