@@ -1,0 +1,297 @@
+"""Secrets in a vault written as game masters write them: each way a secret used to reach players.
+
+1. a game-master-only name made public by a public text sharing one of its aliases (a GM note's
+   `aliases`, a `compendium.yaml` entry marked gm, a name the LLM extracted from a GM chunk, a GM
+   note whose alias is a public note's name);
+2. `%%` in code, `20%%` and `\\%%` shifting the pairing of comments;
+3. a callout continued lazily (a line without `>`);
+4. frontmatter that says `visibility: gm` but is not valid YAML;
+5. a symlink into `gm/`;
+6. `compendium.md` with its own `visibility: gm`.
+
+Every marker and secret name below is written only in game-master text; a player must never see
+one, on any path, and the public text beside each secret must still be found.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+import pytest_asyncio
+
+from oracle.answer import Oracle
+from oracle.ingest import ingest
+from oracle.prompt import Turn
+from tests.conftest import request_kind, write_notes
+from tests.fakes.ollama_server import FakeOllama
+
+module_loop = pytest.mark.asyncio(loop_scope="module")
+
+VAULT = {
+    "sessions/Session 1.md": """
+        ## Session 1 — The Merchant's Bargain
+        Aldric the merchant sold the party a map of the Ashen Road. Aldric smiled too much.
+        Mirelle the innkeeper warned them about Lord Vesper, who taxes the Ashen Road.
+        Orsk the ferryman took them across the river for two silver.
+        On the far bank the party met Aldric again, and bought bread that Mirelle had baked in Greyford.
+
+        In Obsidian, type `%%` to open a comment. %% CANARY-CODESPAN Aldric hides his face %%
+        The party thanked Orsk and rode on.
+    """,
+    "sessions/Session 2.md": """
+        ## Session 2 — Prices at Greyford
+        Aldric met the party again at Greyford market, where Lord Vesper's men counted wagons.
+        Greyford market closes at dusk, and the party found lodgings at the Gilded Eel.
+
+        ```c
+        printf("100%%");
+        ```
+
+        The scribe's code above is a joke about taxes. %% CANARY-FENCE the wagons carry weapons %%
+        Prices rose 20%% since spring, said Mirelle.
+
+        %% CANARY-PERCENT the grain merchants are starving Greyford on purpose %%
+
+        Read both ways, the doubtful 20%% hides this line too: to the end of the note.
+    """,
+    "sessions/Session 3.md": """
+        ## Session 3 — The Bells of Greyford
+        Lord Vesper arrived at the Gilded Eel after midnight and ordered wine for everyone.
+        The party asked Aldric and Mirelle about the bells of Greyford.
+
+        > [!gm] What the bells mean
+        > CANARY-CALLOUT the bells ring for the dead
+        CANARY-LAZY and this lazy line is still inside the callout
+
+        An escaped \\%% sign was scratched on the inn door.
+        %% CANARY-ESCAPED the innkeeper scratched it as a signal %%
+    """,
+    "sessions/Session 4.md": """
+        ## Session 4 — The Ferry
+        Orsk ferried the party back across the river at dawn.
+        - camp chores
+          > [!DM]- note
+          > CANARY-LISTCALLOUT Orsk counts the party for the Shadow Regent
+        - the party slept in shifts
+
+        > [!Private]
+        > CANARY-PRIVATE the ferry toll pays Baron Skell
+
+        > [!note] A public callout
+        > The river was cold and grey.
+    """,
+    "world/The_Duke.md": "---\ntitle: The Duke: a traitor\nvisibility: gm\n---\nCANARY-YAMLCOLON the duke sold the north.\n",
+    "world/The_Duchess.md": "---\nvisibility:gm\n---\nCANARY-NOSPACE the duchess poisons the duke.\n",
+    "world/The_Bishop.md": "---\nvisibility:\tgm\n\taliases: [x]\n---\nCANARY-TAB the bishop is a fraud.\n",
+    "gm/The Masked Lord.md": """
+        ---
+        aliases: [Aldric, Lord Vesper]
+        ---
+        CANARY-MASKED The Masked Lord wears two faces: the merchant and the lord of the road.
+    """,
+    "gm/Orsk's Secret.md": """
+        ---
+        title: Shadow Regent
+        aliases: [Orsk]
+        ---
+        CANARY-REGENT the ferryman rules the river guild in secret.
+    """,
+    "gm/Session 9.md": """
+        ## Session 9 — What Comes Next
+        CANARY-GMSESSION Baron Skell marches on Greyford. Baron Skell burns the ferry.
+    """,
+    "gm/Plot.md": "CANARY-SYMLINK Velkorath Dunmere hires Velkorath's cousin to burn the Gilded Eel.\n",
+    "compendium.yaml": """
+        - name: Hidden Hand
+          gm: true
+          aliases: [Mirelle]
+        - name: Gilded Eel
+          kind: place
+    """,
+    "compendium.md": """
+        ---
+        visibility: gm
+        entities:
+          - name: Crimson Veil
+            aliases: [Ashen Road]
+        ---
+    """,
+    "npcs/Orsk.md": """
+        ---
+        aliases: [the Ferryman]
+        ---
+        A ferryman on the Grey River, quiet and honest.
+    """,
+}
+SYMLINK = ("lore/mirror.md", "../gm/Plot.md")
+
+SECRET_NAMES = ["Masked Lord", "Hidden Hand", "Crimson Veil", "Shadow Regent", "Velkorath", "Baron Skell", "Skell"]
+MARKER = re.compile(r"CANARY-[A-Z]+|" + "|".join(SECRET_NAMES), re.I)
+PROBES = {
+    "CANARY-CODESPAN": "Does Aldric hide his face?",
+    "CANARY-FENCE": "What do the wagons carry?",
+    "CANARY-PERCENT": "Why are the grain merchants starving Greyford?",
+    "CANARY-ESCAPED": "Who scratched the sign on the inn door?",
+    "CANARY-CALLOUT": "What do the bells of Greyford mean?",
+    "CANARY-LAZY": "What is inside the callout?",
+    "CANARY-LISTCALLOUT": "Who does Orsk count the party for?",
+    "CANARY-PRIVATE": "Who does the ferry toll pay?",
+    "CANARY-YAMLCOLON": "Who sold the north?",
+    "CANARY-NOSPACE": "Who poisons the duke?",
+    "CANARY-TAB": "Is the bishop a fraud?",
+    "CANARY-MASKED": "Who is Aldric really?",
+    "CANARY-REGENT": "Who rules the river guild?",
+    "CANARY-GMSESSION": "What happens in session 9?",
+    "CANARY-SYMLINK": "Who wants to burn the Gilded Eel?",
+}
+PUBLIC_BESIDE = {  # public text next to a secret, and a question that must still find it
+    "Session 1": ("thanked Orsk and rode on", "Who did the party thank before riding on?"),
+    "Session 2": ("Greyford market closes at dusk", "When does Greyford market close?"),
+    "Session 3": ("ordered wine for everyone", "Who ordered wine for everyone at the Gilded Eel?"),
+    "Session 4": ("The river was cold and grey", "Was the river cold?"),
+}
+PUBLIC_NAMES = ["Aldric", "Lord Vesper", "Mirelle", "Orsk", "Ashen Road", "Gilded Eel", "Greyford"]
+
+
+def extracting_responder(request: dict) -> object:
+    """Annotations echo the passage's first words and 'extract' every capitalised pair of words,
+    as a model would (so a GM chunk's annotation holds its names); answers cite every fragment."""
+    user = request["messages"][-1]["content"]
+    if request_kind(request) == "annotate":
+        passage = user.split("\n\n", 1)[1] if "\n\n" in user else user
+        names = sorted(set(re.findall(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b", passage)))
+        return {"summary": " ".join(passage.split()[:14]), "entities": [{"name": n, "aliases": []} for n in names]}
+    if request_kind(request) == "rerank":
+        return {"best": [1, 2, 3]}
+    labels = re.findall(r"^\[([^\]]+)\] \(", user, re.M)
+    return " ".join(f"The notes speak of it [{label}]." for label in labels) or "The notes do not say."
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def vault(tmp_path_factory, embedder):
+    from oracle.index import Index
+    from oracle.settings import Settings
+
+    root = tmp_path_factory.mktemp("vault")
+    notes = write_notes(root / "notes", VAULT)
+    (notes / SYMLINK[0]).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(SYMLINK[1], notes / SYMLINK[0])
+    async with FakeOllama(models=["qwen2.5:14b"]) as fake:
+        fake.responder = extracting_responder
+        settings = Settings(
+            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
+            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
+        )
+        index = Index(settings, embedder=embedder)
+        report = await ingest(index)
+        assert 0 == report.annotations_missing  # names were extracted from GM chunks too
+        yield index, fake, report
+        await index.close()
+
+
+def assert_no_secret(thing: object, where: str) -> None:
+    text = thing if isinstance(thing, str) else json.dumps(thing, ensure_ascii=False, default=str)
+    assert [] == MARKER.findall(text), f"secret text in {where}"
+
+
+@module_loop
+@pytest.mark.parametrize("marker", sorted(PROBES))
+async def test_a_player_never_sees_a_secret_of_a_real_vault(vault, marker):
+    index, fake, _ = vault
+    oracle = Oracle(index)
+    question = PROBES[marker]
+    assert_no_secret((await oracle.search(question)).to_json(), "search")
+    fake.reset()
+    fake.responder = extracting_responder
+    answer = await oracle.ask(question)
+    assert_no_secret(answer.to_json(), "the answer")
+    followup = await oracle.ask("and then what?", history=[Turn("user", question), Turn("assistant", answer.text)])
+    assert_no_secret(followup.to_json(), "a follow-up")
+    assert_no_secret([r.body for r in fake.requests], "a request to Ollama")
+
+
+@module_loop
+@pytest.mark.parametrize("marker", sorted(PROBES))
+async def test_the_game_master_finds_each_secret(vault, marker):
+    index, _, _ = vault
+    retrieval = await Oracle(index).search(PROBES[marker], gm=True)
+    assert any(marker in h.chunk.text for h in retrieval.pool), marker
+
+
+@module_loop
+@pytest.mark.parametrize("label", sorted(PUBLIC_BESIDE))
+async def test_the_public_text_beside_each_secret_is_still_found(vault, label):
+    index, _, _ = vault
+    words, question = PUBLIC_BESIDE[label]
+    retrieval = await Oracle(index).search(question)
+    assert any(words in h.chunk.text and h.chunk.label == label for h in retrieval.fused[:8]), label
+
+
+@module_loop
+@pytest.mark.parametrize("name", PUBLIC_NAMES)
+async def test_public_names_never_reveal_a_secret_name_or_alias(vault, name):
+    """Aldric and Lord Vesper are one entity for the game master (the Masked Lord); for players
+    they stay two people, each known only by what public text calls them."""
+    index, _, _ = vault
+    oracle = Oracle(index)
+    dossier = await oracle.who(name)
+    assert dossier is not None, name
+    assert_no_secret(dossier.to_json(), f"the dossier of {name}")
+    others = {n.casefold() for n in (dossier.name, *dossier.aliases)}
+    assert not ({"aldric", "lord vesper"} <= others), "public names joined by a GM note"
+    assert_no_secret(await oracle.names(name[:3]), "autocomplete")
+    search = await oracle.search(f"who is {name} really?")
+    assert_no_secret(search.to_json(), "the entity panel")
+
+
+@module_loop
+async def test_the_game_master_sees_the_secret_side(vault):
+    index, _, _ = vault
+    oracle = Oracle(index)
+    masked = await oracle.who("Aldric", gm=True)
+    assert ("The Masked Lord", {"Aldric", "Lord Vesper"}) == (masked.name, {"Aldric", "Lord Vesper"} & set(masked.aliases))
+    assert "Hidden Hand" == (await oracle.who("Hidden Hand", gm=True)).name
+    assert "Crimson Veil" == (await oracle.who("Crimson Veil", gm=True)).name
+    assert (await oracle.who("Baron Skell", gm=True)) is not None  # extracted from a GM chunk
+    for name in SECRET_NAMES:
+        assert await oracle.who(name) is None, name
+        assert [] == [n for n in await oracle.names(name.split()[0]) if MARKER.search(n)]
+    assert_no_secret(await oracle.names("", limit=1000), "autocomplete")
+
+
+@module_loop
+async def test_status_counts_public_and_gm_only_sessions_apart(vault):
+    index, _, _ = vault
+    oracle = Oracle(index)
+    player = await oracle.status(gm=False)
+    assert 4 == player["sessions"]
+    assert_no_secret(player, "a player's status")
+    assert {"notes_dir", "withheld", "sessions_gm_only", "chunks_by_visibility"}.isdisjoint(player)
+    assert "host" not in player["ollama"]
+    gm = await oracle.status()
+    assert (4, 1) == (gm["sessions"], gm["sessions_gm_only"])
+
+
+@module_loop
+async def test_ingest_reports_the_secrets_of_each_file_and_why(vault):
+    _, _, report = vault
+    assert {
+        "sessions/Session 1.md": 1,
+        "sessions/Session 2.md": 2,  # the doubtful 20%% joins the last two
+        "sessions/Session 3.md": 2,
+        "sessions/Session 4.md": 2,
+        "world/The_Duke.md": -1,
+        "world/The_Duchess.md": -1,
+        "world/The_Bishop.md": -1,
+        "gm/The Masked Lord.md": -1,
+        "gm/Orsk's Secret.md": -1,
+        "gm/Session 9.md": -1,
+        "gm/Plot.md": -1,
+        "lore/mirror.md": -1,
+    } == report.secrets
+    warnings = {(w.path, w.reason.split(":")[0]) for w in report.warnings}
+    assert {("world/The_Duke.md", "line 3"), ("world/The_Duchess.md", "line 2"), ("world/The_Bishop.md", "line 2"),
+            ("sessions/Session 2.md", "line 10, 14"),  # two doubtful markers
+            ("sessions/Session 3.md", "line 9"), ("sessions/Session 3.md", "line 10")} == warnings  # \\%%, unclosed
