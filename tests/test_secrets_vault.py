@@ -295,3 +295,36 @@ async def test_ingest_reports_the_secrets_of_each_file_and_why(vault):
     assert {("world/The_Duke.md", "line 3"), ("world/The_Duchess.md", "line 2"), ("world/The_Bishop.md", "line 2"),
             ("sessions/Session 2.md", "line 10, 14"),  # two doubtful markers
             ("sessions/Session 3.md", "line 9"), ("sessions/Session 3.md", "line 10")} == warnings  # \\%%, unclosed
+
+
+def test_oracle_who_and_status_on_the_command_line(tmp_path, monkeypatch, capsys):
+    """What a game master runs to check what players see: `oracle who NAME [--gm] --json`."""
+    from oracle.cli import main
+    from tests.conftest import closed_port_url
+
+    notes = write_notes(tmp_path / "notes", VAULT)
+    monkeypatch.chdir(tmp_path)  # no developer .env read
+    for key in [k for k in os.environ if k.startswith(("ORACLE_", "OLLAMA_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("OLLAMA_HOST", closed_port_url())
+    monkeypatch.setenv("ORACLE_OLLAMA_PROBE_TIMEOUT", "2")
+    where = ["--notes", str(notes), "--data", str(tmp_path / "data"), "--json"]
+
+    def run(*args: str) -> tuple[int, dict]:
+        code = main([*args, *where])
+        return code, json.loads(capsys.readouterr().out)
+
+    code, report = run("ingest")
+    assert 0 == code and {"path": "gm/The Masked Lord.md", "blocks": 0, "whole_note": True} in report["files"]["secrets"]
+    code, player = run("who", "Aldric")
+    assert (0, "Aldric", []) == (code, player["dossier"]["name"], player["dossier"]["aliases"])
+    assert_no_secret(player, "oracle who")
+    code, gm = run("who", "Aldric", "--gm")
+    assert (0, "The Masked Lord") == (code, gm["dossier"]["name"])
+    assert {"Aldric", "Lord Vesper"} <= set(gm["dossier"]["aliases"])
+    code, missing = run("who", "The Masked Lord")
+    assert (1, None) == (code, missing["dossier"])
+    assert_no_secret(missing, "oracle who, for a secret name")
+    code = main(["status", "--data", str(tmp_path / "data"), "--json"])
+    status = json.loads(capsys.readouterr().out)
+    assert (0, 4, 1) == (code, status["sessions"], status["sessions_gm_only"])
