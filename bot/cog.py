@@ -256,9 +256,11 @@ def ingest_summary(report: IngestReport) -> str:
     if report.secrets:
         whole = sum(1 for n in report.secrets.values() if n < 0)
         blocks = sum(n for n in report.secrets.values() if n > 0)
+        others = len(report.secrets) - whole
         lines.append(
-            f"🔒 Kept from players: {whole} game-master-only notes, {blocks} secret blocks in "
-            f"{len(report.secrets) - whole} other notes (per file: `oracle ingest`)."
+            f"🔒 Kept from players: {whole} game-master-only {'note' if whole == 1 else 'notes'}, "
+            f"{blocks} secret {'block' if blocks == 1 else 'blocks'} in {others} other {'note' if others == 1 else 'notes'}"
+            " (per file: `oracle ingest`)."
         )
     for s in report.skipped[:10]:
         lines.append(f"• skipped `{s.path}`: {s.reason}")
