@@ -500,7 +500,8 @@ async def test_reingest_by_a_game_master_reports_progress_and_a_summary(
     assert any(", annotations " in p for p in progress)
     assert re.fullmatch(
         r"✅ Reingest done in \d+\.\d s: 7 added, 0 changed, 0 removed, 0 unchanged, 0 skipped\.\n"
-        r"12 passages indexed, 12 embedded, annotations 12/12\.",
+        r"12 passages indexed, 12 embedded, annotations 12/12\.\n"
+        r"🔒 Kept from players: 2 game-master-only notes, 2 secret blocks in 1 other note \(per file: `oracle ingest`\)\.",
         summary,
     ), summary
     assert inter.original.content == summary and inter.original.ephemeral
