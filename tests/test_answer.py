@@ -38,6 +38,7 @@ from tests.fakes.ollama_server import (
     ModelNotFound,
     RawBody,
     TruncatedJson,
+    in_order,
 )
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -296,7 +297,8 @@ async def test_the_rerank_request_holds_annotations_and_no_raw_text(campaign, fa
     [rerank] = requests_of(fake, "rerank")
     pool = pool_ids(answer)
     assert len(pool) > 8
-    assert (MODEL, KEEP_ALIVE, False, {"temperature": 0}) == (
+    # The same window as every request, and a small reply budget: the reply is a list of numbers.
+    assert (MODEL, KEEP_ALIVE, False, {"temperature": 0, "num_ctx": 16384, "num_predict": 256}) == (
         rerank["model"], rerank["keep_alive"], rerank["stream"], rerank["options"])
     assert ["best"] == rerank["format"]["required"]
     # Every candidate, numbered in fused order, by its label and annotation.
@@ -365,7 +367,8 @@ async def test_the_answer_request_holds_eight_fragments_then_the_headlines(campa
     # The citation instructions, with no example label to copy: not a digit in them.
     assert [("system", SYSTEM), ("user", content)] == [(m["role"], m["content"]) for m in request["messages"]]
     assert [] == re.findall(r"\d", SYSTEM)
-    assert (MODEL, KEEP_ALIVE, False) == (request["model"], request["keep_alive"], request["stream"])
+    assert (MODEL, KEEP_ALIVE, True) == (request["model"], request["keep_alive"], request["stream"])
+    assert {"temperature": 0, "num_ctx": 16384, "num_predict": 1024} == request["options"]
 
 
 @module_loop
@@ -460,8 +463,10 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
 
 @module_loop
 async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
-    fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
     async with campaign.oracle(rerank_timeout=1.0) as oracle:
+        assert await oracle.warm() is None  # the model is loaded: a timeout is the reranker's own
+        fake.reset()
+        fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
         answer = await oracle.ask(QUESTION)
 
     # The reason proves the 1-second bound cut the call: the 30-second reply never arrived.
@@ -470,6 +475,28 @@ async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
     assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace["rerank"]["reason"]
     assert ("llm", DEFAULT_ANSWER, 2, 2) == (
         answer.mode, answer.text, answer.trace["llm_calls"], len(fake.chat_requests()))
+
+
+@module_loop
+async def test_a_rerank_timeout_while_the_model_loads_is_asked_once_more(campaign, fake):
+    fake.responder = script(rerank=in_order(Delay(30), {"best": [3, 1]}))
+    async with campaign.oracle(rerank_timeout=1.0) as oracle:  # a fresh process: nothing answered yet
+        answer = await oracle.ask(QUESTION)
+
+    assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]
+    assert answer.trace["rerank"]["used"] is True
+    assert answer.trace["rerank"]["reason"] == "chose 2, retried once: the model was loading, filled 6 from the fused order"
+
+
+@module_loop
+async def test_a_second_rerank_timeout_while_loading_keeps_the_fused_order(campaign, fake):
+    fake.responder = script(rerank=Delay(30))
+    async with campaign.oracle(rerank_timeout=1.0) as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]  # once more, not twice
+    assert answer.trace["rerank"]["reason"] == (
+        f"off: Ollama at {fake.url} did not answer in time, retried once: the model was loading")
 
 
 @module_loop
