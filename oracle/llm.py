@@ -86,6 +86,21 @@ class Reply:
 TextFn = Callable[[str], Awaitable[None]]
 
 
+def describe_window(window: dict) -> str:
+    """`Window.to_json()` as a status line: the num_ctx every request carries, and why it is not the setting."""
+    line = f"{window['num_ctx']} tokens, {window['answer_tokens']} of them for the answer"
+    return f"{line} ({window['reason']})" if window["reason"] else line
+
+
+def describe_loaded(loaded: dict) -> str:
+    """`LLM.loaded()` as a status line."""
+    if loaded["loaded"] is None:
+        return f"unknown: {loaded['reason']}"
+    if not loaded["loaded"]:
+        return "no: the first question waits for it to load"
+    return f"yes, with {loaded['context_length']} tokens of context" if loaded.get("context_length") else "yes"
+
+
 def _reason(exc: BaseException, host: str, model: str) -> str:
     if isinstance(exc, ollama.ResponseError):
         if exc.status_code == 404:
