@@ -539,3 +539,12 @@ async def test_every_streamed_line_has_a_message_and_the_last_the_counts(fake):
     assert lines[-1]["prompt_eval_count"] == fake.served()[0].evaluated
     assert lines[-1]["eval_count"] == 3
     assert "load_duration" in lines[-1]
+
+
+@pytest.mark.asyncio
+async def test_a_reply_stops_at_num_predict(fake, client):
+    fake.responder = lambda request: "one two three four five"
+
+    response = await client.chat(model=MODEL, messages=ASK, options={"num_predict": 3})
+
+    assert (response.message.content, response.done_reason, response.eval_count) == ("one two three", "length", 3)

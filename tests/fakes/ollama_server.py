@@ -31,7 +31,8 @@ as reported in dzhng/deep-research#107):
 4. While the reply is written, a full context shifts: the runner discards half of
    what follows ``num_keep`` (``ShiftCacheSlot``), so a prompt plus ``num_predict``
    over ``num_ctx`` loses its front again if the reply runs to its budget.
-   ``Served.fits`` says whether a request left room for its whole reply.
+   ``Served.fits`` says whether a request left room for its whole reply. A reply stops
+   at ``num_predict`` tokens with ``done_reason`` "length".
 
 The fake's tokenizer is deterministic and simpler than a BPE: a word is one token
 per four characters (at least one), every digit and every other visible character
@@ -744,6 +745,9 @@ class FakeOllama:
             answer = Reply(json.dumps(answer))
         if not isinstance(answer, Reply):
             return _error(500, f"fake responder returned an unknown answer: {answer!r}")
+        limit = int((body.get("options") or {}).get("num_predict", -1))
+        if 0 <= limit < len(split_tokens(answer.content)):  # the reply's budget: cut, as the runner stops
+            answer = replace(answer, content="".join(split_tokens(answer.content)[:limit]), done_reason="length")
 
         chunks, final = self._frames(kind, body, answer, self._served_for(body))
         if body.get("stream", True):
