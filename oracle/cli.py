@@ -230,12 +230,12 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         sys.stdout.write("\n\n")
     if answer.mode == "passages":
         out.print("[yellow bold]Passages, not an answer[/]")
-        out.print(answer.text, markup=False)
+        out.print(answer.text, markup=False, soft_wrap=True)
     elif not streamed:
-        out.print(answer.text, markup=False)
+        out.print(answer.text, markup=False, soft_wrap=True)
     elif answer.text != streamed:  # citations the notes do not hold were removed, or the stream was cut
         out.print("[bold]Checked against the notes:[/]")
-        out.print(answer.text, markup=False)
+        out.print(answer.text, markup=False, soft_wrap=True)
     if answer.citations:
         sources = Table(title="sources", title_justify="left")
         for col in ("label", "note", "lines"):

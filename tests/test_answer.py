@@ -32,6 +32,7 @@ from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.conftest import request_kind as kind
 from tests.fakes.ollama_server import (
     EMPTY,
+    CutStream,
     Delay,
     FakeOllama,
     HttpError,
@@ -39,6 +40,7 @@ from tests.fakes.ollama_server import (
     RawBody,
     TruncatedJson,
     in_order,
+    split_tokens,
 )
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -789,3 +791,45 @@ def test_oracle_ask_json_on_the_command_line(tmp_path):
     assert data["answer"].startswith(PASSAGES_PREFIX)
     assert 5 == len(data["citations"])
     assert data["trace"]["rerank"]["reason"].startswith("off: ")  # no annotations without Ollama
+
+
+def test_oracle_ask_prints_the_answer_as_the_model_writes_it(tmp_path, monkeypatch, capfd):
+    from oracle import cli
+
+    def invented(request: dict) -> str:
+        label = fragment_headers(request)[0][0]
+        return f"Orrin Hale kept the harbour ledger [{label}]. He sank the Gull at dawn [Session 999]."
+
+    def cut(request: dict) -> CutStream:
+        label = fragment_headers(request)[0][0]
+        whole = " ".join(f"Orrin Hale, in sentence {n}, kept the harbour ledger [{label}]." for n in range(5))
+        return CutStream(whole + " Then he sank the Gull.", after=len(split_tokens(whole)) + 3)  # "Then he sank"
+
+    write_notes(tmp_path / "notes", CLI_NOTES)
+    monkeypatch.chdir(tmp_path)  # no developer .env read
+    for name in [k for k in os.environ if k.startswith(("ORACLE_", "OLLAMA_"))]:
+        monkeypatch.delenv(name)
+    fake = FakeOllama(models=[MODEL]).run_in_thread()
+    try:
+        monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        monkeypatch.setenv("ORACLE_MODEL", MODEL)
+        args = ["ask", QUESTION, "--notes", str(tmp_path / "notes"), "--data", str(tmp_path / "data")]
+        outputs = []
+        for answer in (invented, cut):
+            fake.responder = script(answer=answer)
+            assert 0 == cli.main(args)
+            outputs.append(capfd.readouterr().out)
+        requests = [r for r in fake.chat_requests() if kind(r) == "answer"]
+    finally:
+        fake.stop_thread()
+
+    # The model's own words first, as they came; then the text checked against the notes.
+    label = fragment_headers(requests[0])[0][0]
+    streamed, checked = outputs[0].split("Checked against the notes:\n")
+    assert streamed == f"{invented(requests[0])}\n\n"
+    assert checked.startswith(f"Orrin Hale kept the harbour ledger [{label}]. He sank the Gull at dawn.\n")
+
+    streamed, checked = outputs[1].split("Checked against the notes:\n")
+    assert streamed.startswith("Orrin Hale, in sentence 0, kept the harbour ledger") and "Then he sank" in streamed
+    assert "Then he sank" not in checked
+    assert f"in sentence 4, kept the harbour ledger [{label}].\n\n*(The answer stops here: Ollama at" in checked
