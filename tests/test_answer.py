@@ -34,6 +34,7 @@ from tests.fakes.ollama_server import (
     EMPTY,
     CutStream,
     Delay,
+    FakeModel,
     FakeOllama,
     HttpError,
     ModelNotFound,
@@ -833,3 +834,63 @@ def test_oracle_ask_prints_the_answer_as_the_model_writes_it(tmp_path, monkeypat
     assert streamed.startswith("Orrin Hale, in sentence 0, kept the harbour ledger") and "Then he sank" in streamed
     assert "Then he sank" not in checked
     assert f"in sentence 4, kept the harbour ledger [{label}].\n\n*(The answer stops here: Ollama at" in checked
+
+
+# ---------------------------------------------------------------------------------------------
+# The context window
+
+
+@module_loop
+async def test_the_trace_counts_the_prompt_and_the_server_agrees(campaign, fake):
+    history = [Turn("user", "Who is Orrin Hale?"), Turn("assistant", "He is the harbourmaster of Greyhaven.")]
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION, history=history)
+
+    tokens = answer.trace["tokens"]
+    assert set(tokens) == {"num_ctx", "budget", "system", "question", "history", "fragments", "headlines", "total",
+                           "dropped", "prompt_eval_count", "eval_count"}
+    assert (tokens["num_ctx"], tokens["budget"]) == (16384, 16384 - 1024)
+    assert tokens["dropped"] == {"headlines": [], "fragments": [], "trimmed": None}
+    assert min(tokens[p] for p in ("system", "question", "history", "fragments", "headlines")) > 0
+    [request] = requests_of(fake, "answer")
+    [served] = [r.served for r in fake.requests if r.body is request]
+    assert (tokens["prompt_eval_count"], tokens["eval_count"]) == (served.evaluated, len(DEFAULT_ANSWER.split()))
+    assert served.evaluated <= tokens["total"] <= tokens["budget"]  # the estimate is the higher count
+    assert served.fits and {r.served.num_ctx for r in fake.requests if r.served} == {16384}
+
+
+@module_loop
+async def test_a_small_window_drops_headlines_then_fragments_and_the_trace_names_them(campaign, fake):
+    async with campaign.oracle(num_ctx=1024, answer_tokens=384) as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    tokens = answer.trace["tokens"]
+    dropped = tokens["dropped"]
+    [request] = requests_of(fake, "answer")
+    assert request["options"]["num_ctx"] == 1024 and tokens["total"] <= tokens["budget"] == 1024 - 384
+    assert dropped["headlines"] and not answer.summaries  # every headline went before any fragment
+    assert 1 <= len(answer.fragments) < 8 and dropped["fragments"]
+    assert [c.label for c in answer.fragments] == [label for label, _, _ in fragment_headers(request)]
+    assert not {c.label for c in answer.fragments} & set(dropped["fragments"])
+    pool_labels = [campaign.chunks[cid]["label"] for cid in pool_ids(answer)]
+    assert dropped["fragments"] == sorted(dropped["fragments"], key=pool_labels.index, reverse=True)  # lowest first
+    assert request["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert all(r.served.fits for r in fake.requests if r.served)
+
+
+@module_loop
+async def test_status_says_the_window_was_lowered_and_the_model_is_loaded(campaign, fake):
+    fake.add_model(FakeModel(MODEL, family="llama", context_length=8192))
+    try:
+        async with campaign.oracle(keep_alive=KEEP_ALIVE) as oracle:  # a fresh process: the window unread
+            before = await oracle.status()
+            assert await oracle.warm() is None
+            after = await oracle.status()
+    finally:
+        fake.add_model(FakeModel(MODEL))
+    reason = f"lowered from ORACLE_NUM_CTX=16384: {MODEL} serves at most 8192 tokens"
+    assert before["context"] == {"num_ctx": 8192, "configured": 16384, "answer_tokens": 1024, "model_limit": 8192,
+                                 "reason": reason}
+    assert after["model_loaded"] == {"loaded": True, "context_length": 8192, "reason": ""}
+    [load] = fake.chat_requests()
+    assert (load["messages"], load["options"], load["keep_alive"]) == ([], {"num_ctx": 8192}, KEEP_ALIVE)

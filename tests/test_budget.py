@@ -100,3 +100,30 @@ def test_the_rules_and_the_question_are_never_cut_even_when_they_alone_are_over(
     assert fitted.context == Context((), ())
     assert fitted.tokens["total"] > fitted.tokens["budget"]  # said, not hidden
     assert_rules_and_question_kept(fitted)
+
+
+def test_the_rerank_prompt_leaves_out_its_lowest_candidates_to_fit():
+    from oracle.rerank import Candidate, fit_candidates, rerank_messages
+
+    candidates = [Candidate(chunk(n), f"Annotation {n}: " + "a long description of the session " * 5) for n in range(40)]
+    whole = message_tokens(rerank_messages(QUESTION, candidates, 8))
+    ten = message_tokens(rerank_messages(QUESTION, candidates[:10], 8))
+
+    assert fit_candidates(QUESTION, candidates, 8, whole) == candidates
+    assert fit_candidates(QUESTION, candidates, 8, ten) == candidates[:10]
+    assert fit_candidates(QUESTION, candidates, 8, ten - 1) == candidates[:9]
+    assert fit_candidates(QUESTION, candidates, 8, 0) == candidates[:1]  # never none
+
+
+def test_the_annotation_prompt_cuts_its_passage_at_a_paragraph_to_fit():
+    from oracle.annotate import annotation_messages
+
+    long = Chunk(**{**chunk(1).__dict__, "text": chunk(1, paragraphs=60).text})
+    whole = annotation_messages(long)
+    budget = message_tokens(whole) // 2
+
+    cut = annotation_messages(long, budget)
+    assert message_tokens(cut) <= budget
+    passage = cut[1]["content"].split(":\n\n", 1)[1].split("\n\nReply in JSON", 1)[0]
+    assert long.text.startswith(passage) and long.text[len(passage):].startswith("\n\nParagraph")
+    assert annotation_messages(long, message_tokens(whole)) == whole
