@@ -1,5 +1,5 @@
-"""Showing an answer while the model writes it. No retrieval logic and no discord import: the edit
-is a callback, so the pacing is tested with a clock of its own."""
+"""Showing an answer while the model writes it. No retrieval logic; the edit is a callback, so the
+pacing is tested with a clock of its own."""
 from __future__ import annotations
 
 import time

@@ -191,6 +191,18 @@ class Oracle:
             if on_stage is not None:
                 await on_stage(name)
 
+        async def show_text(text: str) -> None:
+            """The text so far, to whoever shows it; a display that fails stops showing, the answer goes on."""
+            nonlocal on_text
+            if on_text is None:
+                return
+            try:
+                await on_text(text)
+            except Exception:
+                log.warning("showing the answer to %r as it is written failed; it is shown when done", question,
+                            exc_info=True)
+                on_text = None
+
         started = time.perf_counter()
         question = " ".join(question.split())
         if not question:
@@ -220,7 +232,7 @@ class Oracle:
             await stage("writing")
             try:
                 reply = await self.index.llm.stream_chat(
-                    fitted.messages, on_text=on_text, timeout=self.settings.answer_timeout,
+                    fitted.messages, on_text=show_text, timeout=self.settings.answer_timeout,
                     num_predict=window.answer_tokens,
                 )
                 text = reply.text

@@ -894,3 +894,22 @@ async def test_status_says_the_window_was_lowered_and_the_model_is_loaded(campai
     assert after["model_loaded"] == {"loaded": True, "context_length": 8192, "reason": ""}
     [load] = fake.chat_requests()
     assert (load["messages"], load["options"], load["keep_alive"]) == ([], {"num_ctx": 8192}, KEEP_ALIVE)
+
+
+@module_loop
+async def test_the_text_is_shown_as_it_comes_and_a_failing_display_does_not_stop_the_answer(campaign, fake):
+    fake.responder = script(answer="Orrin Hale runs the harbour of Greyhaven and keeps its ledgers.")
+    shown: list[str] = []
+
+    async def show(text: str) -> None:
+        shown.append(text)
+
+    async def broken(text: str) -> None:
+        raise RuntimeError("the message was deleted")
+
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION, on_text=show)
+        assert shown[-1] == answer.text and len(shown) == len(answer.text.split())
+        assert all(answer.text.startswith(s) for s in shown)
+        answer = await oracle.ask(QUESTION, on_text=broken)
+    assert ("llm", "Orrin Hale runs the harbour of Greyhaven and keeps its ledgers.") == (answer.mode, answer.text)
