@@ -108,17 +108,16 @@ async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k
             # timeout then says nothing about the reranker, so it is asked once more.
             if not (cold and exc.timed_out):
                 raise
-            log.info("rerank timed out while the model was loading; asking once more")
-            retried = ", retried once: the model was loading"
+            log.info("the first rerank of this process timed out, likely while the model loaded; asking once more")
+            retried = ", retried once: the first call waits for the model to load"
             reply = await llm.chat_model(messages, RerankReply, timeout=timeout, num_predict=REPLY_TOKENS)
     except LLMError as exc:
         return Reranked(list(fused), False, f"off: {exc}{retried}", [], called=True)
-    candidates = shown
     chosen: list[str] = []
     unknown = 0
-    for number in reply.best:
-        if 1 <= number <= len(candidates):
-            cid = candidates[number - 1].chunk.id
+    for number in reply.best:  # numbers of the candidates shown, which may be fewer than the pool
+        if 1 <= number <= len(shown):
+            cid = shown[number - 1].chunk.id
             if cid not in chosen:
                 chosen.append(cid)
         else:

@@ -488,7 +488,7 @@ async def test_a_rerank_timeout_while_the_model_loads_is_asked_once_more(campaig
 
     assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]
     assert answer.trace["rerank"]["used"] is True
-    assert answer.trace["rerank"]["reason"] == "chose 2, retried once: the model was loading, filled 6 from the fused order"
+    assert answer.trace["rerank"]["reason"] == "chose 2, retried once: the first call waits for the model to load, filled 6 from the fused order"
 
 
 @module_loop
@@ -499,7 +499,7 @@ async def test_a_second_rerank_timeout_while_loading_keeps_the_fused_order(campa
 
     assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]  # once more, not twice
     assert answer.trace["rerank"]["reason"] == (
-        f"off: Ollama at {fake.url} did not answer in time, retried once: the model was loading")
+        f"off: Ollama at {fake.url} did not answer in time, retried once: the first call waits for the model to load")
 
 
 @module_loop
