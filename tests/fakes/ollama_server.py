@@ -28,9 +28,11 @@ as reported in dzhng/deep-research#107):
    and discards the ``prompt - num_ctx`` tokens that follow them, so the model sees
    exactly ``num_ctx`` tokens whose front (the system prompt, the citation rules) is
    gone. It logs ``truncating input prompt`` with limit, prompt, keep and new.
-4. While the reply is written, a full context shifts: the runner discards half of
-   what follows ``num_keep`` (``ShiftCacheSlot``), so a prompt plus ``num_predict``
-   over ``num_ctx`` loses its front again if the reply runs to its budget.
+4. While the reply is written, a full context shifts: ``ShiftCacheSlot`` /
+   ``ShiftDiscard`` (``runner/*/cache.go``) free (num_ctx - num_keep) / 2 tokens by
+   discarding the oldest ones after the kept head, so a prompt plus ``num_predict``
+   over ``num_ctx`` loses its front again if the reply runs to its budget (this is
+   why a cut prompt is seen to keep only about half the window: ollama/ollama#17427).
    ``Served.fits`` says whether a request left room for its whole reply. A reply stops
    at ``num_predict`` tokens with ``done_reason`` "length".
 
