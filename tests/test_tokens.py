@@ -62,7 +62,7 @@ def test_the_estimate_is_above_the_wordpiece_count_of_every_chunk(corpus, wordpi
         texts = chunks_of(CRD3_LOG.parent, [CRD3_LOG])
     assert len(texts) > (30 if corpus == "sample" else 100)
     ratios = sorted(estimate_tokens(t) / wordpiece(t) for t in texts if t.strip())
-    # Measured: sample chunks ≥ 1.3×, the log's ≥ 1.2× (the margin is what keeps the front of a prompt).
+    # Measured: every sample chunk ≥ 1.39× (median 1.49), every log chunk ≥ 1.33× (median 1.52).
     assert ratios[0] > 1.1, ratios[:5]
 
 
