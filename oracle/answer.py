@@ -240,6 +240,10 @@ class Oracle:
                                                  ("eval_count", reply.eval_count)) if v is not None})
                 if not text.strip():
                     raise LLMError("the model gave an empty answer")
+                if reply.done_reason == "length" and len(_whole_sentences(text).split()) >= MIN_PARTIAL_WORDS:
+                    # The reply ran out of its budget mid-sentence: show the sentences it finished.
+                    text = _whole_sentences(text)
+                    incomplete = f"it reached its budget of {window.answer_tokens} tokens (ORACLE_ANSWER_TOKENS)"
             except StreamCut as exc:
                 text = _whole_sentences(exc.partial)
                 if len(text.split()) < MIN_PARTIAL_WORDS:

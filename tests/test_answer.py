@@ -913,3 +913,24 @@ async def test_the_text_is_shown_as_it_comes_and_a_failing_display_does_not_stop
         assert all(answer.text.startswith(s) for s in shown)
         answer = await oracle.ask(QUESTION, on_text=broken)
     assert ("llm", "Orrin Hale runs the harbour of Greyhaven and keeps its ledgers.") == (answer.mode, answer.text)
+
+
+@module_loop
+async def test_an_answer_that_runs_out_of_its_budget_ends_on_a_whole_sentence_marked(campaign, fake):
+    def long_answer(request: dict) -> str:
+        label = fragment_headers(request)[0][0]
+        return " ".join(f"Orrin Hale, in sentence {n}, kept the harbour ledger [{label}]." for n in range(40))
+
+    fake.responder = script(answer=long_answer)
+    async with campaign.oracle(answer_tokens=100) as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    [request] = requests_of(fake, "answer")
+    assert request["options"]["num_predict"] == 100
+    label = fragment_headers(request)[0][0]
+    written, marker = answer.text.split("\n\n")
+    assert written.endswith(f"kept the harbour ledger [{label}].") and 20 <= len(written.split()) <= 100
+    assert long_answer(request).startswith(written)
+    assert marker == "*(The answer stops here: it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS).)*"
+    assert answer.trace["incomplete"] == "it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS)"
+    assert (answer.mode, answer.trace["tokens"]["eval_count"]) == ("llm", 100)
