@@ -1,6 +1,7 @@
 """The discord.py client: resources come in from `main()`, commands come from the cog."""
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import discord
@@ -43,10 +44,13 @@ class OracleBot(commands.Bot):
         self.index = index
         self.oracle = oracle
         self.history = history
+        self.warming: asyncio.Task | None = None
 
     async def setup_hook(self) -> None:
         from .cog import OracleCog
 
+        # The model loads (10-60 s for a 14B model) while the gateway connects, not on the first question.
+        self.warming = asyncio.create_task(self.warm_model())
         await self.add_cog(OracleCog(self))
         if self.settings.guild_id:
             guild = discord.Object(id=self.settings.guild_id)
@@ -55,6 +59,18 @@ class OracleBot(commands.Bot):
         else:
             synced = await self.tree.sync()
         log.info("synced %d application commands", len(synced))
+
+    async def warm_model(self) -> None:
+        reason = await self.oracle.warm()
+        if reason is None:
+            log.info("model %s loaded", self.index.settings.model)
+        else:
+            log.warning("could not load the model at startup (%s): the first question will wait for it", reason)
+
+    async def close(self) -> None:
+        if self.warming is not None and not self.warming.done():
+            self.warming.cancel()
+        await super().close()
 
     async def on_message(self, message: discord.Message) -> None:
         """No prefix commands: thread follow-ups are the cog's listener, and a mention must not be

@@ -12,6 +12,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from oracle.ingest import IngestBusy, IngestError, ingest
+from oracle.llm import describe_loaded, describe_window
 from oracle.prompt import Turn
 from oracle.types import IngestReport, Progress
 
@@ -23,6 +24,7 @@ from .formatting import (
     split_message,
     thread_name,
 )
+from .streaming import LiveReply
 
 if TYPE_CHECKING:
     from .client import OracleBot
@@ -66,6 +68,9 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             raise UserError(f"Slow down: you can ask again in {wait:.0f} s.")
         self.last_ask[user_id] = now
 
+    def live(self, edit) -> LiveReply:
+        return LiveReply(edit, self.bot.settings.stream_edit_seconds)
+
     async def send_answer(self, interaction: discord.Interaction, answer, private: bool) -> discord.Message | None:
         pieces = split_message(answer_text(answer))
         embed = sources_embed(answer)
@@ -89,10 +94,14 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         await interaction.response.defer(ephemeral=private, thinking=True)
         gm = self.clearance(interaction, private)
 
+        live = self.live(lambda text: interaction.edit_original_response(content=text))
+
         async def show(stage: str) -> None:
             await interaction.edit_original_response(content=PROGRESS.get(stage, stage))
+            live.touch()
 
-        answer = await self.bot.oracle.ask(question, gm=gm, on_stage=show)
+        # Players read while the model writes; citations are checked and the sources added at the end.
+        answer = await self.bot.oracle.ask(question, gm=gm, on_stage=show, on_text=live.update)
         message = await self.send_answer(interaction, answer, private)
         if private or message is None or not isinstance(interaction.channel, discord.TextChannel):
             return
@@ -121,13 +130,27 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             return
         try:
             history = await self.bot.history.turns(message.channel.id, self.bot.settings.history_turns)
+            reply: discord.Message | None = None
+
+            async def edit(text: str) -> None:
+                nonlocal reply
+                if reply is None:
+                    reply = await message.channel.send(text)
+                else:
+                    await reply.edit(content=text)
+
+            live = self.live(edit)
             async with message.channel.typing():
                 # A thread is public: everyone reading it gets the player answer.
-                answer = await self.bot.oracle.ask(question, history=history, gm=False)
+                answer = await self.bot.oracle.ask(question, history=history, gm=False, on_text=live.update)
             pieces = split_message(answer_text(answer))
             embed = sources_embed(answer)
+            last = embed if embed else discord.utils.MISSING
+            if reply is not None:  # the streamed message becomes the answer's first piece
+                await reply.edit(content=pieces[0], embed=last if len(pieces) == 1 else None)
+                pieces = pieces[1:]
             for i, piece in enumerate(pieces, 1):
-                await message.channel.send(piece, embed=embed if i == len(pieces) and embed else discord.utils.MISSING)
+                await message.channel.send(piece, embed=last if i == len(pieces) else discord.utils.MISSING)
             await self.bot.history.add_turns(
                 message.channel.id, [Turn("user", question), Turn("assistant", answer.text)]
             )
@@ -180,6 +203,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             f"**Annotations:** {status['annotated']}/{status['chunks']}",
             f"**Models:** answers with `{status['model']}`, embeds with `{status['embed_model']}`",
             f"**Ollama:** {'answers' if status['ollama']['ok'] else status['ollama']['reason']}",
+            f"**Context window:** {describe_window(status['context'])}",
+            f"**Model loaded:** {describe_loaded(status['model_loaded'])}",
             "**Thread follow-ups:** "
             + ("on (message-content intent enabled)" if intent else
                "only when the bot is mentioned. To read every reply in a thread, enable the Message Content "

@@ -17,6 +17,9 @@ class BotSettings(BaseSettings):
     gm_channels: Annotated[list[int], NoDecode] = Field(default_factory=list, validation_alias="ORACLE_GM_CHANNELS")
     cooldown_seconds: float = Field(10.0, validation_alias="ORACLE_COOLDOWN_SECONDS", ge=0)
     history_turns: int = Field(6, validation_alias="ORACLE_HISTORY_TURNS", ge=0)
+    # Seconds between edits of a reply while the model writes it. Discord allows about five edits of
+    # a message in five seconds; below 1 the bot meets its rate limits.
+    stream_edit_seconds: float = Field(1.0, validation_alias="ORACLE_STREAM_EDIT_SECONDS", ge=0)
 
     @field_validator("guild_id", mode="before")
     @classmethod

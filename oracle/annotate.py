@@ -12,10 +12,13 @@ from pydantic import BaseModel, Field
 
 from .compendium import normalize, normalize_text
 from .llm import LLM
+from .tokens import estimate_tokens, message_tokens, trim_to_tokens
 from .types import Chunk, EntitySource
 
 PROMPT_VERSION = "annotate-v1"
 _MAX_CHARS = 12_000  # a chunk is at most ~1,200 words; this bounds a pathological one
+# The reply: ~40 words of summary and the names with their aliases; a crowded session names ~40.
+REPLY_TOKENS = 1024
 
 SYSTEM = (
     "You index a game master's notes for a tabletop role-playing campaign. "
@@ -40,24 +43,36 @@ class Annotation:
     entities: tuple[NamedThing, ...]
 
 
-def annotation_messages(chunk: Chunk) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": SYSTEM},
-        {
-            "role": "user",
-            "content": (
-                f"Passage from {chunk.label}:\n\n{chunk.text[:_MAX_CHARS]}\n\n"
-                "Reply in JSON: a summary of one or two sentences (about 40 words) saying who is "
-                "involved, where, and what happens; and the named people, places, factions and "
-                "items, each with any other names the passage uses for it."
-            ),
-        },
-    ]
+def annotation_messages(chunk: Chunk, max_tokens: int | None = None) -> list[dict[str, str]]:
+    """The request; with `max_tokens`, the passage is cut at a paragraph so the prompt fits it."""
+
+    def messages(text: str) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": SYSTEM},
+            {
+                "role": "user",
+                "content": (
+                    f"Passage from {chunk.label}:\n\n{text}\n\n"
+                    "Reply in JSON: a summary of one or two sentences (about 40 words) saying who is "
+                    "involved, where, and what happens; and the named people, places, factions and "
+                    "items, each with any other names the passage uses for it."
+                ),
+            },
+        ]
+
+    text = chunk.text[:_MAX_CHARS]
+    if max_tokens is not None:
+        over = message_tokens(messages(text)) - max_tokens
+        if over > 0:
+            text = trim_to_tokens(text, max(0, estimate_tokens(text) - over))
+    return messages(text)
 
 
 async def annotate(llm: LLM, chunk: Chunk) -> Annotation:
     """Raises LLMError when Ollama cannot give a valid annotation."""
-    reply = await llm.chat_model(annotation_messages(chunk), AnnotationReply)
+    window = await llm.window()
+    messages = annotation_messages(chunk, window.num_ctx - REPLY_TOKENS)
+    reply = await llm.chat_model(messages, AnnotationReply, num_predict=REPLY_TOKENS)
     summary = " ".join(reply.summary.split())
     return Annotation(summary, tuple(reply.entities))
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from . import annotate
+from .budget import fit_answer_prompt
 from .citations import Citation, verify
 from .compendium import normalize
 from .context import pack_context
@@ -20,7 +22,7 @@ from .followup import expand_followup
 from .fusion import Fused, dbsf, rrf
 from .index import Index
 from .leaks import SecretGuard
-from .llm import LLMError
+from .llm import LLMError, StreamCut, TextFn
 from .paths import (
     EntityMatcher,
     MentionStats,
@@ -30,7 +32,7 @@ from .paths import (
     linked_path,
     semantic_path,
 )
-from .prompt import Turn, build_answer_prompt
+from .prompt import Turn
 from .rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
 from .results import (
     NOT_FOUND,
@@ -53,6 +55,10 @@ StageFn = Callable[[str], Awaitable[None]]
 PLAYER_REASON = "the language model gave no usable answer"
 PLAYER_OLLAMA = "not answering"
 WITHHELD = "the answer repeated game-master-only notes"
+# A stream cut before this many words of whole sentences is shown as passages instead: a sentence
+# or two is not yet an answer.
+MIN_PARTIAL_WORDS = 20
+_SENTENCE_END = re.compile(r"[.!?…](?=\s|$)|\]")
 
 log = logging.getLogger(__name__)
 
@@ -180,12 +186,27 @@ class Oracle:
         history: Sequence[Turn] = (),
         gm: bool = False,
         on_stage: StageFn | None = None,
+        on_text: TextFn | None = None,
     ) -> Answer:
-        """Answer from the notes. Never raises for a bad question or a missing LLM; never hangs."""
+        """Answer from the notes. Never raises for a bad question or a missing LLM; never hangs.
+        `on_text` gets the answer so far (the whole text each time) while the model writes it; the
+        Answer returned is the verified one, which may differ (unknown citations removed)."""
 
         async def stage(name: str) -> None:
             if on_stage is not None:
                 await on_stage(name)
+
+        async def show_text(text: str) -> None:
+            """The text so far, to whoever shows it; a display that fails stops showing, the answer goes on."""
+            nonlocal on_text
+            if on_text is None:
+                return
+            try:
+                await on_text(text)
+            except Exception:
+                log.warning("showing the answer to %r as it is written failed; it is shown when done", question,
+                            exc_info=True)
+                on_text = None
 
         started = time.perf_counter()
         question = " ".join(question.split())
@@ -201,41 +222,68 @@ class Oracle:
         await stage("ranking")
         selection = await self.select(retrieval)
         calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
-        context = selection.context
+        window = await self.index.llm.window()
+        fitted = fit_answer_prompt(
+            question, selection.context, history, num_ctx=window.num_ctx, reply_tokens=window.answer_tokens
+        )
+        selection.context = context = fitted.context
+        tokens = dict(fitted.tokens)
+        extra: dict = {"llm_calls": calls, "tokens": tokens}
         if self.llm_slots.locked():
             await stage("queued")
         t = time.perf_counter()
+        incomplete = ""
+        incomplete_shown = ""  # what a player reads of it: never a host or an error
         async with self.llm_slots:
             await stage("writing")
             try:
-                reply = await self.index.llm.chat(
-                    build_answer_prompt(question, context, history), timeout=self.settings.answer_timeout
+                reply = await self.index.llm.stream_chat(
+                    fitted.messages, on_text=show_text, timeout=self.settings.answer_timeout,
+                    num_predict=window.answer_tokens,
                 )
-                if not reply.strip():
+                text = reply.text
+                tokens.update({k: v for k, v in (("prompt_eval_count", reply.prompt_eval_count),
+                                                 ("eval_count", reply.eval_count)) if v is not None})
+                if not text.strip():
                     raise LLMError("the model gave an empty answer")
+                if reply.done_reason == "length" and len(_whole_sentences(text).split()) >= MIN_PARTIAL_WORDS:
+                    # The reply ran out of its budget mid-sentence: show the sentences it finished.
+                    text = _whole_sentences(text)
+                    incomplete = f"it reached its budget of {window.answer_tokens} tokens (ORACLE_ANSWER_TOKENS)"
+                    incomplete_shown = incomplete
+            except StreamCut as exc:
+                text = _whole_sentences(exc.partial)
+                if len(text.split()) < MIN_PARTIAL_WORDS:
+                    written = len(exc.partial.split())
+                    reason = f"the answer stopped after {written} word{'' if written == 1 else 's'}: {exc}"
+                    return self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm)
+                incomplete = str(exc)
+                incomplete_shown = incomplete if gm else "the language model stopped before the end"
+                log.warning("answer to %r cut after %d words: %s", question, len(text.split()), exc)
             except LLMError as exc:
-                retrieval.timings_ms["answer"] = _ms(t)
-                retrieval.timings_ms["total"] = _ms(started)
-                log.warning("answering %r without the LLM: %s", question, exc)
-                return self._passages(question, str(exc), retrieval, selection, {"llm_calls": calls}, gm=gm)
+                return self._failed(question, str(exc), retrieval, selection, extra, t, started, gm=gm)
         retrieval.timings_ms["answer"] = _ms(t)
-        verified = verify(reply, context)
+        verified = verify(text, context)
         if not gm and (await self.secret_guard()).leaks(verified.text):
             # Players get the passages as if the model had failed: saying why would tell them a
             # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
             await self._record_withheld(question, WITHHELD)
-            return self._passages(question, PLAYER_REASON, retrieval, selection, {"llm_calls": calls}, gm=False)
+            return self._passages(question, PLAYER_REASON, retrieval, selection, extra, gm=False)
         retrieval.timings_ms["total"] = _ms(started)
+        shown = verified.text
+        if incomplete:
+            extra["incomplete"] = incomplete
+            shown = f"{shown}\n\n*(The answer stops here: {incomplete_shown}.)*"
         answer = self._answer(
             question,
-            verified.text,
+            shown,
             "llm",
             "",
             retrieval,
             selection,
-            {
-                "llm_calls": calls,
+            extra
+            | {
                 "citations": {
                     "shown": [c.label for c in verified.citations],
                     "unknown": list(verified.unknown),
@@ -245,6 +293,24 @@ class Oracle:
             verified.citations,
         )
         return answer
+
+    def _failed(
+        self,
+        question: str,
+        reason: str,
+        retrieval: Retrieval,
+        selection: Selection,
+        extra: dict,
+        t: float,
+        started: float,
+        *,
+        gm: bool,
+    ) -> Answer:
+        """The answer call gave nothing usable: the passages, with the reason."""
+        retrieval.timings_ms["answer"] = _ms(t)
+        retrieval.timings_ms["total"] = _ms(started)
+        log.warning("answering %r without the LLM: %s", question, reason)
+        return self._passages(question, reason, retrieval, selection, extra, gm=gm)
 
     def _passages(
         self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict, *, gm: bool
@@ -324,7 +390,11 @@ class Oracle:
         store = await self.index.store()
         stats = await store.stats(settings.model, annotate.PROMPT_VERSION, gm=gm)
         meta = await store.meta()
-        reason = await self.index.llm.probe(settings.ollama_probe_timeout)
+        llm = self.index.llm
+        reason = await llm.probe(settings.ollama_probe_timeout)
+        window = await llm.window(settings.ollama_probe_timeout)
+        loaded = await llm.loaded(settings.ollama_probe_timeout) if reason is None else {
+            "loaded": None, "context_length": None, "reason": reason}
         status = {
             **stats,
             "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
@@ -332,14 +402,25 @@ class Oracle:
             "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
             "embed_model": meta.get("embed_model", settings.embed_model),
             "model": settings.model,
+            "context": window.to_json(),
         }
         if not gm:
-            return status | {"ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA}}
+            hidden = None if loaded.get("reason") is None else PLAYER_OLLAMA
+            return status | {
+                "ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA},
+                "model_loaded": loaded | {"reason": hidden},
+            }
         return status | {
             "notes_dir": meta.get("notes_dir"),
             "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
+            "model_loaded": loaded,
             "withheld": await store.withheld(),
         }
+
+    async def warm(self) -> str | None:
+        """Load the answer model now, with the window every request uses: the first question then
+        does not wait for it. None when loaded, else the reason."""
+        return await self.index.llm.load()
 
     async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:
         """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
@@ -381,6 +462,12 @@ def _ids(hits: Sequence[Hit]) -> list[list]:
 def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:
     """A path's (id, score) list as ranked hits, 1-based, over the chunks that could be loaded."""
     return [Hit(chunks[cid], rank, score) for rank, (cid, score) in enumerate(scored, 1) if cid in chunks]
+
+
+def _whole_sentences(text: str) -> str:
+    """A cut reply up to its last whole sentence or closed citation: no half label is ever shown."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return text[: ends[-1]].rstrip() if ends else ""
 
 
 def _ms(since: float) -> float:

@@ -29,6 +29,7 @@ from .embed import EmbedError
 from .eval import BankError, load_bank, run_eval
 from .index import Index
 from .ingest import IngestBusy, IngestError, ingest
+from .llm import describe_loaded, describe_window
 from .prompt import Turn
 from .settings import Settings
 from .store import StoreError
@@ -150,6 +151,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
     table.add_row("embedding model", str(status["embed_model"]))
     table.add_row("answer model", settings.model)
     table.add_row("ollama", f"{settings.ollama_host}: " + ("answers" if reason is None else reason))
+    table.add_row("context window", describe_window(status["context"]))
+    table.add_row("model loaded", describe_loaded(status["model_loaded"]))
     withheld = status["withheld"]
     table.add_row("answers withheld from players", str(withheld["count"]))
     out.print(table)
@@ -253,14 +256,32 @@ async def cmd_ask(args: argparse.Namespace) -> int:
             if not args.json:
                 console.print(f"[dim]{name}…[/]")
 
+        streamed = ""
+
+        async def show_text(text: str) -> None:
+            """Print what the model adds as it writes it."""
+            nonlocal streamed
+            sys.stdout.write(text[len(streamed):])
+            sys.stdout.flush()
+            streamed = text
+
         history = [Turn("user", h) for h in args.history]
-        answer = await oracle.ask(args.question, history=history, gm=args.gm, on_stage=show_stage)
+        answer = await oracle.ask(
+            args.question, history=history, gm=args.gm, on_stage=show_stage, on_text=None if args.json else show_text
+        )
     if args.json:
         print(json.dumps(answer.to_json(), ensure_ascii=False))
         return 0
+    if streamed:
+        sys.stdout.write("\n\n")
     if answer.mode == "passages":
         out.print("[yellow bold]Passages, not an answer[/]")
-    out.print(answer.text)
+        out.print(answer.text, markup=False, soft_wrap=True)
+    elif not streamed:
+        out.print(answer.text, markup=False, soft_wrap=True)
+    elif answer.text != streamed:  # citations the notes do not hold were removed, or the stream was cut
+        out.print("[bold]Checked against the notes:[/]")
+        out.print(answer.text, markup=False, soft_wrap=True)
     if answer.citations:
         sources = Table(title="sources", title_justify="left")
         for col in ("label", "note", "lines"):

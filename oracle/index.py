@@ -36,6 +36,8 @@ class Index:
             timeout=settings.ollama_timeout,
             max_timeout=max(settings.answer_timeout, settings.rerank_timeout),
             keep_alive=settings.keep_alive,
+            num_ctx=settings.num_ctx,
+            answer_tokens=settings.answer_tokens,
         )
 
     async def store(self) -> Store:

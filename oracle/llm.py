@@ -1,13 +1,22 @@
 """The only module that speaks HTTP to Ollama.
 
 Every call has a timeout (the client's default is none) and every transport failure becomes an
-`LLMError` whose message is the reason a game master can act on.
+`LLMError` whose message is the reason a game master can act on; a stream that dies after some text
+becomes a `StreamCut` that keeps the text.
+
+One context window: every chat request carries the same `options.num_ctx` (Ollama keeps one runner
+per model and context size, so a different size reloads the model) and a `num_predict`, the reply's
+budget. Without `num_ctx` Ollama serves 2,048 tokens and cuts a longer prompt from the front. The
+window is the configured ORACLE_NUM_CTX, lowered to the model's own context length, read once from
+`/api/show` (`model_info["<architecture>.context_length"]`).
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -22,6 +31,75 @@ M = TypeVar("M", bound=BaseModel)
 class LLMError(RuntimeError):
     """Ollama did not give a usable answer; `str(err)` is a one-line reason."""
 
+    timed_out = False
+
+
+class LLMTimeout(LLMError):
+    """Ollama did not answer in time."""
+
+    timed_out = True
+
+
+class StreamCut(LLMError):
+    """The streamed reply stopped before its end; `partial` is what had arrived."""
+
+    def __init__(self, reason: str, partial: str) -> None:
+        super().__init__(reason)
+        self.partial = partial
+
+
+@dataclass(frozen=True)
+class Window:
+    """The context window every request is sent with, and why it differs from the setting."""
+
+    num_ctx: int
+    configured: int
+    answer_tokens: int  # the answer's num_predict
+    model_limit: int | None = None  # the model's context_length, when Ollama said it
+    reason: str = ""  # why num_ctx is lower than configured, or why the model's limit is unknown
+
+    @property
+    def budget(self) -> int:
+        """Tokens the answer prompt may take: the window less the reply's budget."""
+        return self.num_ctx - self.answer_tokens
+
+    def to_json(self) -> dict:
+        return {
+            "num_ctx": self.num_ctx,
+            "configured": self.configured,
+            "answer_tokens": self.answer_tokens,
+            "model_limit": self.model_limit,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A finished chat reply and Ollama's own counts (None when it did not report them)."""
+
+    text: str
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+    done_reason: str | None = None
+
+
+TextFn = Callable[[str], Awaitable[None]]
+
+
+def describe_window(window: dict) -> str:
+    """`Window.to_json()` as a status line: the num_ctx every request carries, and why it is not the setting."""
+    line = f"{window['num_ctx']} tokens, {window['answer_tokens']} of them for the answer"
+    return f"{line} ({window['reason']})" if window["reason"] else line
+
+
+def describe_loaded(loaded: dict) -> str:
+    """`LLM.loaded()` as a status line."""
+    if loaded["loaded"] is None:
+        return f"unknown: {loaded['reason']}"
+    if not loaded["loaded"]:
+        return "no: the first question waits for it to load"
+    return f"yes, with {loaded['context_length']} tokens of context" if loaded.get("context_length") else "yes"
+
 
 def _reason(exc: BaseException, host: str, model: str) -> str:
     if isinstance(exc, ollama.ResponseError):
@@ -32,12 +110,37 @@ def _reason(exc: BaseException, host: str, model: str) -> str:
         return f"Ollama at {host} did not answer in time"
     if isinstance(exc, (ConnectionError, httpx.ConnectError)):
         return f"Ollama is not reachable at {host}"
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return f"Ollama at {host} closed the connection mid-reply"
     return f"Ollama call failed: {type(exc).__name__}: {exc}"
+
+
+def _error(exc: BaseException, host: str, model: str) -> LLMError:
+    cls = LLMTimeout if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)) else LLMError
+    return cls(_reason(exc, host, model))
+
+
+def context_length(model_info: dict[str, Any] | None) -> int | None:
+    """The model's trained context length from `/api/show`'s model_info, e.g. `qwen2.context_length`."""
+    info = model_info or {}
+    arch = info.get("general.architecture")
+    value = info.get(f"{arch}.context_length") if arch else None
+    if value is None:  # an architecture key that does not match: take any *.context_length
+        value = next((v for k, v in info.items() if k.endswith(".context_length")), None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 class LLM:
     def __init__(
-        self, host: str, model: str, *, timeout: float, max_timeout: float | None = None, keep_alive: str | None = "30m"
+        self,
+        host: str,
+        model: str,
+        *,
+        timeout: float,
+        max_timeout: float | None = None,
+        keep_alive: str | None = "30m",
+        num_ctx: int = 16384,
+        answer_tokens: int = 1024,
     ) -> None:
         """`timeout` bounds a call that names none; `max_timeout` is the transport's backstop and must
         cover the longest per-call timeout (the answer's), or httpx would cut that call first."""
@@ -45,7 +148,74 @@ class LLM:
         self.model = model
         self.timeout = timeout
         self.keep_alive = keep_alive
+        self.num_ctx = num_ctx
+        self.answer_tokens = answer_tokens
+        self.warm = False  # the model has answered once in this process: it is loaded
+        self._window: Window | None = None
+        self._window_lock = asyncio.Lock()
         self._client = ollama.AsyncClient(host=host, timeout=max(timeout, max_timeout or 0) + 5)
+
+    async def window(self, timeout: float = 10.0) -> Window:
+        """The window requests are sent with: read from the model once; the setting while Ollama is away."""
+        async with self._window_lock:
+            if self._window is not None:
+                return self._window
+            try:
+                shown = await asyncio.wait_for(self._client.show(self.model), min(timeout, self.timeout))
+            except Exception as exc:  # not cached: the next request asks again
+                reason = f"the model's context length is unknown ({_reason(exc, self.host, self.model)})"
+                return Window(self.num_ctx, self.num_ctx, self._answer_tokens(self.num_ctx), None, reason)
+            limit = context_length(shown.modelinfo)
+            num_ctx, reason = self.num_ctx, ""
+            if limit is None:
+                reason = "Ollama does not report the model's context length"
+            elif limit < self.num_ctx:
+                num_ctx = limit
+                reason = f"lowered from ORACLE_NUM_CTX={self.num_ctx}: {self.model} serves at most {limit} tokens"
+            self._window = Window(num_ctx, self.num_ctx, self._answer_tokens(num_ctx), limit, reason)
+            if reason:
+                log.warning("context window %d tokens: %s", num_ctx, reason)
+            return self._window
+
+    def _answer_tokens(self, num_ctx: int) -> int:
+        """The reply's budget, never more than half the window (a small model's window is mostly prompt)."""
+        return min(self.answer_tokens, num_ctx // 2)
+
+    async def _options(self, num_predict: int | None) -> dict[str, Any]:
+        window = await self.window()
+        return {
+            "temperature": 0,
+            "num_ctx": window.num_ctx,
+            "num_predict": min(num_predict or window.answer_tokens, window.num_ctx // 2),
+        }
+
+    async def load(self, timeout: float | None = None) -> str | None:
+        """Load the model with the window every request uses (Ollama loads on an empty chat), and keep
+        it loaded for keep_alive. None when loaded, else the reason."""
+        try:
+            options = await self._options(None)
+            await asyncio.wait_for(
+                self._client.chat(
+                    model=self.model, messages=[], options={"num_ctx": options["num_ctx"]}, keep_alive=self.keep_alive
+                ),
+                timeout or self.timeout,
+            )
+        except Exception as exc:
+            return _reason(exc, self.host, self.model)
+        self.warm = True
+        return None
+
+    async def loaded(self, timeout: float = 3.0) -> dict[str, Any]:
+        """Whether Ollama holds the model in memory now (`/api/ps`), and with which context length."""
+        try:
+            running = await asyncio.wait_for(self._client.ps(), timeout)
+        except Exception as exc:
+            return {"loaded": None, "context_length": None, "reason": _reason(exc, self.host, self.model)}
+        wanted = {self.model, self.model if ":" in self.model else f"{self.model}:latest"}
+        for model in running.models:
+            if model.model in wanted or model.name in wanted:
+                return {"loaded": True, "context_length": model.context_length, "reason": ""}
+        return {"loaded": False, "context_length": None, "reason": ""}
 
     async def close(self) -> None:
         await self._client.close()
@@ -59,22 +229,65 @@ class LLM:
         return None
 
     async def chat(
-        self, messages: list[dict[str, str]], *, schema: dict[str, Any] | None = None, timeout: float | None = None
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        num_predict: int | None = None,
     ) -> str:
+        options = await self._options(num_predict)
         try:
             response = await asyncio.wait_for(
                 self._client.chat(
-                    model=self.model,
-                    messages=messages,
-                    format=schema,
-                    options={"temperature": 0},
-                    keep_alive=self.keep_alive,
+                    model=self.model, messages=messages, format=schema, options=options, keep_alive=self.keep_alive
                 ),
                 timeout or self.timeout,
             )
         except Exception as exc:
-            raise LLMError(_reason(exc, self.host, self.model)) from exc
+            raise _error(exc, self.host, self.model) from exc
+        self.warm = True
         return response.message.content or ""
+
+    async def stream_chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        on_text: TextFn | None = None,
+        timeout: float | None = None,
+        num_predict: int | None = None,
+    ) -> Reply:
+        """The reply as it is written: `on_text` gets the whole text so far after each piece. A failure
+        before any text is an LLMError; after some, a StreamCut holding it. `timeout` bounds the whole reply."""
+        options = await self._options(num_predict)
+        parts: list[str] = []
+        final: Any = None
+        try:
+            async with asyncio.timeout(timeout or self.timeout):
+                stream = await self._client.chat(
+                    model=self.model, messages=list(messages), options=options, keep_alive=self.keep_alive, stream=True
+                )
+                async for part in stream:
+                    piece = part.message.content or "" if part.message else ""
+                    if piece:
+                        parts.append(piece)
+                        if on_text is not None:
+                            await on_text("".join(parts))
+                    if part.done:
+                        final = part
+        except Exception as exc:  # httpx errors arrive raw mid-stream; all become a reason
+            error = _error(exc, self.host, self.model)
+            if "".join(parts).strip():
+                raise StreamCut(str(error), "".join(parts)) from exc
+            raise error from exc
+        text = "".join(parts)
+        if final is None:
+            reason = f"Ollama at {self.host} ended the reply without its last line"
+            if text.strip():
+                raise StreamCut(reason, text)
+            raise LLMError(reason)
+        self.warm = True
+        return Reply(text, final.prompt_eval_count, final.eval_count, final.done_reason)
 
     async def chat_model(self, messages: list[dict[str, str]], model_cls: type[M], **kwargs: Any) -> M:
         """A chat whose reply must validate as `model_cls` (its JSON schema is sent as `format`)."""

@@ -21,11 +21,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .llm import LLM, LLMError
+from .tokens import message_tokens
 from .types import Chunk
 
 log = logging.getLogger(__name__)
 
 PROMPT_VERSION = "rerank-v1"
+# The reply is `{"best": [up to k numbers]}`: about 4 tokens a number; 256 covers k = 40 with room.
+REPLY_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,14 @@ def _kept(reason: str, fused: Sequence[str]) -> Reranked:
     return Reranked(list(fused), False, reason, [])
 
 
+def fit_candidates(question: str, candidates: Sequence[Candidate], k: int, budget: int) -> list[Candidate]:
+    """The best-fused candidates whose rerank prompt fits `budget` tokens: the lowest go first."""
+    shown = list(candidates)
+    while len(shown) > 1 and message_tokens(rerank_messages(question, shown, k)) > budget:
+        shown.pop()
+    return shown
+
+
 async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k: int, timeout: float) -> Reranked:
     fused = [c.chunk.id for c in candidates]
     if len(candidates) <= 1:
@@ -84,15 +95,29 @@ async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k
     missing = sum(1 for c in candidates if not c.annotation)
     if missing:
         return _kept(f"off: {missing} of {len(candidates)} candidates have no annotation yet (run oracle ingest with Ollama)", fused)
+    window = await llm.window()
+    shown = fit_candidates(question, candidates, k, window.num_ctx - REPLY_TOKENS)
+    messages = rerank_messages(question, shown, k)
+    cold = not llm.warm
+    retried = ""
     try:
-        reply = await llm.chat_model(rerank_messages(question, candidates, k), RerankReply, timeout=timeout)
+        try:
+            reply = await llm.chat_model(messages, RerankReply, timeout=timeout, num_predict=REPLY_TOKENS)
+        except LLMError as exc:
+            # The first call of a process waits for the model to load (10-60 s for a 14B model): a
+            # timeout then says nothing about the reranker, so it is asked once more.
+            if not (cold and exc.timed_out):
+                raise
+            log.info("the first rerank of this process timed out, likely while the model loaded; asking once more")
+            retried = ", retried once: the first call waits for the model to load"
+            reply = await llm.chat_model(messages, RerankReply, timeout=timeout, num_predict=REPLY_TOKENS)
     except LLMError as exc:
-        return Reranked(list(fused), False, f"off: {exc}", [], called=True)
+        return Reranked(list(fused), False, f"off: {exc}{retried}", [], called=True)
     chosen: list[str] = []
     unknown = 0
-    for number in reply.best:
-        if 1 <= number <= len(candidates):
-            cid = candidates[number - 1].chunk.id
+    for number in reply.best:  # numbers of the candidates shown, which may be fewer than the pool
+        if 1 <= number <= len(shown):
+            cid = shown[number - 1].chunk.id
             if cid not in chosen:
                 chosen.append(cid)
         else:
@@ -100,7 +125,9 @@ async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k
     chosen = chosen[:k]
     if not chosen:
         return Reranked(list(fused), False, f"off: the reply named no known candidate ({unknown} unknown)", [], True)
-    note = f"chose {len(chosen)}" + (f", dropped {unknown} unknown" if unknown else "")
+    note = f"chose {len(chosen)}" + (f", dropped {unknown} unknown" if unknown else "") + retried
+    if len(shown) < len(fused):
+        note += f", {len(fused) - len(shown)} lowest candidates left out to fit the context window"
     if len(chosen) < min(k, len(fused)):
         note += f", filled {min(k, len(fused)) - len(chosen)} from the fused order"
     return Reranked(fill(chosen, fused), True, note, chosen, called=True)

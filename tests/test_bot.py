@@ -35,6 +35,7 @@ from bot.client import OracleBot
 from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
+from bot.streaming import WRITING_MARK
 from oracle.answer import Oracle
 from oracle.index import Index
 from oracle.ingest import IngestLock, ingest
@@ -47,7 +48,7 @@ from tests.fakes.discord_server import (
     FakeInteraction,
     FakeMember,
 )
-from tests.fakes.ollama_server import FakeOllama
+from tests.fakes.ollama_server import CutStream, FakeOllama, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -166,7 +167,8 @@ class Campaign:
         return Settings(_env_file=None, **values)
 
     def requests(self, what: str | None = None) -> list[dict]:
-        return [r for r in self.ollama.chat_requests() if what is None or kind(r) == what]
+        """The chat requests of questions: the bot's startup load (no messages) is not one."""
+        return [r for r in self.ollama.chat_requests() if r.get("messages") and (what is None or kind(r) == what)]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -221,8 +223,11 @@ async def start_bot(world: Campaign, fake: FakeDiscord, history_path: Path, *, i
     """An OracleBot logged in to the fake; `bot.completed` collects the interactions it finished."""
     history = await ThreadHistory.open(history_path)
     index = index or world.index
+    # No edit while the model writes unless a test asks for it: the edits a test counts stay the same
+    # however fast the machine.
     values: dict[str, Any] = {"token": "fake-token", "guild_id": fake.guild_id, "gm_roles": ["gm"],
-                              "gm_channels": [], "cooldown_seconds": 0, "history_turns": 6}
+                              "gm_channels": [], "cooldown_seconds": 0, "history_turns": 6,
+                              "stream_edit_seconds": 3600}
     values.update(overrides)
     settings = BotSettings(_env_file=None, **values)
     client = OracleBot(settings=settings, index=index, oracle=Oracle(index), history=history,
@@ -468,7 +473,7 @@ async def test_reingest_is_refused_to_a_player(world, fake, oracle_bot, ingest_c
     assert (inter.original.content, inter.original.ephemeral) == ("Only a game master can reingest the notes.", True)
     assert [e.kind for e in inter.events] == ["callback"]
     assert ingest_calls == []
-    assert world.ollama.requests == []
+    assert world.requests() == []
 
 
 async def test_reingest_by_a_game_master_reports_progress_and_a_summary(
@@ -527,7 +532,7 @@ async def test_reingest_while_another_ingest_holds_the_lock_is_refused(world, fa
         rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00, pid {os.getpid()}\)\.",
         message.content,
     ), message.content
-    assert len(ingest_calls) == 1 and world.ollama.requests == []
+    assert len(ingest_calls) == 1 and world.requests() == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -634,7 +639,7 @@ async def test_who_returns_the_dossier_of_an_alias(world, fake, oracle_bot):
         ("Last seen", "Session 4", True),
     ]
     assert embed["footer"]["text"] == "sheet · mentioned under 3 labels"
-    assert world.ollama.requests == []
+    assert world.requests() == []
 
 
 async def test_who_keeps_gm_only_names_for_private_gm_answers(world, fake, oracle_bot):
@@ -656,6 +661,7 @@ def last_ingest(settings: Settings) -> str:
 
 
 async def test_status_is_ephemeral_and_names_counts_ollama_and_the_intent(world, fake, oracle_bot):
+    await oracle_bot.warming  # the startup load, which status reports
     inter = await run(fake, oracle_bot, "oracle status", member=fake.player)
     assert (inter.response.type, inter.response.data) == (5, {"flags": EPHEMERAL})
     assert inter.original.ephemeral
@@ -665,6 +671,8 @@ async def test_status_is_ephemeral_and_names_counts_ollama_and_the_intent(world,
         "**Annotations:** 12/12",
         f"**Models:** answers with `{MODEL}`, embeds with `bundled:all-MiniLM-L6-v2`",
         "**Ollama:** answers",
+        "**Context window:** 16384 tokens, 1024 of them for the answer",
+        "**Model loaded:** yes, with 16384 tokens of context",
         "**Thread follow-ups:** on (message-content intent enabled)",
     ])
 
@@ -676,7 +684,10 @@ async def test_status_says_when_ollama_is_down_and_the_intent_is_off(world, fake
         inter = await run(fake, client, "oracle status", member=fake.gm)
     lines = inter.original.content.split("\n")
     assert lines[4] == f"**Ollama:** Ollama is not reachable at {host}"
-    assert lines[5] == (
+    assert lines[5] == (f"**Context window:** 16384 tokens, 1024 of them for the answer (the model's context "
+                        f"length is unknown (Ollama is not reachable at {host}))")
+    assert lines[6] == f"**Model loaded:** unknown: Ollama is not reachable at {host}"
+    assert lines[7] == (
         "**Thread follow-ups:** only when the bot is mentioned. To read every reply in a thread, enable the "
         "Message Content intent for this application in the Discord Developer Portal (Bot → Privileged Gateway "
         "Intents) and restart the bot."
@@ -714,7 +725,7 @@ async def test_with_ollama_down_the_passages_are_shown(world, fake, tmp_path, in
     assert embed["description"] == "\n".join(
         source_line(c.label, c.path, c.start_line, c.end_line) for c in answer.citations)
     assert all(len(m.content) <= MESSAGE_LIMIT for m in inter.messages)
-    assert world.ollama.requests == []
+    assert world.requests() == []
     assert len(fake.threads) == 1
 
 
@@ -872,7 +883,7 @@ async def test_an_unexpected_error_is_one_ephemeral_sentence_and_a_log_line(worl
     assert len(errors) == 1
     assert errors[0].getMessage().startswith("/oracle ask failed (")
     assert errors[0].exc_info is not None and errors[0].exc_info[0] is ValueError
-    assert fake.threads == [] and world.ollama.requests == []
+    assert fake.threads == [] and world.requests() == []
 
 
 async def test_a_failed_ask_leaves_no_public_message_saying_it_is_still_working(world, fake, tmp_path, indexes):
@@ -894,3 +905,97 @@ async def test_a_failed_follow_up_is_one_short_sentence_in_the_thread(world, fak
         await fake.message(thread_id, fake.player, "and then what?")
         [reply] = await fake.wait_until(lambda: bot_messages(fake, thread_id), 2, "a reply in the thread")
     assert reply.content == ERROR_SENTENCE
+
+
+# ---------------------------------------------------------------------------------------------
+# 13. The model warm at startup, and the answer streamed
+
+
+async def test_the_model_is_loaded_at_startup_with_the_window_every_request_uses(world, fake, oracle_bot):
+    await oracle_bot.warming
+    [load] = [r for r in world.ollama.chat_requests() if r.get("messages") == []]
+    assert ({"num_ctx": 16384}, world.settings.keep_alive) == (load["options"], load["keep_alive"])
+    await run(fake, oracle_bot, "oracle ask", {"question": QUESTION})
+
+    served = world.ollama.served()
+    assert {s.num_ctx for s in served} == {16384}
+    assert [s.loaded for s in served[1:]] == [False, False]  # the question reloaded nothing
+    assert all(s.fits for s in served)
+
+
+def cut_answer(request: dict) -> CutStream:
+    """Six cited sentences, then half of a seventh; the connection drops after 60 tokens."""
+    label = first_label(request)
+    sentences = [f"The Candle Monk, sentence {s}, sold the brass compass in the Lantern Market [{label}]." for s in range(6)]
+    return CutStream(" ".join(sentences) + f" Then the monk warned them about [{label}", after=60)
+
+
+async def test_a_stream_cut_halfway_ends_in_what_was_written_marked_and_cited(world, fake, oracle_bot):
+    world.brain.answer = cut_answer
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION})
+
+    [request] = world.requests("answer")
+    label, path, start, end = headers(request)[0]
+    content = inter.original.content
+    written, marker = content.split("\n\n")
+    assert written.startswith("The Candle Monk, sentence 0, sold the brass compass")
+    assert written.endswith(f"[{label}].")  # whole sentences only: no half-written label
+    assert len(written.split()) > 20 and "Then the monk" not in written
+    # Players read that it stopped, never the host or the error (those are in the log).
+    assert marker == "*(The answer stops here: the language model stopped before the end.)*"
+    [embed] = inter.original.embeds
+    assert (embed["title"], embed["description"]) == ("Sources", source_line(label, path, start, end))
+
+
+async def test_a_stream_cut_before_a_sentence_ends_shows_the_passages(world, fake, oracle_bot):
+    world.brain.answer = lambda request: CutStream("The Candle Monk sold the brass compass to", after=5)
+    answers = spy(oracle_bot, "ask")
+    inter = await run(fake, oracle_bot, "oracle ask", {"question": QUESTION})
+
+    [answer] = answers
+    assert answer.mode == "passages"
+    assert answer.reason == (f"the answer stopped after 5 words: Ollama at {world.ollama.url} "
+                             "closed the connection mid-reply")
+    assert inter.original.content.startswith("**Passages, not an answer.** The Oracle could not write an answer")
+    assert inter.messages[-1].embeds[0]["title"] == "Passages"
+
+
+def streamed_answer(request: dict) -> Reply:
+    label = first_label(request)
+    return Reply(" ".join(f"Sentence {s} of the answer tells of the compass [{label}]." for s in range(8)),
+                 chunk_delay=0.005)
+
+
+async def test_the_reply_is_edited_while_the_model_writes_then_cited(world, fake, tmp_path):
+    world.brain.answer = streamed_answer
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", stream_edit_seconds=0) as client:
+        inter = await run(fake, client, "oracle ask", {"question": QUESTION})
+
+    [request] = world.requests("answer")
+    final = streamed_answer(request).content
+    contents = [e.body["content"] for e in inter.edits]
+    assert contents[:3] == [PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"]]
+    previews, last = contents[3:-1], inter.edits[-1]
+    assert len(previews) >= 2
+    for preview in previews:  # the text so far, marked as still being written, without sources
+        assert preview.endswith(WRITING_MARK) and final.startswith(preview[: -len(WRITING_MARK)])
+    assert [len(p) for p in previews] == sorted(len(p) for p in previews)
+    assert all(not e.body.get("embeds") for e in inter.edits[3:-1])
+    assert last.body["content"] == final and last.body["embeds"][0]["title"] == "Sources"
+
+
+async def test_a_follow_up_is_streamed_into_one_message_of_the_thread(world, fake, tmp_path):
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", stream_edit_seconds=0) as client:
+        await run(fake, client, "oracle ask", {"question": QUESTION})
+        thread_id = int(fake.threads[0]["id"])
+        world.brain.answer = streamed_answer
+        world.ollama.requests.clear()
+        await fake.message(thread_id, fake.player, "and then what?")
+        await until(lambda: len(rows(tmp_path / "bot.sqlite3", "SELECT 1 FROM turns")) == 4, what="the follow-up")
+
+    [request] = world.requests("answer")
+    [reply] = bot_messages(fake, thread_id)
+    assert len(reply.edits) >= 2  # written while the model wrote, into the same message
+    assert reply.body["content"].endswith(WRITING_MARK)
+    assert reply.content == streamed_answer(request).content
+    assert reply.embeds[0]["title"] == "Sources"

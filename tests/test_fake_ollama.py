@@ -32,6 +32,8 @@ from tests.fakes.ollama_server import (
     RawBody,
     RecordedRequest,
     Reply,
+    render_chatml,
+    tokenize,
     TruncatedJson,
     in_order,
 )
@@ -340,8 +342,8 @@ async def test_requests_are_recorded_with_their_bodies(fake, client):
     await client.chat(model=MODEL, messages=ASK, options={"temperature": 0}, format="json")
     await client.show(MODEL)
 
-    assert fake.requests == [
-        RecordedRequest(
+    assert [(r.path, r.body) for r in fake.requests] == [
+        (
             "/api/chat",
             {
                 "model": MODEL,
@@ -352,8 +354,9 @@ async def test_requests_are_recorded_with_their_bodies(fake, client):
                 "options": {"temperature": 0},
             },
         ),
-        RecordedRequest("/api/show", {"model": MODEL}),
+        ("/api/show", {"model": MODEL}),
     ]
+    assert fake.requests[1] == RecordedRequest("/api/show", {"model": MODEL})  # nothing served
     assert fake.chat_requests() == [fake.requests[0].body]
     fake.reset()
     assert fake.requests == []
@@ -412,3 +415,136 @@ def test_cli_entry_point_prints_its_url_and_serves():
         finally:
             process.terminate()
             assert process.wait(timeout=5) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The context window, served as the real server serves it
+
+
+def words(n: int, start: int = 0) -> str:
+    """`n` distinct one-token words (four letters: "w" and three more), numbered from `start`."""
+    abc = "abcdefghijklmnopqrstuvwxyz"
+    return " ".join("w" + abc[i // 676 % 26] + abc[i // 26 % 26] + abc[i % 26] for i in range(start, start + n))
+
+
+def test_the_fake_tokenizer_is_deterministic_and_simple():
+    assert tokenize("Hello  Aldercott,\n\nthe 1200 gold!") == [
+        "Hell", "o", "Alde", "rcot", "t", ",", "\n\n", "the", "1", "2", "0", "0", "gold", "!",
+    ]
+    assert [len(m) for m in render_chatml([{"role": "system", "content": "a b"}])] == [7]
+
+
+@pytest.mark.asyncio
+async def test_without_num_ctx_a_long_prompt_is_cut_from_the_front(fake, client, caplog):
+    system = "RULE " + words(100)
+    question = words(3000, start=100)
+    await client.chat(model=MODEL, messages=[{"role": "system", "content": system}, {"role": "user", "content": question}])
+
+    served = fake.served()[0]
+    total = 3 + 1 + 100 + 2 + 3 + 3000 + 2 + 3  # framing, "RULE", the words, the reply's opening
+    assert (served.num_ctx, served.prompt_tokens) == (2048, total)
+    assert served.truncated == {"limit": 2048, "prompt": total, "keep": 4, "new": 2048}
+    assert served.evaluated == 2048
+    # The first four tokens stay; the system prompt after them is gone; the end of the question is kept.
+    assert served.seen.startswith("<|im_start|> system \n RULE ")
+    assert words(1) not in served.seen
+    assert served.seen.endswith(words(1, start=3099) + " <|im_end|> \n <|im_start|> assistant \n")
+    assert not served.fits
+    assert fake.truncations == [served.truncated]
+    assert "truncating input prompt limit=2048 prompt=%d keep=4 new=2048" % total in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_num_ctx_serves_the_whole_prompt_and_reports_the_counts(fake, client):
+    messages = [{"role": "system", "content": "RULE " + words(100)}, {"role": "user", "content": words(3000)}]
+    response = await client.chat(model=MODEL, messages=messages, options={"num_ctx": 4096, "num_predict": 256})
+
+    served = fake.served()[0]
+    assert served.truncated is None and served.fits
+    assert (served.num_ctx, served.num_predict) == (4096, 256)
+    assert response.prompt_eval_count == served.prompt_tokens == served.evaluated
+    assert response.eval_count == len(response.message.content.split())
+    assert fake.truncations == []
+
+
+@pytest.mark.asyncio
+async def test_a_reply_budget_over_the_window_does_not_fit(fake, client):
+    await client.chat(model=MODEL, messages=[{"role": "user", "content": words(1900)}],
+                      options={"num_ctx": 2048, "num_predict": 512})
+
+    served = fake.served()[0]
+    assert served.truncated is None  # the runner admits it, but a long reply would shift the front out
+    assert not served.fits
+
+
+@pytest.mark.asyncio
+async def test_old_messages_are_dropped_first_keeping_the_system_and_the_last(fake, client):
+    messages = [
+        {"role": "system", "content": "RULE"},
+        {"role": "user", "content": words(1500)},
+        {"role": "assistant", "content": words(300)},
+        {"role": "user", "content": words(1000)},
+    ]
+    await client.chat(model=MODEL, messages=messages, options={"num_ctx": 2048})
+
+    served = fake.served()[0]
+    assert (served.dropped_messages, served.truncated) == (1, None)  # the oldest turn alone was enough
+    assert served.seen.startswith("<|im_start|> system \n RULE <|im_end|> \n <|im_start|> assistant \n waaa ")
+
+
+@pytest.mark.asyncio
+async def test_a_model_serves_at_most_its_context_length(fake, client):
+    fake.add_model(FakeModel("tiny:1b", context_length=1024))
+
+    await client.chat(model="tiny:1b", messages=[{"role": "user", "content": words(1500)}], options={"num_ctx": 8192})
+
+    served = fake.served()[0]
+    assert served.num_ctx == 1024
+    assert served.truncated["limit"] == 1024
+
+
+@pytest.mark.asyncio
+async def test_the_first_call_loads_and_a_new_num_ctx_reloads(fake, client):
+    async def ask(num_ctx):
+        return await client.chat(model=MODEL, messages=ASK, options={"num_ctx": num_ctx}, keep_alive="5m")
+
+    first, second, third, fourth = [await ask(n) for n in (4096, 4096, 8192, 8192)]
+
+    assert fake.loads == [(MODEL, 4096), (MODEL, 8192)]
+    assert [r.load_duration > 100_000 for r in (first, second, third, fourth)] == [True, False, True, False]
+    assert [s.loaded for s in fake.served()] == [True, False, True, False]
+    running = await client.ps()
+    assert [(m.model, m.context_length) for m in running.models] == [(MODEL, 8192)]
+
+
+@pytest.mark.asyncio
+async def test_keep_alive_zero_unloads_and_ps_lists_nothing(fake, client):
+    await client.chat(model=MODEL, messages=[], options={"num_ctx": 4096}, keep_alive="5m")
+    assert [m.model for m in (await client.ps()).models] == [MODEL]
+
+    await client.chat(model=MODEL, messages=[], keep_alive=0)
+
+    assert (await client.ps()).models == []
+
+
+@pytest.mark.asyncio
+async def test_every_streamed_line_has_a_message_and_the_last_the_counts(fake):
+    fake.responder = lambda request: "one two three"
+    async with httpx.AsyncClient() as http:
+        body = {"model": MODEL, "messages": ASK, "options": {"num_ctx": 4096}}
+        lines = [json.loads(line) for line in (await http.post(f"{fake.url}/api/chat", json=body)).text.splitlines()]
+
+    assert all("message" in line for line in lines)
+    assert [line["done"] for line in lines] == [False, False, False, True]
+    assert lines[-1]["prompt_eval_count"] == fake.served()[0].evaluated
+    assert lines[-1]["eval_count"] == 3
+    assert "load_duration" in lines[-1]
+
+
+@pytest.mark.asyncio
+async def test_a_reply_stops_at_num_predict(fake, client):
+    fake.responder = lambda request: "one two three four five"
+
+    response = await client.chat(model=MODEL, messages=ASK, options={"num_predict": 3})
+
+    assert (response.message.content, response.done_reason, response.eval_count) == ("one two three", "length", 3)

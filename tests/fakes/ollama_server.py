@@ -11,6 +11,37 @@ what they raise in production.
 Protocol shapes follow Ollama's ``docs/api.md`` and the response models in
 ``ollama/_types.py`` (ollama-python 0.6.x).
 
+Strict about the context window, as the real server is (sources: ollama/ollama
+``server/prompt.go`` ``chatPrompt`` and ``runner/ollamarunner/runner.go`` /
+``runner/llamarunner/runner.go`` ``NewSequence``; the log line and its fields are the
+runner's, e.g. ``msg="truncating input prompt" limit=2048 prompt=74706 keep=5 new=2048``
+as reported in dzhng/deep-research#107):
+
+1. A request is served with its ``options.num_ctx``, or ``DEFAULT_NUM_CTX`` (2,048,
+   what most installs default to) when it sets none. A model serves at most its own
+   ``context_length``. A different ``num_ctx`` for a loaded model reloads it.
+2. ``chatPrompt`` renders the messages through the template; while the rendered
+   prompt is longer than ``num_ctx`` it drops whole messages from the front, always
+   keeping the system messages and the last message.
+3. The runner then cuts what is still too long: it keeps the first ``num_keep``
+   tokens (``options.num_keep``, default 4; llamarunner adds one for a BOS token)
+   and discards the ``prompt - num_ctx`` tokens that follow them, so the model sees
+   exactly ``num_ctx`` tokens whose front (the system prompt, the citation rules) is
+   gone. It logs ``truncating input prompt`` with limit, prompt, keep and new.
+4. While the reply is written, a full context shifts: ``ShiftCacheSlot`` /
+   ``ShiftDiscard`` (``runner/*/cache.go``) free (num_ctx - num_keep) / 2 tokens by
+   discarding the oldest ones after the kept head, so a prompt plus ``num_predict``
+   over ``num_ctx`` loses its front again if the reply runs to its budget (this is
+   why a cut prompt is seen to keep only about half the window: ollama/ollama#17427).
+   ``Served.fits`` says whether a request left room for its whole reply. A reply stops
+   at ``num_predict`` tokens with ``done_reason`` "length".
+
+The fake's tokenizer is deterministic and simpler than a BPE: a word is one token
+per four characters (at least one), every digit and every other visible character
+one, a run of line breaks one, spaces none, and ChatML framing five per message plus
+three for the reply's opening. What the model saw, and whether it was cut, is on
+``RecordedRequest.served``.
+
 Typical use::
 
     async with FakeOllama(models=["qwen2.5:14b"]) as fake:
@@ -31,7 +62,9 @@ import asyncio
 import hashlib
 import inspect
 import json
+import logging
 import re
+import time
 import signal
 import threading
 from dataclasses import dataclass, field, replace
@@ -50,15 +83,21 @@ __all__ = [
     "ModelNotFound",
     "RawBody",
     "RecordedRequest",
+    "Served",
     "Reply",
     "TruncatedJson",
     "default_responder",
     "in_order",
     "instance_from_schema",
     "split_tokens",
+    "tokenize",
 ]
 
 FAKE_VERSION = "0.12.6"
+DEFAULT_NUM_CTX = 2048
+DEFAULT_NUM_KEEP = 4
+
+log = logging.getLogger("fake_ollama")
 
 
 # --------------------------------------------------------------------------
@@ -220,6 +259,34 @@ def default_responder(request: dict) -> str:
     return f"Fake answer to: {_question(request)}"
 
 
+_PIECES = re.compile(r"\d|[^\W\d_]+|\n+|[^\S\n]+|.", re.S)
+
+
+def tokenize(text: str) -> list[str]:
+    """The fake model's tokens: a word in pieces of four characters, each digit, each other visible
+    character, each run of line breaks; spaces are not tokens. They join back to the text less its spaces."""
+    tokens: list[str] = []
+    for piece in _PIECES.findall(text):
+        if piece[0].isspace() and piece[0] != "\n":
+            continue
+        if piece[0].isalpha() and len(piece) > 4:
+            tokens += [piece[i : i + 4] for i in range(0, len(piece), 4)]
+        else:
+            tokens.append(piece)
+    return tokens
+
+
+def render_chatml(messages: list[dict]) -> list[list[str]]:
+    """Each message's tokens in ChatML framing (``<|im_start|>role\\n … <|im_end|>\\n``)."""
+    return [
+        ["<|im_start|>", str(m.get("role", "user")), "\n", *tokenize(m.get("content") or ""), "<|im_end|>", "\n"]
+        for m in messages
+    ]
+
+
+REPLY_OPENING = ["<|im_start|>", "assistant", "\n"]
+
+
 def split_tokens(content: str) -> list[str]:
     """Split text into stream chunks shaped like model tokens (" word"); they join back exactly."""
     return re.findall(r"\s*\S+|\s+", content)
@@ -240,6 +307,7 @@ class FakeModel:
     parameter_size: str = "14.8B"
     quantization_level: str = "Q4_K_M"
     parameters: str = 'stop "<|im_start|>"\nstop "<|im_end|>"'
+    load_seconds: float = 0.0  # how long a (re)load takes; the first call per num_ctx waits for it
     template: str = "{{ if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}{{ .Prompt }}"
 
     def details(self) -> dict:
@@ -256,16 +324,53 @@ class FakeModel:
         return hashlib.sha256(self.name.encode()).hexdigest()
 
 
+@dataclass
+class Served:
+    """How a chat or generate request was served: its window, its prompt, and what was cut."""
+
+    model: str
+    num_ctx: int
+    num_predict: int  # -1: no limit, as Ollama reads it
+    num_keep: int
+    prompt_tokens: int  # the rendered prompt, before anything was cut
+    evaluated: int  # what the model read: prompt_eval_count
+    dropped_messages: int = 0  # whole messages chatPrompt left out
+    truncated: dict | None = None  # the runner's cut: limit, prompt, keep, new
+    loaded: bool = False  # this request (re)loaded the model
+    seen: str = ""  # the prompt the model read, tokens joined by spaces (after any cut)
+
+    @property
+    def fits(self) -> bool:
+        """Nothing was cut and the whole reply budget fits beside the prompt."""
+        if self.truncated or self.dropped_messages:
+            return False
+        return self.num_predict < 0 or self.prompt_tokens + self.num_predict <= self.num_ctx
+
+
 class RecordedRequest(NamedTuple):
-    """One request the fake received; ``body`` is the parsed JSON (None for GET)."""
+    """One request the fake received; ``body`` is the parsed JSON (None for GET); ``served`` says
+    how a chat or generate request was served (None for other endpoints and refused requests)."""
 
     path: str
     body: Any
+    served: Served | None = None
 
 
 def _full_name(model: str) -> str:
     """Ollama resolves a model name without a tag to ``:latest``."""
     return model if ":" in model else f"{model}:latest"
+
+
+def _seconds(keep_alive: Any) -> float | None:
+    """Ollama's keep_alive as seconds: a number of seconds, or a duration such as "30m"; None: the default."""
+    if keep_alive is None:
+        return None
+    if isinstance(keep_alive, (int, float)):
+        return float(keep_alive)
+    match = re.fullmatch(r"\s*(-?[\d.]+)\s*(ms|s|m|h)?\s*", str(keep_alive))
+    if not match:
+        return None
+    return float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
 
 
 def _now() -> str:
@@ -306,6 +411,10 @@ class FakeOllama:
             self.add_model(model)
         self.responder: Callable[[dict], Any] = responder or default_responder
         self.requests: list[RecordedRequest] = []
+        self.loads: list[tuple[str, int]] = []  # every (model, num_ctx) the fake loaded, in order
+        self.loaded: dict[str, tuple[int, float | None]] = {}  # model -> (num_ctx, expiry) of its runner
+        self.truncations: list[dict] = []  # every "truncating input prompt" the runner logged
+        self._loading: dict[tuple[str, int], asyncio.Future] = {}
         self.host = host
         self.port = port
         self.embed_dim = embed_dim
@@ -328,6 +437,7 @@ class FakeOllama:
         app.router.add_get("/api/version", self._version)
         app.router.add_get("/api/tags", self._tags)
         app.router.add_post("/api/show", self._show)
+        app.router.add_get("/api/ps", self._ps)
         app.router.add_post("/api/chat", self._chat)
         app.router.add_post("/api/generate", self._generate)
         app.router.add_post("/api/embed", self._embed)
@@ -415,9 +525,15 @@ class FakeOllama:
     def generate_requests(self) -> list[dict]:
         return self.requests_to("/api/generate")
 
+    def served(self) -> list[Served]:
+        """How each chat and generate request was served, oldest first."""
+        return [r.served for r in self.requests if r.served is not None]
+
     def reset(self) -> None:
         """Forget recorded requests and go back to the default responder."""
         self.requests.clear()
+        self.truncations.clear()
+        self.loads.clear()
         self.responder = default_responder
 
     # ----- simple endpoints -----------------------------------------------
@@ -484,6 +600,26 @@ class FakeOllama:
             }
         )
 
+    async def _ps(self, request: web.Request) -> web.Response:
+        """Loaded models, as ``GET /api/ps`` lists them, with the context each was loaded with."""
+        await self._record(request)
+        now = time.time()
+        running = []
+        for name, (num_ctx, expiry) in list(self.loaded.items()):
+            if expiry is not None and expiry <= now:
+                del self.loaded[name]
+                continue
+            model = self.models.get(name)
+            if model is None:
+                continue
+            expires = datetime.fromtimestamp(expiry if expiry is not None else now + 10**9, timezone.utc)
+            running.append({
+                "name": name, "model": name, "size": 9_000_000_000, "digest": model.digest(),
+                "details": model.details(), "expires_at": expires.isoformat().replace("+00:00", "Z"),
+                "size_vram": 9_000_000_000, "context_length": num_ctx,
+            })
+        return web.json_response({"models": running})
+
     async def _embed(self, request: web.Request) -> web.Response:
         body = await self._record(request)
         model = self._find_model(body)
@@ -511,6 +647,9 @@ class FakeOllama:
         model = self._find_model(body)
         if isinstance(model, web.Response):
             return model
+        position = len(self.requests) - 1
+        served = await self._load(model, body)
+        self.requests[position] = self.requests[position]._replace(served=served)
         if kind == "chat" and body.get("messages") == []:
             answer: Any = Reply("", done_reason="load")  # Ollama's "load the model" call
         else:
@@ -519,6 +658,65 @@ class FakeOllama:
             await asyncio.sleep(answer.seconds)
             answer = default_responder(body) if answer.then is None else answer.then
         return await self._send(request, kind, body, answer)
+
+    async def _load(self, model: FakeModel, body: dict) -> Served:
+        """Load the model's runner for this request's window if it is not, then fit the prompt to it."""
+        options = body.get("options") or {}
+        num_ctx = min(int(options.get("num_ctx") or DEFAULT_NUM_CTX), model.context_length)
+        reload = self.loaded.get(model.name, (None, None))[0] != num_ctx
+        if reload:
+            key = (model.name, num_ctx)
+            if key not in self._loading:  # one load, however many requests wait for it
+                self.loads.append(key)
+                self._loading[key] = asyncio.ensure_future(asyncio.sleep(model.load_seconds))
+            await asyncio.shield(self._loading[key])
+            self._loading.pop(key, None)
+        keep_alive = body.get("keep_alive")
+        seconds = _seconds(keep_alive)
+        if seconds == 0:
+            self.loaded.pop(model.name, None)
+        else:
+            self.loaded[model.name] = (num_ctx, None if seconds is None or seconds < 0 else time.time() + seconds)
+        served = self.fit(model.name, body, num_ctx)
+        served.loaded = reload
+        return served
+
+    def fit(self, model: str, body: dict, num_ctx: int) -> Served:
+        """What the model reads of a request served with ``num_ctx`` tokens (see the module's docstring)."""
+        options = body.get("options") or {}
+        num_predict = int(options.get("num_predict", -1))
+        num_keep = int(options.get("num_keep", DEFAULT_NUM_KEEP))
+        if "messages" in body:
+            messages = list(body.get("messages") or [])
+            rendered = render_chatml(messages)
+            total = sum(map(len, rendered)) + len(REPLY_OPENING)
+            start = 0
+            # chatPrompt: drop whole messages from the front, keep system messages and the last one.
+            while total > num_ctx and start < len(messages) - 1:
+                if messages[start].get("role") != "system":
+                    total -= len(rendered[start])
+                    rendered[start] = []
+                start += 1
+            dropped = sum(1 for m, r in zip(messages, rendered) if not r and m.get("role") != "system")
+            tokens = [t for r in rendered for t in r] + REPLY_OPENING
+            prompt_tokens = sum(len(r) for r in render_chatml(messages)) + len(REPLY_OPENING)
+        else:
+            tokens = tokenize(str(body.get("system") or "")) + tokenize(str(body.get("prompt") or ""))
+            dropped, prompt_tokens = 0, len(tokens)
+        truncated = None
+        if len(tokens) > num_ctx:
+            keep = min(num_keep, num_ctx - 1)
+            discard = len(tokens) - num_ctx
+            cut = tokens[:keep] + tokens[keep + discard :]
+            truncated = {"limit": num_ctx, "prompt": len(tokens), "keep": keep, "new": len(cut)}
+            log.warning("truncating input prompt limit=%d prompt=%d keep=%d new=%d", num_ctx, len(tokens), keep, len(cut))
+            self.truncations.append(truncated)
+            tokens = cut
+        return Served(
+            model=body.get("model", model), num_ctx=num_ctx, num_predict=num_predict, num_keep=num_keep,
+            prompt_tokens=prompt_tokens, evaluated=len(tokens), dropped_messages=dropped,
+            truncated=truncated, seen=" ".join(tokens),
+        )
 
     @staticmethod
     async def _ask(responder: Callable[[dict], Any], body: dict) -> Any:
@@ -549,8 +747,11 @@ class FakeOllama:
             answer = Reply(json.dumps(answer))
         if not isinstance(answer, Reply):
             return _error(500, f"fake responder returned an unknown answer: {answer!r}")
+        limit = int((body.get("options") or {}).get("num_predict", -1))
+        if 0 <= limit < len(split_tokens(answer.content)):  # the reply's budget: cut, as the runner stops
+            answer = replace(answer, content="".join(split_tokens(answer.content)[:limit]), done_reason="length")
 
-        chunks, final = self._frames(kind, body, answer)
+        chunks, final = self._frames(kind, body, answer, self._served_for(body))
         if body.get("stream", True):
             return await self._stream(request, chunks, final, answer.chunk_delay, cut_after)
         whole = dict(final)
@@ -573,7 +774,13 @@ class FakeOllama:
             message["tool_calls"] = tool_calls
         return message
 
-    def _frames(self, kind: str, body: dict, reply: Reply) -> tuple[list[dict], dict]:
+    def _served_for(self, body: dict) -> Served | None:
+        for recorded in reversed(self.requests):
+            if recorded.body is body:
+                return recorded.served
+        return None
+
+    def _frames(self, kind: str, body: dict, reply: Reply, served: Served | None = None) -> tuple[list[dict], dict]:
         """The streamed lines of an answer: content chunks, then the final ``done`` line."""
         model, created = body["model"], _now()
         pieces: list[tuple[str, str | None]] = [("", t) for t in split_tokens(reply.thinking or "")]
@@ -588,7 +795,8 @@ class FakeOllama:
         if reply.tool_calls:  # Ollama sends tool calls in a chunk of their own
             message = self._message("", None, reply.tool_calls)
             chunks.append({"model": model, "created_at": created, "message": message, "done": False})
-        prompt_tokens = max(1, len(json.dumps(body.get("messages") or body.get("prompt") or "")) // 4)
+        prompt_tokens = served.evaluated if served else 0
+        load_ns = int(1_000_000_000 * self.models[_full_name(model)].load_seconds) if served and served.loaded else 0
         final = {
             "model": model,
             "created_at": created,
@@ -596,7 +804,7 @@ class FakeOllama:
             "done": True,
             "done_reason": reply.done_reason,
             "total_duration": 1_000_000 * (len(pieces) + 10),
-            "load_duration": 1_000_000,
+            "load_duration": (load_ns or 1_000_000) if served and served.loaded else 100_000,
             "prompt_eval_count": prompt_tokens,
             "prompt_eval_duration": 1_000_000 * 4,
             "eval_count": len(pieces),
