@@ -309,6 +309,10 @@ def print_eval(result: dict, k: int) -> None:
         ("arc_coverage_at_k", f"arc coverage, top {k}"),
         ("arc_coverage_context", "arc coverage, context"),
         ("ann_recall", "approximate vs exact dense search"),
+        ("answer_shown", "answer shown: passages (all key terms)"),
+        ("answer_shown_first_words", "answer shown: first 60 words (baseline)"),
+        ("answer_terms_shown", "answer key terms shown: passages"),
+        ("answer_terms_shown_first_words", "answer key terms shown: first 60 words"),
     ]
     kinds = list(result["by_kind"])
     title = f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)"
@@ -324,6 +328,9 @@ def print_eval(result: dict, k: int) -> None:
     for key, name in rows:
         table.add_row(name, cell(result["overall"][key]), *(cell(result["by_kind"][kd][key]) for kd in kinds))
     out.print(table)
+    if result["overall"]["answers"]:
+        out.print(f"answer shown: over the {result['overall']['answers']} answerable questions with a gold answer, "
+                  "all its key terms (stemmed content words) in the text of the passages a player reads")
     if result["misses"]:
         misses = Table(title="misses: where the evidence was lost", title_justify="left")
         for col in ("id", "kind", "question", "lost"):
