@@ -80,9 +80,14 @@ def load_bank(path: Path) -> list[Question]:
 
 
 def matches(entry: str, chunk: Chunk) -> bool:
+    return matches_place(entry, chunk.label, chunk.path)
+
+
+def matches_place(entry: str, label: str, path: str) -> bool:
+    """A gold entry names a chunk's citation label, or its note's path with or without `.md`."""
     entry = entry.strip().lower()
-    path = chunk.path.lower()
-    return entry in {chunk.label.lower(), path, path.removesuffix(".md")}
+    path = path.lower()
+    return entry in {label.lower(), path, path.removesuffix(".md")}
 
 
 def collapse(chunks: Iterable[Chunk]) -> list[list[Chunk]]:
