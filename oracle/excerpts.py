@@ -252,7 +252,7 @@ def choose_excerpts(
     split = [split_sentences(c.text, c.start_line) for c in chunks]
     held = [[frozenset(content_terms(s.text)) for s in sentences] for sentences in split]
     weights = idf([h for hs in held for h in hs], terms)
-    lexical = [[sum(weights.get(t, 0.0) for t in h) for h in hs] for hs in held]
+    lexical = [[math.fsum(weights.get(t, 0.0) for t in h) for h in hs] for hs in held]  # fsum: exact, in any order
     shortlists = [
         sorted((i for i, score in enumerate(scores) if score > 0), key=lambda i, s=scores: (-s[i], i))[:shortlist]
         for scores in lexical
