@@ -368,7 +368,7 @@ def print_answers(result: dict) -> None:
         (f"false abstention ({result['answerable']} answerable)", cell(result["false_abstention"])),
         ("uncited sentences: total / per model answer",
          f"{result['uncited_sentences']['total']} / {cell(result['uncited_sentences']['per_answer'])}"),
-        ("tokens per request, estimated: p50 / p95", spread(result["tokens_per_request"]["total"])),
+        ("tokens per request, the trace's total: p50 / p95", spread(result["tokens_per_request"]["total"])),
         ("tokens per request, Ollama's prompt_eval_count: p50 / p95",
          spread(result["tokens_per_request"]["prompt_eval_count"])),
         ("rerank ms: p50 / p95", spread(result["latency_ms"]["rerank"])),

@@ -15,8 +15,8 @@ Definitions (each measured over the questions named, and None when there are non
   notes do not say (`ABSTAINS`). Correct abstention: share of unanswerable questions that abstain;
   false abstention: share of answerable questions that do.
 - uncited sentences: sentences of four words or more citing nothing (`verify`). `llm` answers.
-- tokens per request: `trace["tokens"]["total"]` (the Oracle's estimate) and
-  `trace["tokens"]["prompt_eval_count"]` (what Ollama counted), when the trace has them.
+- tokens per request: `trace["tokens"]["total"]` and `trace["tokens"]["prompt_eval_count"]` (what
+  Ollama counted), when the trace has them.
 - latency: p50/p95 (nearest rank) of `trace["timings_ms"]["rerank"]` and `["answer"]`, where present.
 - answer shown: questions with a gold `answer` whose key terms are all in the reply's text.
 """
