@@ -373,3 +373,48 @@ def test_search_prints_a_panel_per_path_and_the_fused_panel(campaign, ollama_dow
     assert 'Brother Aldous ("candle monk")' in text
     assert "npcs/Brother_Aldous.md:" in text
     assert "SECRET" not in text  # a player's view: no GM-only text in any panel
+
+
+# ---------------------------------------------------------------------------------------------
+# The banks' gold answers: every key term is in the public text of the question's gold notes, or
+# no passage could ever show it (a typo, or words the notes do not use).
+
+CRD3_NOTES = Path("/work/shared/eval/crd3/notes")
+
+
+def public_chunks(notes: Path) -> list[Chunk]:
+    from oracle.chunking import chunk_note
+    from oracle.notes import parse_note
+    from oracle.settings import Settings
+    from oracle.types import PUBLIC
+
+    settings = Settings(_env_file=None, notes_dir=notes)
+    chunks = []
+    for path in sorted(notes.rglob("*.md")):
+        note = parse_note(path.relative_to(notes).as_posix(), path.read_bytes(), settings.folder_kinds)
+        chunks += [c for c in chunk_note(note) if c.visibility == PUBLIC]
+    return chunks
+
+
+@pytest.mark.parametrize(
+    "bank, notes",
+    [(Path(__file__).parent.parent / "notes" / "questions.jsonl", Path(__file__).parent.parent / "notes"),
+     (Path(__file__).parent.parent / "bench" / "crd3_dev.jsonl", CRD3_NOTES)],
+    ids=["sample", "crd3"],
+)  # fmt: skip
+def test_every_gold_answer_is_in_its_gold_notes(bank, notes):
+    from oracle.eval import matches
+    from oracle.excerpts import content_terms
+
+    if not notes.is_dir():
+        pytest.skip(f"{notes} is not on this machine")
+    chunks = public_chunks(notes)
+    questions = load_bank(bank)
+    missing = {}
+    for q in questions:
+        if q.answer:
+            gold = " ".join([*(c.text for c in chunks if any(matches(e, c) for e in q.relevant)), *q.relevant])
+            held = set(content_terms(gold))
+            missing.update({q.id: t for t in content_terms(q.answer) if t not in held})
+    assert {} == missing
+    assert all(bool(q.answer) == bool(q.relevant) for q in questions)  # every answerable question has one
