@@ -18,6 +18,7 @@ from .compendium import normalize
 from .context import pack_context
 from .dossier import Dossier, build_dossier, rank_names
 from .embed import Embedder
+from .excerpts import Excerpt, choose_excerpts, query_terms
 from .followup import expand_followup
 from .fusion import Fused, dbsf, rrf
 from .index import Index
@@ -130,9 +131,16 @@ class Oracle:
             timings[name] = _ms(t)
             return result
 
+        query_vector = None
+
+        async def semantic() -> Scored:
+            nonlocal query_vector  # kept: the passages' excerpts are matched against it too
+            query_vector = await asyncio.to_thread(embedder.encode_query, query)
+            return await semantic_path(store, vectors, embedder, query, visibilities, depth, query_vector)
+
         keyword, semantic, entity = await asyncio.gather(
             timed("keyword", keyword_path(store, query, visibilities, depth, (settings.fts_head_weight, 1.0))),
-            timed("semantic", semantic_path(store, vectors, embedder, query, visibilities, depth)),
+            timed("semantic", semantic()),
             timed("entity", entity_path(store, entities, visibilities, depth, stats=mention_stats)),
         )
         scored = {"keyword": keyword, "semantic": semantic, "entity": entity}
@@ -154,7 +162,7 @@ class Oracle:
         linked_hits = _hits(linked, {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])})
         timings["linked"] = _ms(t)
         timings["total"] = _ms(started)
-        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits)
+        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector)
 
     async def select(self, retrieval: Retrieval, k: int | None = None) -> Selection:
         """Rerank the pool (fused, then linked) on its cached annotations and pack the context."""
@@ -256,12 +264,12 @@ class Oracle:
                 if len(text.split()) < MIN_PARTIAL_WORDS:
                     written = len(exc.partial.split())
                     reason = f"the answer stopped after {written} word{'' if written == 1 else 's'}: {exc}"
-                    return self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm)
+                    return await self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm)
                 incomplete = str(exc)
                 incomplete_shown = incomplete if gm else "the language model stopped before the end"
                 log.warning("answer to %r cut after %d words: %s", question, len(text.split()), exc)
             except LLMError as exc:
-                return self._failed(question, str(exc), retrieval, selection, extra, t, started, gm=gm)
+                return await self._failed(question, str(exc), retrieval, selection, extra, t, started, gm=gm)
         retrieval.timings_ms["answer"] = _ms(t)
         verified = verify(text, context)
         if not gm and (await self.secret_guard()).leaks(verified.text):
@@ -269,7 +277,7 @@ class Oracle:
             # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
             await self._record_withheld(question, WITHHELD)
-            return self._passages(question, PLAYER_REASON, retrieval, selection, extra, gm=False)
+            return await self._passages(question, PLAYER_REASON, retrieval, selection, extra, gm=False)
         retrieval.timings_ms["total"] = _ms(started)
         shown = verified.text
         if incomplete:
@@ -294,7 +302,7 @@ class Oracle:
         )
         return answer
 
-    def _failed(
+    async def _failed(
         self,
         question: str,
         reason: str,
@@ -310,17 +318,26 @@ class Oracle:
         retrieval.timings_ms["answer"] = _ms(t)
         retrieval.timings_ms["total"] = _ms(started)
         log.warning("answering %r without the LLM: %s", question, reason)
-        return self._passages(question, reason, retrieval, selection, extra, gm=gm)
+        return await self._passages(question, reason, retrieval, selection, extra, gm=gm)
 
-    def _passages(
+    async def _passages(
         self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict, *, gm: bool
     ) -> Answer:
-        """The answer without the LLM's text: the best passages, their labels as the sources.
-        The text a player reads names no host, path or error: only that there is no answer."""
-        shown = selection.context.fragments[:PASSAGES_SHOWN]
-        citations = tuple(Citation(c.label, c.path, c.start_line, c.end_line) for c in shown)
-        text = passages_text(reason if gm else PLAYER_REASON, shown)
-        return self._answer(question, text, "passages", reason, retrieval, selection, extra, citations)
+        """The answer without the LLM's text: the best passages, each by the sentences that match the
+        question, cited by the lines of those sentences. The text a player reads names no host,
+        path or error: only that there is no answer."""
+        t = time.perf_counter()
+        shown = await self.excerpts(retrieval, selection.context.fragments[:PASSAGES_SHOWN])
+        timings = retrieval.timings_ms
+        timings["excerpts"] = _ms(t)
+        if "total" in timings:
+            timings["total"] += timings["excerpts"]
+        citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line) for e in shown)
+        extra = {**extra, "excerpts": [e.to_json() for e in shown]}
+        return self._answer(
+            question, passages_text(reason if gm else PLAYER_REASON, shown), "passages", reason, retrieval,
+            selection, extra, citations,
+        )
 
     async def _record_withheld(self, question: str, reason: str) -> None:
         """Kept in the index for the game master's `status`; never costs the player an answer."""
@@ -332,6 +349,20 @@ class Oracle:
                 await store.close()
         except Exception:
             log.exception("could not record a withheld answer")
+
+    async def excerpts(self, retrieval: Retrieval, chunks: Sequence[Chunk]) -> list[Excerpt]:
+        """The sentences of each chunk that best match the question (`excerpts.choose_excerpts`),
+        matched against the query vector the semantic path already computed; off the event loop."""
+        embedder = await self.index.embedder()
+        terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities])
+
+        def similarity(texts: Sequence[str]) -> list[float]:
+            query = retrieval.query_vector
+            if query is None:
+                query = embedder.encode_query(retrieval.search_query)
+            return [float(embedder.encode_query(text) @ query) for text in texts]
+
+        return await asyncio.to_thread(choose_excerpts, chunks, terms, similarity)
 
     def _answer(
         self,

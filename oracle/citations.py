@@ -7,6 +7,7 @@ from what is shown and counted. Brackets that are not label-shaped (`[sic]`) are
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .context import Context
@@ -15,6 +16,7 @@ _BRACKET = re.compile(r"([ \t]*)\[([^\[\]\n]{1,160})\](?!\()")
 _TRAILING_CITATIONS = re.compile(r"([.!?])(\s*)((?:\[[^\[\]\n]+\][ \t]*)+)")
 _LABEL_SHAPE = re.compile(r"^(session\b|sesi[oó]n\b|sheet:|world:|note:)", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_INNER = re.compile(r"\[([^\[\]\n]+)\]")
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,18 @@ def verify(answer: str, context: Context) -> Verified:
         chunk = context.chunk_for(label)
         if chunk is not None:
             citations.append(Citation(label, chunk.path, chunk.start_line, chunk.end_line))
-    # "… at noon. [Session 2]" cites the sentence before the bracket.
-    counting = _TRAILING_CITATIONS.sub(lambda m: f" {m.group(3).strip()}{m.group(1)}{m.group(2)}", text)
-    sentences = [s for s in _SENTENCE.split(counting) if len(s.split()) >= 4]
-    uncited = sum(1 for s in sentences if not any(f"[{c}" in s or f"; {c}" in s for c in cited))
+    uncited = sum(1 for _, labels in cited_sentences(text, cited) if not labels)
     return Verified(text, tuple(citations), tuple(unknown), uncited)
+
+
+def cited_sentences(text: str, labels: Iterable[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """The answer's sentences of four words or more, each with the labels it cites (of `labels`).
+    "… at noon. [Session 2]" cites the sentence before the bracket."""
+    labels = list(labels)
+    counting = _TRAILING_CITATIONS.sub(lambda m: f" {m.group(3).strip()}{m.group(1)}{m.group(2)}", text)
+    out = []
+    for sentence in _SENTENCE.split(counting):
+        if len(sentence.split()) >= 4:
+            named = {part.strip() for inner in _INNER.findall(sentence) for part in inner.split(";")}
+            out.append((sentence, tuple(c for c in labels if c in named)))
+    return out

@@ -27,6 +27,7 @@ from rich.table import Table
 from .answer import Hit, Oracle
 from .embed import EmbedError
 from .eval import BankError, load_bank, run_eval
+from .eval_answers import run_answers
 from .index import Index
 from .ingest import IngestBusy, IngestError, ingest
 from .llm import describe_loaded, describe_window
@@ -329,9 +330,14 @@ async def cmd_eval(args: argparse.Namespace) -> int:
                               f"indexing {settings.notes_dir} into it instead", soft_wrap=True)
         with bars.progress:
             await ingest(index, progress=bars, by="oracle eval")
-        result = await run_eval(Oracle(index), questions, gm=args.gm, k=args.k or settings.k)
+        if args.answers:
+            result = await run_answers(Oracle(index), questions, gm=args.gm)
+        else:
+            result = await run_eval(Oracle(index), questions, gm=args.gm, k=args.k or settings.k)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
+    elif args.answers:
+        print_answers(result)
     else:
         print_eval(result, args.k or settings.k)
     return 0
@@ -377,6 +383,10 @@ def print_eval(result: dict, k: int) -> None:
         ("arc_coverage_at_k", f"arc coverage, top {k}"),
         ("arc_coverage_context", "arc coverage, context"),
         ("ann_recall", "approximate vs exact dense search"),
+        ("answer_shown", "answer shown: passages (all key terms)"),
+        ("answer_shown_first_words", "answer shown: first 60 words (baseline)"),
+        ("answer_terms_shown", "answer key terms shown: passages"),
+        ("answer_terms_shown_first_words", "answer key terms shown: first 60 words"),
     ]
     kinds = list(result["by_kind"])
     title = f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)"
@@ -392,6 +402,9 @@ def print_eval(result: dict, k: int) -> None:
     for key, name in rows:
         table.add_row(name, cell(result["overall"][key]), *(cell(result["by_kind"][kd][key]) for kd in kinds))
     out.print(table)
+    if result["overall"]["answers"]:
+        out.print(f"answer shown: over the {result['overall']['answers']} answerable questions with a gold answer, "
+                  "all its key terms (stemmed content words) in the text of the passages a player reads")
     if result["misses"]:
         misses = Table(title="misses: where the evidence was lost", title_justify="left")
         for col in ("id", "kind", "question", "lost"):
@@ -400,6 +413,43 @@ def print_eval(result: dict, k: int) -> None:
             lost = ", ".join(f"{entry} at {stage}" for entry, stage in m["lost"].items())
             misses.add_row(m["id"], m["kind"], snippet(m["question"], 60), lost)
         out.print(misses)
+
+
+def print_answers(result: dict) -> None:
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    def spread(values: dict | None) -> str:
+        return "—" if values is None else f"{values['p50']:g} / {values['p95']:g} (n={values['n']})"
+
+    modes = result["modes"]
+    rows = [
+        ("answers by the model (llm)", cell(modes["llm"])),
+        ("answers shown as passages", cell(modes["passages"])),
+        ("answers: the notes hold nothing (not_found)", cell(modes["not_found"])),
+        ("citation validity (cited labels the context held)",
+         f"{cell(result['citation_validity'])} ({result['citations']['valid']} valid, {result['citations']['unknown']} unknown)"),
+        ("citation support (claims whose cited text holds ≥ half their key terms)",
+         f"{cell(result['citation_support'])} ({result['claims']['supported']} of {result['claims']['cited']})"),
+        ("gold labels cited", cell(result["gold_citation_recall"])),
+        (f"correct abstention ({result['unanswerable']} unanswerable)", cell(result["correct_abstention"])),
+        (f"false abstention ({result['answerable']} answerable)", cell(result["false_abstention"])),
+        ("uncited sentences: total / per model answer",
+         f"{result['uncited_sentences']['total']} / {cell(result['uncited_sentences']['per_answer'])}"),
+        ("tokens per request, the trace's total: p50 / p95", spread(result["tokens_per_request"]["total"])),
+        ("tokens per request, Ollama's prompt_eval_count: p50 / p95",
+         spread(result["tokens_per_request"]["prompt_eval_count"])),
+        ("rerank ms: p50 / p95", spread(result["latency_ms"]["rerank"])),
+        ("answer ms: p50 / p95", spread(result["latency_ms"]["answer"])),
+        (f"answer shown in the reply ({result['answers']} gold answers)", cell(result["answer_shown"])),
+        ("answer key terms shown in the reply", cell(result["answer_terms_shown"])),
+    ]  # fmt: skip
+    table = Table(title=f"answers to {result['questions']} questions, model {result['model']}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -438,11 +488,13 @@ def parser() -> argparse.ArgumentParser:
     common(who)
     who.add_argument("--gm", action="store_true", help="the game master's dossier, secret names included")
 
-    evaluate = sub.add_parser("eval", help="retrieval quality per stage from a question bank")
+    evaluate = sub.add_parser("eval", help="retrieval quality per stage, or the answers, from a question bank")
     evaluate.add_argument("bank", help="a JSON Lines bank (see README)")
     common(evaluate)
     evaluate.add_argument("--gm", action="store_true", help="evaluate with game-master clearance")
     evaluate.add_argument("--k", type=int, help="the final k (default ORACLE_K, 8)")
+    evaluate.add_argument("--answers", action="store_true",
+                          help="ask every question end to end and measure the answers (needs Ollama for `llm` answers)")
     return p
 
 

@@ -4,6 +4,11 @@ Ranked lists are collapsed to distinct units (a citation label: a session's part
 their best rank) before any metric. A gold entry matches a chunk by label or by note path, with or
 without `.md`, case-insensitively. Questions with no gold entries are unanswerable: they are counted
 by kind but kept out of the recall averages.
+
+A question may carry a short gold `answer`. "Answer shown" is then the share of those questions
+whose answer's key terms are all in what a player reads when the Oracle answers with passages
+(`answer_terms_shown`), next to the same share for the first 60 words of each passage, the
+passages' former text, kept here as the baseline only.
 """
 from __future__ import annotations
 
@@ -18,7 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .excerpts import content_terms
 from .paths import PATHS
+from .results import PASSAGES_SHOWN, passage_blocks
 from .types import PUBLIC, Chunk
 
 if TYPE_CHECKING:
@@ -38,6 +45,7 @@ class Question:
     relevant: tuple[str, ...]
     kind: str = ""
     history: tuple[str, ...] = ()
+    answer: str = ""  # a short gold answer, a few words (optional): what a reply must show
 
 
 def load_bank(path: Path) -> list[Question]:
@@ -52,6 +60,8 @@ def load_bank(path: Path) -> list[Question]:
             relevant, history = item.get("relevant", []), item.get("history") or []
             if not isinstance(relevant, list) or not isinstance(history, list):
                 raise TypeError('"relevant" and "history" are lists')
+            if not isinstance(item.get("answer", ""), str):
+                raise TypeError('"answer" is a string')
             questions.append(
                 Question(
                     str(item.get("id", f"q{n}")),
@@ -59,6 +69,7 @@ def load_bank(path: Path) -> list[Question]:
                     tuple(str(r) for r in relevant),
                     str(item.get("kind", "")),
                     tuple(str(h) for h in history),
+                    item.get("answer", "").strip(),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
@@ -69,9 +80,14 @@ def load_bank(path: Path) -> list[Question]:
 
 
 def matches(entry: str, chunk: Chunk) -> bool:
+    return matches_place(entry, chunk.label, chunk.path)
+
+
+def matches_place(entry: str, label: str, path: str) -> bool:
+    """A gold entry names a chunk's citation label, or its note's path with or without `.md`."""
     entry = entry.strip().lower()
-    path = chunk.path.lower()
-    return entry in {chunk.label.lower(), path, path.removesuffix(".md")}
+    path = path.lower()
+    return entry in {label.lower(), path, path.removesuffix(".md")}
 
 
 def collapse(chunks: Iterable[Chunk]) -> list[list[Chunk]]:
@@ -138,6 +154,33 @@ def exact_dense(
     return out
 
 
+def answer_terms_shown(answer: str, shown: str) -> float | None:
+    """The share of the gold answer's key terms found in the text shown (None: no key terms).
+
+    Key terms are `excerpts.content_terms`: words case- and accent-folded, stop words and one-letter
+    words out, Porter-stemmed, counted once each; found when the shown text holds the same stem
+    anywhere. An answer counts as shown when all its key terms are (`answer_shown`)."""
+    wanted = set(content_terms(answer))
+    if not wanted:
+        return None
+    return len(wanted & set(content_terms(shown))) / len(wanted)
+
+
+def answer_shown(answer: str, shown: str) -> bool:
+    return answer_terms_shown(answer, shown) == 1.0
+
+
+def first_words_blocks(chunks: Sequence[Chunk], words: int = 60) -> list[str]:
+    """What passages showed before excerpts: each chunk's first `words` words, cited by its whole
+    line range. Kept only as the baseline `oracle eval` measures excerpts against."""
+    blocks = []
+    for c in chunks[:PASSAGES_SHOWN]:
+        split = c.text.split()
+        quote = " ".join(split[:words]) + (" …" if len(split) > words else "")
+        blocks.append(f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> {quote}")
+    return blocks
+
+
 @dataclass
 class QuestionResult:
     question: Question
@@ -159,6 +202,9 @@ class QuestionResult:
     all_gold_at_10: bool
     ann_recall: float | None
     lost: dict[str, str] = field(default_factory=dict)  # gold entry -> stage where it was lost
+    # Share of the gold answer's key terms in what passages show: excerpts, and the first 60 words.
+    answer_terms: float | None = None
+    answer_terms_first_words: float | None = None
 
 
 def lost_at(entry: str, stages: Sequence[tuple[str, Sequence[Chunk], int | None]]) -> str | None:
@@ -168,6 +214,10 @@ def lost_at(entry: str, stages: Sequence[tuple[str, Sequence[Chunk], int | None]
         if rank is None or (k is not None and rank > k):
             return name
     return None
+
+
+def _all(share: float | None) -> float | None:
+    return None if share is None else float(share == 1.0)
 
 
 def summarise(results: Sequence[QuestionResult]) -> dict:
@@ -201,6 +251,11 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
             "arc_coverage_at_k": mean(r.final_at_k for r in arcs),
             "arc_coverage_context": mean(r.context for r in arcs),
             "ann_recall": mean(r.ann_recall for r in rs),
+            "answers": sum(1 for r in rs if r.answer_terms is not None),
+            "answer_shown": mean(_all(r.answer_terms) for r in rs),
+            "answer_terms_shown": mean(r.answer_terms for r in rs),
+            "answer_shown_first_words": mean(_all(r.answer_terms_first_words) for r in rs),
+            "answer_terms_shown_first_words": mean(r.answer_terms_first_words for r in rs),
         }
         return out
 
@@ -249,6 +304,12 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
         final = selection.final
         context = [*selection.context.fragments, *(s.chunk for s in selection.context.summaries)]
         reranks += selection.rerank.used
+        answer_terms = first_words = None
+        if q.answer:
+            shown = selection.context.fragments[:PASSAGES_SHOWN]
+            excerpts = await oracle.excerpts(retrieval, shown)
+            answer_terms = answer_terms_shown(q.answer, "\n\n".join(passage_blocks(excerpts)))
+            first_words = answer_terms_shown(q.answer, "\n\n".join(first_words_blocks(shown)))
         query_vector = await asyncio.to_thread(embedder.encode_query, retrieval.search_query)
         exact = exact_dense(query_vector, window_chunks, matrix, depth)
         approx = {c.id for c in path_chunks["semantic"]}
@@ -275,6 +336,8 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 all_gold_at_10=bool(relevant) and recall(relevant, final, 10) == 1.0,
                 ann_recall=len(approx & set(exact)) / len(exact) if exact else None,
                 lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
+                answer_terms=answer_terms,
+                answer_terms_first_words=first_words,
             )
         )
     summary = summarise(results)

@@ -23,6 +23,8 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .compendium import normalize, normalize_text
 from .embed import Embedder
 from .store import Store
@@ -94,8 +96,11 @@ async def semantic_path(
     text: str,
     visibilities: Sequence[str],
     depth: int,
+    vector: np.ndarray | None = None,
 ) -> Scored:
-    vector = await asyncio.to_thread(embedder.encode_query, text)
+    """`vector`: the question already embedded (by the caller, who keeps it for the excerpts)."""
+    if vector is None:
+        vector = await asyncio.to_thread(embedder.encode_query, text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
     # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks, and ask again
     # for more when they do not: the best windows of a few long sessions can fill the first answer,

@@ -4,8 +4,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .citations import Citation
 from .context import Context, Summary
+from .excerpts import Excerpt
 from .paths import EntityMatch
 from .rerank import Reranked
 from .types import Chunk
@@ -42,6 +45,7 @@ class Retrieval:
     fused: list[Hit]  # the fused pool, best first (≤ fused_pool)
     timings_ms: dict[str, float] = field(default_factory=dict)
     linked: list[Hit] = field(default_factory=list)  # reached from the fused top k by a reference
+    query_vector: np.ndarray | None = None  # the search query embedded by the semantic path
 
     @property
     def pool(self) -> list[Hit]:
@@ -103,13 +107,15 @@ class Answer:
         }
 
 
-def passages_text(reason: str, chunks: Sequence[Chunk]) -> str:
+def passages_text(reason: str, excerpts: Sequence[Excerpt]) -> str:
     """The answer without the LLM: the best passages, plainly marked as passages."""
-    lines = [f"The Oracle could not write an answer ({reason}). The most relevant passages from the notes:"]
-    for c in chunks[:PASSAGES_SHOWN]:
-        words = c.text.split()
-        quote = " ".join(words[:60]) + (" …" if len(words) > 60 else "")
-        lines.append(f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> {quote}")
-    return "\n\n".join(lines)
+    intro = f"The Oracle could not write an answer ({reason}). The most relevant passages from the notes:"
+    return "\n\n".join([intro, *passage_blocks(excerpts)])
 
 
+def passage_blocks(excerpts: Sequence[Excerpt]) -> list[str]:
+    """Each passage shown: its label and the lines of its sentences, then the sentences quoted."""
+    return [
+        f"[{e.chunk.label}] ({e.chunk.path}, lines {e.start_line}–{e.end_line})\n> {e.text}"
+        for e in excerpts[:PASSAGES_SHOWN]
+    ]

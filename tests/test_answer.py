@@ -553,12 +553,14 @@ def assert_passages(campaign: Campaign, answer) -> None:
     assert answer.reason and answer.reason not in answer.text
     best = list(answer.fragments[:5])
     assert 5 == len(best)
-    assert [(c.label, c.path, c.start_line, c.end_line) for c in best] == [
-        (c.label, c.path, c.start_line, c.end_line) for c in answer.citations]
-    for c in best:
-        assert f"[{c.label}] ({c.path}, lines {c.start_line}–{c.end_line})\n> " in answer.text
+    assert [(c.label, c.path) for c in best] == [(c.label, c.path) for c in answer.citations]
+    # Each passage is cited by the lines of the sentences it shows, within its chunk's lines.
+    for chunk, cited, shown in zip(best, answer.citations, answer.trace["excerpts"], strict=True):
+        assert chunk.start_line <= cited.start_line <= cited.end_line <= chunk.end_line
+        assert (chunk.label, [cited.start_line, cited.end_line]) == (shown["label"], [shown["lines"][0][0], shown["lines"][-1][1]])
+        assert f"[{cited.label}] ({cited.path}, lines {cited.start_line}–{cited.end_line})\n> " in answer.text
     data = answer.to_json()
-    assert [{"label": c.label, "path": c.path, "lines": [c.start_line, c.end_line]} for c in best] == data["citations"]
+    assert [{"label": c.label, "path": c.path, "lines": [c.start_line, c.end_line]} for c in answer.citations] == data["citations"]
     assert (answer.reason, answer.reason) == (data["reason"], answer.trace["reason"])
 
 
@@ -584,6 +586,23 @@ async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake,
     pool = pool_ids(answer)
     assert [pool[2], pool[0]] == [c.id for c in answer.fragments[:2]]  # still the reranked order
     assert (2, 2) == (answer.trace["llm_calls"], len(fake.chat_requests()))
+
+
+@module_loop
+async def test_passages_show_the_sentences_that_answer_with_their_own_lines(campaign, fake):
+    async with campaign.oracle(ollama_host=closed_port_url()) as oracle:
+        answer = await oracle.ask("Who fined the captain twenty crowns?")
+
+    assert_passages(campaign, answer)
+    # The third part of the long session, from its heading (line 9) to its end: only the sentence
+    # that answers is shown, with the two lines it spans, not the part's opening.
+    first = answer.fragments[0]
+    assert ("Session 20", 9, 11) == (first.label, first.start_line, first.end_line)
+    assert ("Session 20", "sessions/Session 20.md", 10, 11) == tuple(vars(answer.citations[0]).values())
+    assert (
+        "[Session 20] (sessions/Session 20.md, lines 10–11)\n> … He showed them the harbour ledger, proved the cog"
+        " had ignored his warning flags, and fined the captain twenty crowns.\n\n"
+    ) in answer.text
 
 
 @module_loop

@@ -17,8 +17,11 @@ import pytest
 from oracle.cli import main
 from oracle.eval import (
     BankError,
+    answer_shown,
+    answer_terms_shown,
     entry_ranks,
     exact_dense,
+    first_words_blocks,
     hit,
     load_bank,
     lost_at,
@@ -85,7 +88,7 @@ def test_exact_dense_ranks_chunks_by_their_best_window():
 def test_a_bank_is_read_with_its_defaults(tmp_path):
     bank = tmp_path / "bank.jsonl"
     bank.write_text(
-        '{"id": "a", "question": "Who?", "relevant": ["Session 1"], "kind": "entity"}\n'
+        '{"id": "a", "question": "Who?", "relevant": ["Session 1"], "kind": "entity", "answer": " Brother Aldous "}\n'
         "\n"
         '{"question": "and then?", "relevant": [], "history": ["Who?"]}\n',
         encoding="utf-8",
@@ -93,6 +96,31 @@ def test_a_bank_is_read_with_its_defaults(tmp_path):
     first, second = load_bank(bank)
     assert ("a", "Who?", ("Session 1",), "entity", ()) == (first.id, first.question, first.relevant, first.kind, first.history)
     assert ("q3", (), "", ("Who?",)) == (second.id, second.relevant, second.kind, second.history)
+    assert ("Brother Aldous", "") == (first.answer, second.answer)
+
+
+@pytest.mark.parametrize(
+    "answer, shown, share",
+    [
+        ("Tock, a brass clockwork owl", "[Sheet: Pell] Tock is an owl of brass, and clockwork.", 1.0),
+        ("the Bog Lamb", "They hunted bog lambs.", 1.0),  # stems: "lambs" is "lamb"
+        ("600 crowns", "He added 600 in penalties.", 0.5),  # one of two key terms
+        ("Vex's debt", "The debts of Vex were paid.", 1.0),  # possessive and plural
+        ("to hold what I could not let go", "She made it to hold on.", 1 / 3),  # {hold, let, go}
+        ("What was it?", "anything", None),  # no key term: not measured
+    ],
+)
+def test_answer_shown_counts_the_answers_key_terms_in_the_text(answer, shown, share):
+    assert share == answer_terms_shown(answer, shown)
+    assert (share == 1.0) == answer_shown(answer, shown)
+
+
+def test_the_first_words_baseline_quotes_sixty_words_of_each_of_five_passages():
+    words = " ".join(f"w{i}" for i in range(65))
+    passages = [Chunk(f"c{i}", "sessions/log.md", f"Session {i}", "session", 1, 1, "", 3, 9, words, "h") for i in range(6)]
+    blocks = first_words_blocks(passages)
+    assert 5 == len(blocks)
+    assert "[Session 0] (sessions/log.md, lines 3–9)\n> " + " ".join(f"w{i}" for i in range(60)) + " …" == blocks[0]
 
 
 @pytest.mark.parametrize(
@@ -102,6 +130,7 @@ def test_a_bank_is_read_with_its_defaults(tmp_path):
         ('{"relevant": ["Session 1"]}\n', "bank.jsonl:1: not a bank line ('question')"),
         ('["a list"]\n', "bank.jsonl:1: not a bank line (a line is one JSON object)"),
         ('{"question": "Who?", "relevant": "Session 1"}\n', 'bank.jsonl:1: not a bank line ("relevant" and "history" are lists)'),
+        ('{"question": "Who?", "answer": ["Aldous"]}\n', 'bank.jsonl:1: not a bank line ("answer" is a string)'),
         ("\n\n", "holds no questions"),
     ],
 )
@@ -116,8 +145,10 @@ def test_a_bad_bank_names_the_line(tmp_path, text, message):
 # The command, end to end
 
 BANK = [
-    {"id": "e1", "question": "Who sold Mirela the brass compass?", "relevant": ["Session 1"], "kind": "entity"},
-    {"id": "a1", "question": "What did the Candle Monk do in the chapel?", "relevant": ["Session 4"], "kind": "alias"},
+    {"id": "e1", "question": "Who sold Mirela the brass compass?", "relevant": ["Session 1"], "kind": "entity",
+     "answer": "Brother Aldous"},
+    {"id": "a1", "question": "What did the Candle Monk do in the chapel?", "relevant": ["Session 4"], "kind": "alias",
+     "answer": "lit every candle"},
     {
         "id": "r1",
         "question": "Where did Mirela travel, from the market to the bridge?",
@@ -125,7 +156,8 @@ BANK = [
         "kind": "arc",
     },
     {"id": "f1", "question": "and then what?", "history": ["Who ambushed Mirela at the ford?"], "relevant": ["Session 2"], "kind": "followup"},
-    {"id": "s1", "question": "Who is the lost prince?", "relevant": ["world/The_True_Heir"], "kind": "secret"},
+    {"id": "s1", "question": "Who is the lost prince?", "relevant": ["world/The_True_Heir"], "kind": "secret",
+     "answer": "Pip is the lost prince"},
     {"id": "u1", "question": "Who won the dragon race on the moon?", "relevant": [], "kind": "unanswerable"},
 ]
 
@@ -195,6 +227,15 @@ def test_eval_json_builds_a_missing_index_and_measures_every_stage(campaign, oll
         assert stats["hit_in_pool"] >= stats["hit_at_10"] >= stats["hit_at_5"]
     assert 0 < overall["ann_recall"] <= 1
 
+    # Answer shown. The monk's deed is in the sentence shown. "Brother Aldous" is not whole: the
+    # passage shows "… Aldous sold Mirela a brass compass …", and "Brother" is in the sentence
+    # before, which the short session's first 60 words hold. The secret answer is never shown.
+    assert 3 == overall["answers"]
+    assert (0.0, 1.0, 0.0) == tuple(kinds[k]["answer_shown"] for k in ("entity", "alias", "secret"))
+    assert (1.0, 1.0) == (kinds["entity"]["answer_shown_first_words"], kinds["alias"]["answer_shown_first_words"])
+    assert (0.3333, 0.5) == (overall["answer_shown"], kinds["entity"]["answer_terms_shown"])  # 4 places
+    assert kinds["arc"]["answer_shown"] is None  # no gold answer given
+
 
 def test_eval_with_gm_clearance_finds_the_secret_note(campaign, ollama_down, capsys):
     notes, bank, data = campaign
@@ -211,7 +252,8 @@ def test_eval_prints_the_stage_table_and_the_misses(campaign, ollama_down, capsy
     assert 0 == code
     text = " ".join(stdout.split())
     for row in ("recall in the union of the paths and links", "recall in the union of the three paths",
-                "recall, notes linked to the fused top 3", "recall in the fused top 3", "recall in the pool", "MRR (final list)", "nDCG@10 (final list)", "arc coverage, union", "approximate vs exact dense search"):  # fmt: skip
+                "recall, notes linked to the fused top 3", "recall in the fused top 3", "recall in the pool", "MRR (final list)", "nDCG@10 (final list)", "arc coverage, union", "approximate vs exact dense search",
+                "answer shown: passages (all key terms)", "answer shown: first 60 words (baseline)"):  # fmt: skip
         assert row in text, row
     assert "5 answerable questions (1 unanswerable)" in text
     assert "misses: where the evidence was lost" in text
@@ -331,3 +373,48 @@ def test_search_prints_a_panel_per_path_and_the_fused_panel(campaign, ollama_dow
     assert 'Brother Aldous ("candle monk")' in text
     assert "npcs/Brother_Aldous.md:" in text
     assert "SECRET" not in text  # a player's view: no GM-only text in any panel
+
+
+# ---------------------------------------------------------------------------------------------
+# The banks' gold answers: every key term is in the public text of the question's gold notes, or
+# no passage could ever show it (a typo, or words the notes do not use).
+
+CRD3_NOTES = Path("/work/shared/eval/crd3/notes")
+
+
+def public_chunks(notes: Path) -> list[Chunk]:
+    from oracle.chunking import chunk_note
+    from oracle.notes import parse_note
+    from oracle.settings import Settings
+    from oracle.types import PUBLIC
+
+    settings = Settings(_env_file=None, notes_dir=notes)
+    chunks = []
+    for path in sorted(notes.rglob("*.md")):
+        note = parse_note(path.relative_to(notes).as_posix(), path.read_bytes(), settings.folder_kinds)
+        chunks += [c for c in chunk_note(note) if c.visibility == PUBLIC]
+    return chunks
+
+
+@pytest.mark.parametrize(
+    "bank, notes",
+    [(Path(__file__).parent.parent / "notes" / "questions.jsonl", Path(__file__).parent.parent / "notes"),
+     (Path(__file__).parent.parent / "bench" / "crd3_dev.jsonl", CRD3_NOTES)],
+    ids=["sample", "crd3"],
+)  # fmt: skip
+def test_every_gold_answer_is_in_its_gold_notes(bank, notes):
+    from oracle.eval import matches
+    from oracle.excerpts import content_terms
+
+    if not notes.is_dir():
+        pytest.skip(f"{notes} is not on this machine")
+    chunks = public_chunks(notes)
+    questions = load_bank(bank)
+    missing = {}
+    for q in questions:
+        if q.answer:
+            gold = " ".join([*(c.text for c in chunks if any(matches(e, c) for e in q.relevant)), *q.relevant])
+            held = set(content_terms(gold))
+            missing.update({q.id: t for t in content_terms(q.answer) if t not in held})
+    assert {} == missing
+    assert all(bool(q.answer) == bool(q.relevant) for q in questions)  # every answerable question has one

@@ -52,7 +52,7 @@ Typical use::
 
 From synchronous code or for a CLI subprocess: ``fake.run_in_thread()`` /
 ``fake.stop_thread()`` (or ``with FakeOllama() as fake:``), or
-``python -m tests.fakes.ollama_server --port 0`` which prints its URL.
+``python -m tests.fakes.ollama_server --port 0 [--cited]`` which prints its URL.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ __all__ = [
     "Served",
     "Reply",
     "TruncatedJson",
+    "cited_responder",
     "default_responder",
     "in_order",
     "instance_from_schema",
@@ -285,6 +286,45 @@ def render_chatml(messages: list[dict]) -> list[list[str]]:
 
 
 REPLY_OPENING = ["<|im_start|>", "assistant", "\n"]
+
+
+_FRAGMENT_HEADER = re.compile(r"^\[(?P<label>[^\]\n]+)\] \(")
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def cited_responder(request: dict) -> Any:
+    """A model that follows the Oracle's citation rules, deterministically, from what it was sent.
+
+    Annotations: the passage's first 14 words. Reranking: candidates 1 to 8, the fused order.
+    Answers: for each fragment of the "in full" block, its first sentence of four words or more,
+    quoted, followed by the fragment's label in brackets; "The notes do not say." when it got none.
+    Anything else asking for a schema gets a schema-valid value.
+    """
+    fmt = request.get("format")
+    user = _question(request)
+    if isinstance(fmt, dict):
+        properties = fmt.get("properties", {})
+        if "summary" in properties:
+            passage = user.split("\n\n", 2)[1] if user.count("\n\n") >= 2 else user
+            return {"summary": " ".join(passage.split()[:14]), "entities": []}
+        if "best" in properties:
+            return {"best": list(range(1, 9))}
+        return instance_from_schema(fmt)
+    claims = []
+    for block in user.split("\n\n---\n\n"):
+        header, _, text = block.partition("\n")
+        match = _FRAGMENT_HEADER.match(header)
+        if not match:
+            continue
+        for line in text.splitlines():
+            words = line.strip()
+            if words.startswith("#") or len(words.split()) < 4:
+                continue
+            sentence = next((s for s in _FIRST_SENTENCE.split(words) if len(s.split()) >= 4), None)
+            if sentence:
+                claims.append(f"{sentence} [{match['label']}]")
+                break
+    return " ".join(claims) or "The notes do not say."
 
 
 def split_tokens(content: str) -> list[str]:
@@ -853,12 +893,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--model", action="append", help="installed model (repeatable); default qwen2.5:14b")
     parser.add_argument("--reply", help="fixed text for every answer (default: echo, or JSON for a schema)")
+    parser.add_argument("--cited", action="store_true", help="answer with citations from the context sent "
+                        "(cited_responder): for `oracle eval --answers` without a model")
     args = parser.parse_args(argv)
 
     async def serve() -> None:
         fake = FakeOllama(models=args.model or ("qwen2.5:14b",), host=args.host, port=args.port)
         if args.reply is not None:
             fake.responder = lambda _request: args.reply
+        elif args.cited:
+            fake.responder = cited_responder
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
