@@ -81,7 +81,7 @@ def edit_one_session(root: Path) -> Edit:
     For a one-file log (like CRD3) that file holds every session, so the edit stays inside one
     session's text. A folder with no session headers gets the sentence on the largest note instead.
     """
-    from oracle.sessions import match_header
+    from oracle.notes.sessions import match_header
 
     best: tuple[Path, list[str], list[int]] | None = None
     for path in sorted(root.rglob("*.md")):
@@ -213,7 +213,7 @@ def phases_from(start: float, end: float, events: list[tuple[float, str, int, in
 
 
 async def timed_ingest(index, timer: EncodeTimer) -> Run:
-    from oracle.ingest import ingest
+    from oracle.index.ingest import ingest
 
     events: list[tuple[float, str, int, int]] = []
     timer.reset()
@@ -314,11 +314,11 @@ async def measure(notes_src: Path, repeat: int) -> dict:
 
     import torch
 
-    import oracle.ingest
-    from oracle.index import Index
+    import oracle.index.ingest
+    from oracle.index.index import Index
     from oracle.settings import Settings
 
-    _EMBED_BATCH = getattr(oracle.ingest, "_EMBED_BATCH", 64)  # the ingest's encode() call size
+    _EMBED_BATCH = getattr(oracle.index.ingest, "_EMBED_BATCH", 64)  # the ingest's encode() call size
 
     cpu_before = cpu_sample()
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0

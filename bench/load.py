@@ -666,7 +666,7 @@ def latency_json(recs: list[Asked]) -> dict:
 
 
 async def run_ingest(index, label: str) -> tuple[object | None, float, str]:
-    from oracle.ingest import ingest
+    from oracle.index.ingest import ingest
 
     last = [0.0]
 
@@ -702,9 +702,9 @@ async def measure(args) -> dict:
         try:
             import torch
 
-            from oracle.answer import Oracle
-            from oracle.index import Index
-            from oracle.ingest import ingest  # noqa: F401  (imported now, not on the loop mid-phase)
+            from oracle.index.index import Index
+            from oracle.index.ingest import ingest
+            from oracle.oracle import Oracle
             from oracle.settings import Settings
 
             notes = tmp_path / "notes"
@@ -749,8 +749,8 @@ async def measure(args) -> dict:
                     probe.wrap(vs, "delete", "Chroma delete")
                 probe.wrap(embedder, "encode", lambda texts, *a, **k: "encode 1 text" if len(texts) == 1 else "encode batch")
                 probe.wrap(embedder, "windows", "tokenize windows")
-                import oracle.answer as answer_mod
-                import oracle.ingest as ingest_mod
+                import oracle.index.ingest as ingest_mod
+                import oracle.oracle as answer_mod
 
                 probe.wrap(answer_mod, "SecretGuard", "SecretGuard build")
                 probe.wrap(answer_mod, "EntityMatcher", "EntityMatcher build")

@@ -8,7 +8,7 @@ timing). Annotations are off and OLLAMA_HOST points at a closed local port, so n
 
 Corpus
     The real CRD3 log of Critical Role campaign 1 (--notes, default /work/shared/eval/crd3/notes:
-    113 sessions, 169k words). 1× is that folder, indexed by the real `oracle.ingest.ingest`.
+    113 sessions, 169k words). 1× is that folder, indexed by the real `oracle.index.ingest.ingest`.
     10× and 100× are synthetic: a folder of N copies of the log, one file per copy
     (`campaign-log-000.md` … ), copy 0 unchanged and copy i ≥ 1 with every session header renumbered
     `Session N` → `Session N + i·S` (S = the log's highest session number, 115) and three lower-case
@@ -83,6 +83,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # bench.ingest
 
 from bench.ingest import contention, cpu_sample, machine, machine_line  # noqa: E402  (the same contention method)
+
 DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes")
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "crd3_questions.txt"
 GENERATOR_VERSION = "1"  # bump when the synthetic copies change
@@ -132,7 +133,7 @@ class Copies:
 
 def _session_number_span(line: str) -> tuple[int, int] | None:
     """Where the session number sits in a header line (None if the line is not a header)."""
-    from oracle.sessions import match_header
+    from oracle.notes.sessions import match_header
 
     header = match_header(line)
     if header is None:
@@ -215,7 +216,7 @@ def corpus_digest(notes_dir: Path) -> str:
 
 
 def _embedder_class():
-    from oracle.embed import Embedder
+    from oracle.index.embed import Embedder
 
     class ReuseEmbedder(Embedder):
         """Shares a loaded Embedder; serves each window the 1× vector of the window at the same place."""
@@ -328,8 +329,8 @@ def _dir_mb(path: Path) -> float:
 
 
 async def build_scale(scale: int, notes_src: Path, work: Path, embedder, source, reingest: bool, say) -> Built:
-    from oracle.index import Index
-    from oracle.ingest import ingest
+    from oracle.index.index import Index
+    from oracle.index.ingest import ingest
 
     root = work / f"x{scale}"
     data_dir = root / "data"
@@ -468,9 +469,11 @@ ROWS = [
 async def measure_scale(built: Built, embedder, questions: list[str], repeat: int, say) -> dict:
     from rank_bm25 import BM25Okapi
 
-    from oracle.answer import Oracle
-    from oracle.index import Index
-    from oracle.paths import entity_path, keyword_path, semantic_path
+    from oracle.index.index import Index
+    from oracle.oracle import Oracle
+    from oracle.retrieve.entity import entity_path
+    from oracle.retrieve.keyword import keyword_path
+    from oracle.retrieve.semantic import semantic_path
 
     settings = settings_for(Path(built.notes_dir), Path(built.data_dir))
     index = Index(settings, embedder=embedder)
@@ -606,16 +609,20 @@ def _ms(since: float) -> float:
 async def run(args, say) -> dict:
     import torch
 
+    import oracle.index.compendium  # noqa: F401
+    import oracle.index.ingest  # noqa: F401
+    import oracle.index.store  # noqa: F401
+    import oracle.index.vectors  # noqa: F401
+
     # Every module the run uses, imported now: others may edit oracle/ while a long run builds, and
     # a module first imported an hour later could disagree with the ones already loaded.
-    import oracle.answer  # noqa: F401
-    import oracle.compendium  # noqa: F401
-    import oracle.ingest  # noqa: F401
-    import oracle.paths  # noqa: F401
-    import oracle.store  # noqa: F401
-    import oracle.vectors  # noqa: F401
-    from oracle.embed import Embedder
-    from oracle.index import Index
+    import oracle.oracle  # noqa: F401
+    import oracle.retrieve.entity  # noqa: F401
+    import oracle.retrieve.keyword  # noqa: F401
+    import oracle.retrieve.linked  # noqa: F401
+    import oracle.retrieve.semantic  # noqa: F401
+    from oracle.index.embed import Embedder
+    from oracle.index.index import Index
     from oracle.settings import BUNDLED_EMBED_MODEL
 
     work = args.work

@@ -8,12 +8,12 @@ import sys
 
 import discord
 
-from oracle.answer import Oracle
-from oracle.embed import EmbedError
-from oracle.index import Index
+from oracle.index.embed import EmbedError
+from oracle.index.index import Index
+from oracle.index.store import StoreError
+from oracle.index.vectors import VectorStoreError
+from oracle.oracle import Oracle
 from oracle.settings import Settings
-from oracle.store import StoreError
-from oracle.vectors import VectorStoreError
 
 from .client import OracleBot
 from .history import ThreadHistory

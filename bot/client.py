@@ -7,8 +7,8 @@ import logging
 import discord
 from discord.ext import commands
 
-from oracle.answer import Oracle
-from oracle.index import Index
+from oracle.index.index import Index
+from oracle.oracle import Oracle
 
 from .history import ThreadHistory
 from .settings import BotSettings

@@ -11,9 +11,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from oracle.ingest import IngestBusy, IngestError, ingest
+from oracle.answer.prompt import Turn
+from oracle.index.ingest import IngestBusy, IngestError, ingest
 from oracle.llm import describe_loaded, describe_window
-from oracle.prompt import Turn
 from oracle.types import IngestReport, Progress
 
 from .formatting import (

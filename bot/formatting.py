@@ -5,7 +5,7 @@ import re
 
 import discord
 
-from oracle.answer import Answer
+from oracle.answer.results import Answer
 from oracle.dossier import Dossier
 
 MESSAGE_LIMIT = 2000

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from oracle.prompt import Turn
+from oracle.answer.prompt import Turn
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (

@@ -1,0 +1,45 @@
+"""The Oracle: answers players' questions about a campaign from the game master's notes.
+
+Layers, each importing only those below it (`tests/test_layers.py` holds them to it):
+
+    notes      parse, sessions, chunking, refs          pure text: no I/O
+    index      store and schema, vectors, embed, Compendium, annotate, ingest
+    retrieve   keyword, semantic, entity, linked, followup, fusion
+    answer     rerank, context, budget, prompt, citations, leaks, excerpts
+    oracle     Oracle: search and ask, the stages in order
+    cli, eval, dossier (and bot/, outside the core)
+
+Beneath them all: settings, types, text, tokens, llm. The names below are the public API; they
+load on first use, so importing one layer does not import every other.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_API = {
+    "Oracle": "oracle.oracle",
+    "Index": "oracle.index.index",
+    "Settings": "oracle.settings",
+    "ingest": "oracle.index.ingest",
+    "Answer": "oracle.answer.results",
+    "Dossier": "oracle.dossier",
+    "Turn": "oracle.answer.prompt",
+}
+
+__all__ = sorted(_API)
+
+if TYPE_CHECKING:
+    from .answer.prompt import Turn
+    from .answer.results import Answer
+    from .dossier import Dossier
+    from .index.index import Index
+    from .index.ingest import ingest
+    from .oracle import Oracle
+    from .settings import Settings
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'oracle' has no attribute {name!r}")
+    return getattr(importlib.import_module(_API[name]), name)

@@ -24,19 +24,20 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from .answer import Hit, Oracle
-from .embed import EmbedError
+from .answer.prompt import Turn
 from .eval import BankError, load_bank, run_eval
 from .eval_answers import run_answers
-from .index import Index
-from .ingest import IngestBusy, IngestError, ingest
+from .index.embed import EmbedError
+from .index.index import Index
+from .index.ingest import IngestBusy, IngestError, ingest
+from .index.store import StoreError
+from .index.vectors import VectorStoreError
 from .llm import describe_loaded, describe_window
-from .prompt import Turn
+from .oracle import Oracle
+from .retrieve.results import Hit
 from .settings import Settings
-from .store import StoreError
 from .types import IngestReport
 from .types import Progress as IngestProgress
-from .vectors import VectorStoreError
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 150)

@@ -5,7 +5,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .compendium import normalize
+from .text import normalize
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .excerpts import content_terms
-from .paths import PATHS
-from .results import PASSAGES_SHOWN, passage_blocks
+from .answer.excerpts import content_terms
+from .answer.results import PASSAGES_SHOWN, passage_blocks
+from .retrieve import PATHS
 from .types import PUBLIC, Chunk
 
 if TYPE_CHECKING:
-    from .answer import Oracle
+    from .oracle import Oracle
 
 K_DEFAULT = 8
 

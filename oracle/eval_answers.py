@@ -29,14 +29,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .citations import cited_sentences
+from .answer.citations import cited_sentences
+from .answer.excerpts import content_terms
+from .answer.prompt import Turn
+from .answer.results import Answer
 from .eval import Question, answer_terms_shown, matches_place
-from .excerpts import content_terms
-from .prompt import Turn
-from .results import Answer
 
 if TYPE_CHECKING:
-    from .answer import Oracle
+    from .oracle import Oracle
 
 MODES = ("llm", "passages", "not_found")
 SUPPORT_SHARE = 0.5

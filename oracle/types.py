@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 PUBLIC = "public"
 GM = "gm"
 
+# What a retrieval path returns: (chunk id, score), best first.
+Scored = list[tuple[str, float]]
+
 
 @dataclass(frozen=True)
 class Secret:
@@ -167,3 +170,14 @@ class IngestReport:
             "entities": self.entities,
             "seconds": round(self.seconds, 3),
         }
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """A chunk as the Compendium and the secret guard read it: its text and whose it is."""
+
+    id: str
+    head: str  # label and heading path: searched for mentions, not for new names (it repeats)
+    text: str
+    visibility: str
+    links: tuple[str, ...] = ()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from oracle.embed import Embedder
-from oracle.index import Index
+from oracle.index.embed import Embedder
+from oracle.index.index import Index
 from oracle.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
 

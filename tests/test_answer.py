@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from oracle.answer import PLAYER_REASON, Oracle
-from oracle.index import Index
-from oracle.ingest import ingest
-from oracle.prompt import SYSTEM, Turn
+from oracle.answer.prompt import SYSTEM, Turn
+from oracle.index.index import Index
+from oracle.index.ingest import ingest
+from oracle.oracle import PLAYER_REASON, Oracle
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes

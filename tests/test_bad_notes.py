@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from oracle.ingest import chunk_all, ingest, scan_notes
+from oracle.index.ingest import chunk_all, ingest, scan_notes
 from tests.conftest import write_notes
 
 GOOD = "## Session 1 — Fine\nThe party met Mirela at the Lantern Market.\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle
-from oracle.ingest import ingest
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
 from tests.fakes.ollama_server import EMPTY, CutStream, Delay, HttpError, ModelNotFound, RawBody, TruncatedJson
 
 BAD_QUESTIONS = [

@@ -36,9 +36,9 @@ from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
 from bot.streaming import WRITING_MARK
-from oracle.answer import Oracle
-from oracle.index import Index
-from oracle.ingest import IngestLock, ingest
+from oracle.index.index import Index
+from oracle.index.ingest import IngestLock, ingest
+from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.conftest import request_kind as kind

@@ -1,9 +1,9 @@
 """`fit_answer_prompt`: what goes, in which order, when the prompt is over the window. Pure."""
 from __future__ import annotations
 
-from oracle.budget import TRIMMED, fit_answer_prompt
-from oracle.context import Context, Summary
-from oracle.prompt import SYSTEM, Turn, build_answer_prompt
+from oracle.answer.budget import TRIMMED, fit_answer_prompt
+from oracle.answer.context import Context, Summary
+from oracle.answer.prompt import SYSTEM, Turn, build_answer_prompt
 from oracle.tokens import message_tokens
 from oracle.types import Chunk
 
@@ -103,7 +103,7 @@ def test_the_rules_and_the_question_are_never_cut_even_when_they_alone_are_over(
 
 
 def test_the_rerank_prompt_leaves_out_its_lowest_candidates_to_fit():
-    from oracle.rerank import Candidate, fit_candidates, rerank_messages
+    from oracle.answer.rerank import Candidate, fit_candidates, rerank_messages
 
     candidates = [Candidate(chunk(n), f"Annotation {n}: " + "a long description of the session " * 5) for n in range(40)]
     whole = message_tokens(rerank_messages(QUESTION, candidates, 8))
@@ -116,7 +116,7 @@ def test_the_rerank_prompt_leaves_out_its_lowest_candidates_to_fit():
 
 
 def test_the_annotation_prompt_cuts_its_passage_at_a_paragraph_to_fit():
-    from oracle.annotate import annotation_messages
+    from oracle.index.annotate import annotation_messages
 
     long = Chunk(**{**chunk(1).__dict__, "text": chunk(1, paragraphs=60).text})
     whole = annotation_messages(long)

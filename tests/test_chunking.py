@@ -1,5 +1,5 @@
 """Chunking by session: one chunk per session, heading packing over the cap, windows only when needed."""
-from oracle.chunking import chunk_note, pack, window_words
+from oracle.notes.chunking import chunk_note, pack, window_words
 from oracle.types import GM, PUBLIC, Note, Secret
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from oracle.citations import Citation, Verified, verify
-from oracle.context import Context, Summary
+from oracle.answer.citations import Citation, Verified, verify
+from oracle.answer.context import Context, Summary
 from oracle.types import Chunk
 
 

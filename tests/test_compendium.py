@@ -1,14 +1,13 @@
 """The Compendium: merging sources, recurring proper nouns, mentions with their visibility."""
-from oracle.compendium import (
-    ChunkText,
+from oracle.index.compendium import (
     adopt_name_parts,
     find_mentions,
     merge_sources,
-    normalize,
     proper_nouns,
     read_compendium_file,
 )
-from oracle.types import GM, PUBLIC, EntitySource
+from oracle.text import normalize
+from oracle.types import GM, PUBLIC, ChunkText, EntitySource
 
 
 def test_normalize_is_case_accent_and_possessive_insensitive():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from oracle.context import Context, Summary, pack_context
-from oracle.prompt import SYSTEM, Turn, build_answer_prompt, render_context
+from oracle.answer.context import Context, Summary, pack_context
+from oracle.answer.prompt import SYSTEM, Turn, build_answer_prompt, render_context
 from oracle.types import Chunk
 
 

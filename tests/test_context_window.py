@@ -19,11 +19,11 @@ import ollama
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle
-from oracle.budget import fit_answer_prompt
-from oracle.index import Index
-from oracle.ingest import ingest
-from oracle.prompt import SYSTEM, Turn
+from oracle.answer.budget import fit_answer_prompt
+from oracle.answer.prompt import SYSTEM, Turn
+from oracle.index.index import Index
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.conftest import REPO, SAMPLE_NOTES
 from tests.conftest import request_kind as kind

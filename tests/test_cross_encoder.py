@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle
-from oracle.index import Index
-from oracle.ingest import ingest
+from oracle.index.index import Index
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama

@@ -383,8 +383,8 @@ CRD3_NOTES = Path("/work/shared/eval/crd3/notes")
 
 
 def public_chunks(notes: Path) -> list[Chunk]:
-    from oracle.chunking import chunk_note
-    from oracle.notes import parse_note
+    from oracle.notes.chunking import chunk_note
+    from oracle.notes.parse import parse_note
     from oracle.settings import Settings
     from oracle.types import PUBLIC
 
@@ -403,8 +403,8 @@ def public_chunks(notes: Path) -> list[Chunk]:
     ids=["sample", "crd3"],
 )  # fmt: skip
 def test_every_gold_answer_is_in_its_gold_notes(bank, notes):
+    from oracle.answer.excerpts import content_terms
     from oracle.eval import matches
-    from oracle.excerpts import content_terms
 
     if not notes.is_dir():
         pytest.skip(f"{notes} is not on this machine")

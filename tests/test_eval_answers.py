@@ -7,12 +7,12 @@ import re
 
 import pytest
 
+from oracle.answer.citations import Citation
+from oracle.answer.context import Summary
+from oracle.answer.results import Answer
 from oracle.cli import main
-from oracle.context import Summary
-from oracle.citations import Citation
 from oracle.eval import Question
 from oracle.eval_answers import AnswerRecord, abstains, percentile, record, summarise_answers, supported
-from oracle.results import Answer
 from oracle.types import Chunk
 from tests.conftest import REPO, request_kind
 from tests.fakes.ollama_server import FakeOllama, cited_responder

@@ -32,10 +32,10 @@ from tests.fakes.ollama_server import (
     RawBody,
     RecordedRequest,
     Reply,
-    render_chatml,
-    tokenize,
     TruncatedJson,
     in_order,
+    render_chatml,
+    tokenize,
 )
 
 MODEL = "qwen2.5:14b"

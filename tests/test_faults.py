@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from oracle.answer import Oracle
 from oracle.cli import main
-from oracle.ingest import IngestError, ingest
-from oracle.vectors import VectorStoreError
+from oracle.index.ingest import IngestError, ingest
+from oracle.index.vectors import VectorStoreError
+from oracle.oracle import Oracle
 
 QUESTION = "Who sold Mirela the brass compass?"
 

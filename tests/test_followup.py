@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle.followup import expand_followup, has_proper_noun, needs_history
+from oracle.retrieve.followup import expand_followup, has_proper_noun, needs_history
 
 PREVIOUS = "Who ambushed the party at the ford?"
 HISTORY = ["Who sold the compass?", PREVIOUS]

@@ -17,8 +17,8 @@ from bot.formatting import (
     split_message,
     thread_name,
 )
-from oracle.answer import Answer
-from oracle.citations import Citation
+from oracle.answer.citations import Citation
+from oracle.answer.results import Answer
 from oracle.dossier import Dossier, Mentioned
 
 EMBED_TOTAL_LIMIT = 6000  # title + description + fields + footer, across one message's embeds

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oracle.fusion import Fused, dbsf, rrf
+from oracle.retrieve.fusion import Fused, dbsf, rrf
 
 
 def ids(fused: list[Fused]) -> list[str]:

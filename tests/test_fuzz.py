@@ -7,9 +7,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracle.chunking import chunk_note
-from oracle.links import chunk_refs
-from oracle.notes import NoteError, parse_note
+from oracle.notes.chunking import chunk_note
+from oracle.notes.parse import NoteError, parse_note
+from oracle.notes.refs import chunk_refs
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM
 

@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from oracle.annotate import PROMPT_VERSION
-from oracle.ingest import IngestBusy, IngestLock, ingest
-from oracle.store import StoreError
+from oracle.index.annotate import PROMPT_VERSION
+from oracle.index.ingest import IngestBusy, IngestLock, ingest
+from oracle.index.store import StoreError
 from oracle.types import GM, PUBLIC, Window
 
 
@@ -266,8 +266,8 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
 
 
 async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):
-    from oracle.answer import Oracle
-    from oracle.store import SCHEMA_VERSION, Store
+    from oracle.index.store import SCHEMA_VERSION, Store
+    from oracle.oracle import Oracle
 
     settings = make_settings(mini_notes)
     await ingest(open_index(settings))

@@ -17,7 +17,6 @@ import textwrap
 import time
 from pathlib import Path
 
-
 from tests.conftest import MINI_CAMPAIGN, write_notes
 from tests.fakes.ollama_server import Delay, FakeOllama
 
@@ -28,9 +27,7 @@ PROBE = textwrap.dedent(
     """
     import asyncio, json, sqlite3, sys
     from pathlib import Path
-    from oracle.answer import Oracle
-    from oracle.index import Index
-    from oracle.settings import Settings
+    from oracle import Index, Oracle, Settings
 
     async def main():
         settings = Settings(notes_dir=Path(sys.argv[1]), data_dir=Path(sys.argv[2]))

@@ -5,10 +5,10 @@ import sqlite3
 
 import pytest
 
-from oracle.answer import Oracle
-from oracle.ingest import ingest
-from oracle.links import chunk_refs, own_keys, references
-from oracle.paths import linked_path
+from oracle.index.ingest import ingest
+from oracle.notes.refs import chunk_refs, own_keys, references
+from oracle.oracle import Oracle
+from oracle.retrieve.linked import linked_path
 from oracle.types import GM, PUBLIC
 from tests.conftest import write_notes
 

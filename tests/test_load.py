@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from oracle.answer import Oracle
-from oracle.ingest import ingest
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
 from tests.conftest import request_kind
 from tests.fakes.ollama_server import Reply
 

@@ -1,7 +1,14 @@
 """Parsing one note: decoding, frontmatter, secrets in every form, wikilinks."""
 import pytest
 
-from oracle.notes import NoteError, decode, extract_secrets, parse_note, render_wikilinks, split_frontmatter
+from oracle.notes.parse import (
+    NoteError,
+    decode,
+    extract_secrets,
+    parse_note,
+    render_wikilinks,
+    split_frontmatter,
+)
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM, PUBLIC, Link, Secret
 

@@ -10,8 +10,8 @@ import pytest
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
-from oracle.embed import Embedder
-from oracle.query_encoder import OnnxQueryEncoder, QueryEncoderUnavailable
+from oracle.index.embed import Embedder
+from oracle.index.query_encoder import OnnxQueryEncoder, QueryEncoderUnavailable
 from oracle.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -106,7 +106,7 @@ def test_torch_backend_is_chosen_by_setting(embedder):
 
 
 async def test_the_index_exports_next_to_its_data(make_settings, tmp_path):
-    from oracle.index import Index
+    from oracle.index.index import Index
 
     settings: Settings = make_settings(tmp_path / "notes")
     async with Index(settings) as index:

@@ -12,10 +12,12 @@ import sqlite3
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle, Retrieval
-from oracle.index import Index
-from oracle.ingest import ingest
-from oracle.paths import EntityMatcher, entity_path, fts_query, fts_terms, keyword_path
+from oracle.index.index import Index
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
+from oracle.retrieve.entity import EntityMatcher, entity_path
+from oracle.retrieve.keyword import fts_query, fts_terms, keyword_path
+from oracle.retrieve.results import Retrieval
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes

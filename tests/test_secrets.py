@@ -15,9 +15,9 @@ import sqlite3
 import pytest
 import pytest_asyncio
 
-from oracle.answer import PLAYER_REASON, WITHHELD, Oracle
-from oracle.ingest import ingest
-from oracle.prompt import Turn
+from oracle.answer.prompt import Turn
+from oracle.index.ingest import ingest
+from oracle.oracle import PLAYER_REASON, WITHHELD, Oracle
 from tests.conftest import request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
@@ -103,7 +103,7 @@ def annotation_or_answer(request: dict) -> object:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def campaign(tmp_path_factory, embedder):
-    from oracle.index import Index
+    from oracle.index.index import Index
     from oracle.settings import Settings
 
     root = tmp_path_factory.mktemp("secrets")
@@ -153,7 +153,7 @@ async def test_a_player_never_sees_a_secret(campaign, marker):
 async def test_a_player_never_sees_a_secret_through_a_link(campaign, embedder):
     """A pool of one leaves the rest to the hop along references, which run from public sessions to
     game-master notes ([[The_True_Heir]]) and back ("as planned since session 1")."""
-    from oracle.index import Index
+    from oracle.index.index import Index
 
     index, _, _ = campaign
     narrow = Index(index.settings.model_copy(update={"fused_pool": 1}), embedder=embedder)

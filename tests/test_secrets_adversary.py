@@ -16,17 +16,16 @@ import asyncio
 import json
 import os
 import re
-import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracle.answer import Oracle
-from oracle.index import Index
-from oracle.ingest import ingest
-from oracle.prompt import Turn
+from oracle.answer.prompt import Turn
+from oracle.index.index import Index
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
 from tests.test_secrets_vault import extracting_responder

@@ -21,9 +21,9 @@ import re
 import pytest
 import pytest_asyncio
 
-from oracle.answer import Oracle
-from oracle.ingest import ingest
-from oracle.prompt import Turn
+from oracle.answer.prompt import Turn
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
 from tests.conftest import request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
@@ -171,7 +171,7 @@ def extracting_responder(request: dict) -> object:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def vault(tmp_path_factory, embedder):
-    from oracle.index import Index
+    from oracle.index.index import Index
     from oracle.settings import Settings
 
     root = tmp_path_factory.mktemp("vault")

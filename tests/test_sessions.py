@@ -1,7 +1,7 @@
 """The session header detector: every style, accents, and passing mentions that are not headers."""
 import pytest
 
-from oracle.sessions import Header, match_header, session_number_from_filename, split_sessions
+from oracle.notes.sessions import Header, match_header, session_number_from_filename, split_sessions
 from oracle.types import Note
 
 

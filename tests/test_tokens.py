@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracle.chunking import chunk_note
-from oracle.notes import parse_note
+from oracle.notes.chunking import chunk_note
+from oracle.notes.parse import parse_note
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.tokens import estimate_tokens, message_tokens, trim_to_tokens
 from tests.conftest import SAMPLE_NOTES

@@ -64,9 +64,9 @@ import inspect
 import json
 import logging
 import re
-import time
 import signal
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, NamedTuple

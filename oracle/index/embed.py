@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..settings import BUNDLED_EMBED_MODEL
+from ..types import Chunk, Window
 from .query_encoder import OnnxQueryEncoder
-from .settings import BUNDLED_EMBED_MODEL
-from .types import Chunk, Window
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,15 @@ matched in a public chunk, so a secret alias can never link a player's question 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import yaml
 
-from .notes import frontmatter_visibility
-from .types import GM, PUBLIC, EntitySource
+from ..notes.parse import frontmatter_visibility
+from ..text import normalize, text_words
+from ..types import GM, PUBLIC, ChunkText, EntitySource
 
 SOURCE_TRUST = {"frontmatter": 0, "compendium": 1, "llm": 2, "proper-noun": 3}
 
@@ -41,16 +41,6 @@ def _starts_sentence(text: str, pos: int) -> bool:
     """Whether the word at `pos` opens a sentence, a line or a heading."""
     before = text[max(0, pos - 40) : pos]
     return bool(_OPENERS.search(("\n" if pos <= 40 else "") + before))
-
-
-def normalize(text: str) -> str:
-    """Case-, accent- and possessive-insensitive form used for every name comparison."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = text.casefold().replace("’", "'")
-    text = re.sub(r"(?<=\w)'s\b", "", text)
-    text = re.sub(r"\s+", " ", text).strip(" \t\n.,;:!?\"'()[]")
-    return re.sub(r"^(?:the|a|an) (?=\S)", "", text)  # "The Old Stag" is "Old Stag"
 
 
 @dataclass
@@ -77,15 +67,6 @@ class Mention:
     chunk_id: str
     count: int
     visibility: str
-
-
-@dataclass(frozen=True)
-class ChunkText:
-    id: str
-    head: str  # label and heading path: searched for mentions, not for new names (it repeats)
-    text: str
-    visibility: str
-    links: tuple[str, ...] = ()
 
 
 def _upgrade(current: str, new: str) -> str:
@@ -269,26 +250,6 @@ def find_mentions(entities: Sequence[Entity], chunks: Sequence[ChunkText], note_
             shown = PUBLIC if visibility == PUBLIC and chunk.visibility == PUBLIC else GM
             mentions.append(Mention(entity, chunk.id, count, shown))
     return mentions
-
-
-_EDGES = " \t\n.,;:!?\"'()[]{}*_<>|~`#"
-
-
-def text_words(text: str) -> list[str]:
-    """The words of running text in the form `normalize` gives names: "Vex's," reads as "vex"."""
-    words = []
-    for token in normalize_text(text).split():
-        word = re.sub(r"(?<=\w)'s$", "", token.strip(_EDGES)).strip(_EDGES)
-        if word:
-            words.append(word)
-    return words
-
-
-def normalize_text(text: str) -> str:
-    """`normalize` for running text: keeps the punctuation that separates words."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    return text.casefold().replace("’", "'")
 
 
 def read_compendium_file(name: str, data: str, visibility: str = PUBLIC) -> list[EntitySource]:

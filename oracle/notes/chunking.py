@@ -11,8 +11,8 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
+from ..types import GM, Chunk, Note
 from .sessions import Span, is_subheading, match_header, split_sessions
-from .types import GM, Chunk, Note
 
 _WORD = re.compile(r"\S+")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .types import Chunk
+from ..types import Chunk
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .llm import LLM, LLMError
-from .tokens import message_tokens
-from .types import Chunk
+from ..llm import LLM, LLMError
+from ..tokens import message_tokens
+from ..types import Chunk
 
 log = logging.getLogger(__name__)
 

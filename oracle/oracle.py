@@ -11,43 +11,30 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from . import annotate
-from .budget import fit_answer_prompt
-from .citations import Citation, verify
-from .compendium import normalize
-from .context import pack_context
+from .answer.budget import fit_answer_prompt
+from .answer.citations import Citation, verify
+from .answer.context import pack_context
+from .answer.excerpts import Excerpt, choose_excerpts, query_terms
+from .answer.leaks import SecretGuard
+from .answer.prompt import Turn
+from .answer.rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
+from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Selection, passages_text
 from .dossier import Dossier, build_dossier, rank_names
-from .embed import Embedder
-from .excerpts import Excerpt, choose_excerpts, query_terms
-from .followup import expand_followup
-from .fusion import Fused, dbsf, rrf
-from .index import Index
-from .leaks import SecretGuard
+from .index import annotate
+from .index.embed import Embedder
+from .index.index import Index
+from .index.store import Store
+from .index.vectors import VectorStore
 from .llm import LLMError, StreamCut, TextFn
-from .paths import (
-    EntityMatcher,
-    MentionStats,
-    Scored,
-    entity_path,
-    keyword_path,
-    linked_path,
-    semantic_path,
-)
-from .prompt import Turn
-from .rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
-from .results import (
-    NOT_FOUND,
-    PASSAGES_SHOWN,
-    Answer,
-    Hit,
-    Retrieval,
-    Selection,
-    overlap,
-    passages_text,
-)
-from .store import Store
-from .types import GM, PUBLIC, Chunk
-from .vectors import VectorStore
+from .retrieve.entity import EntityMatcher, MentionStats, entity_path
+from .retrieve.followup import expand_followup
+from .retrieve.fusion import Fused, dbsf, rrf
+from .retrieve.keyword import keyword_path
+from .retrieve.linked import linked_path
+from .retrieve.results import Hit, Retrieval, overlap
+from .retrieve.semantic import semantic_path
+from .text import normalize
+from .types import GM, PUBLIC, Chunk, Scored
 
 StageFn = Callable[[str], Awaitable[None]]
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, trim_to_tokens
+from ..types import Chunk
 from .context import Context, Summary
 from .prompt import SYSTEM, Turn, build_answer_prompt, fragment_header
-from .tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, trim_to_tokens
-from .types import Chunk
 
 TRIMMED = "[…]"
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from .compendium import normalize, normalize_text
-from .llm import LLM
-from .tokens import estimate_tokens, message_tokens, trim_to_tokens
-from .types import Chunk, EntitySource
+from ..llm import LLM
+from ..text import normalize, normalize_text
+from ..tokens import estimate_tokens, message_tokens, trim_to_tokens
+from ..types import Chunk, EntitySource
 
 PROMPT_VERSION = "annotate-v1"
 _MAX_CHARS = 12_000  # a chunk is at most ~1,200 words; this bounds a pathological one

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .types import Note
+from ..types import Note
 
 # Session words in the languages game masters write in, accented and not.
 SESSION_WORD = r"(?:session|sesi[oó]n|sess[aã]o|sessione|s[eé]ance|sitzung|sessie)"

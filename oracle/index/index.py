@@ -9,9 +9,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ..llm import LLM
+from ..settings import Settings
 from .embed import Embedder
-from .llm import LLM
-from .settings import Settings
 from .store import Store
 from .vectors import VectorStore, VectorStoreError
 

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 import yaml
 from markdown_it import MarkdownIt
 
-from .types import GM, PUBLIC, Link, Note, Secret
+from ..types import GM, PUBLIC, Link, Note, Secret
 
 
 class NoteError(ValueError):

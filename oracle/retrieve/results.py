@@ -1,20 +1,12 @@
-"""What a question produces at each stage: frozen results, free of storage and transport objects."""
+"""What retrieval produces: ranked hits per path, the fused pool and the linked notes."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .citations import Citation
-from .context import Context, Summary
-from .excerpts import Excerpt
-from .paths import EntityMatch
-from .rerank import Reranked
-from .types import Chunk
-
-PASSAGES_SHOWN = 5
-NOT_FOUND = "The notes hold nothing on that."
+from ..types import Chunk
+from .entity import EntityMatch
 
 
 @dataclass(frozen=True)
@@ -72,50 +64,3 @@ def overlap(rankings: dict[str, list[str]]) -> dict[str, int]:
     return {
         f"{a}&{b}": len(set(rankings[a]) & set(rankings[b])) for i, a in enumerate(names) for b in names[i + 1 :]
     }
-
-
-@dataclass
-class Selection:
-    """What reranking and packing made of a retrieval."""
-
-    final: list[Chunk]  # reranked k, then the rest of the pool
-    context: Context
-    rerank: Reranked
-    annotations: dict[str, str]  # chunk id -> annotation, for the pool
-
-
-@dataclass(frozen=True)
-class Answer:
-    question: str
-    text: str
-    mode: str  # llm | passages | not_found
-    reason: str
-    citations: tuple[Citation, ...]
-    fragments: tuple[Chunk, ...]
-    summaries: tuple[Summary, ...]
-    trace: dict
-
-    def to_json(self) -> dict:
-        return {
-            "answer": self.text,
-            "mode": self.mode,
-            "reason": self.reason,
-            "citations": [c.to_json() for c in self.citations],
-            "fragments": [c.label for c in self.fragments],
-            "summaries": [s.chunk.label for s in self.summaries],
-            "trace": self.trace,
-        }
-
-
-def passages_text(reason: str, excerpts: Sequence[Excerpt]) -> str:
-    """The answer without the LLM: the best passages, plainly marked as passages."""
-    intro = f"The Oracle could not write an answer ({reason}). The most relevant passages from the notes:"
-    return "\n\n".join([intro, *passage_blocks(excerpts)])
-
-
-def passage_blocks(excerpts: Sequence[Excerpt]) -> list[str]:
-    """Each passage shown: its label and the lines of its sentences, then the sentences quoted."""
-    return [
-        f"[{e.chunk.label}] ({e.chunk.path}, lines {e.start_line}–{e.end_line})\n> {e.text}"
-        for e in excerpts[:PASSAGES_SHOWN]
-    ]

@@ -21,36 +21,26 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..llm import LLMError
+from ..notes.chunking import chunk_note
+from ..notes.parse import NoteError, decode, parse_note
+from ..notes.refs import chunk_refs
+from ..settings import Settings
+from ..text import normalize
+from ..types import GM, PUBLIC, Chunk, ChunkText, EntitySource, IngestReport, Note, Progress, Skipped
 from . import annotate as annotate_mod
-from .chunking import chunk_note
 from .compendium import (
-    ChunkText,
     Entity,
     Mention,
     adopt_name_parts,
     find_mentions,
     lowercase_vocabulary,
     merge_sources,
-    normalize,
     proper_nouns,
     read_compendium_file,
 )
 from .index import Index, collection_name
-from .links import chunk_refs
-from .llm import LLMError
-from .notes import NoteError, decode, parse_note
-from .settings import Settings
 from .store import Changes, Compendium, FileRecord, StoreError
-from .types import (
-    GM,
-    PUBLIC,
-    Chunk,
-    EntitySource,
-    IngestReport,
-    Note,
-    Progress,
-    Skipped,
-)
 from .vectors import VectorStoreError
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,10 @@ from pathlib import Path
 import aiosqlite
 import snowballstemmer
 
-from .compendium import ChunkText, Entity, Mention, normalize
-from .links import chunk_refs
-from .types import GM, PUBLIC, Chunk
+from ..notes.refs import chunk_refs
+from ..text import normalize
+from ..types import GM, PUBLIC, Chunk, ChunkText
+from .compendium import Entity, Mention
 
 # Whose Compendium an entity belongs to, by its `visibility`: PUBLIC (players') or GM.
 Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]

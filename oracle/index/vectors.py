@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from .types import GM, PUBLIC, Window
+from ..types import GM, PUBLIC, Window
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
-from .compendium import normalize
+from ..text import normalize
 from .sessions import SESSION_WORD, session_number_from_filename
 
 _SESSION_LABEL = re.compile(r"^Session (\d+)$")

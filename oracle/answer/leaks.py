@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .compendium import ChunkText, normalize_text
-from .types import GM
+from ..text import normalize_text
+from ..types import GM, ChunkText
 
 RUN_WORDS = 8
 _WORD = re.compile(r"\w+")

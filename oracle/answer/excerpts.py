@@ -31,9 +31,8 @@ from dataclasses import dataclass
 
 import snowballstemmer
 
-from .compendium import normalize_text
-from .paths import STOPWORDS
-from .types import Chunk
+from ..text import STOPWORDS, normalize_text
+from ..types import Chunk
 
 BUDGET_WORDS = 60
 SHORTLIST = 4

@@ -1,0 +1,126 @@
+"""The entity path: names in the question matched against the Compendium (case-, accent-,
+possessive-insensitive, longest names first, small typos tolerated); every chunk mentioning a
+matched entity is a candidate, weighted by the entity's rarity so an everywhere-character cannot
+crowd out the one session that matters.
+
+Returns (chunk id, score) pairs, best first, for visible chunks only."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..index.store import Store
+from ..text import STOPWORDS, normalize_text
+from ..types import Scored
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    entity_id: int
+    name: str
+    matched: str  # the words of the question that named it
+    note_path: str | None
+
+
+class EntityMatcher:
+    """The Compendium names one reader may see, compiled for matching questions."""
+
+    def __init__(self, aliases: Sequence[tuple[int, str, str, str | None]]) -> None:
+        self.by_norm: dict[str, list[tuple[int, str, str | None]]] = defaultdict(list)
+        for entity_id, norm, name, note_path in aliases:
+            if len(norm) >= 2 and norm not in STOPWORDS:
+                self.by_norm[norm].append((entity_id, name, note_path))
+        self.single_words = [n for n in self.by_norm if " " not in n and len(n) >= 4]
+        # The last word of a noted entity's name alone, when no other entity's name ends in or is
+        # that word: players say "the archduke" for "the Lost Archduke", "the monk" for "the Candle
+        # Monk". Only entities with a note of their own: names found in running text ("Darrington
+        # Name") are too often not names. Matched exactly, never as a typo.
+        heads: dict[str, dict[int, tuple[int, str, str | None]]] = defaultdict(dict)
+        for norm, owners in self.by_norm.items():
+            head = norm.rsplit(" ", 1)[-1]
+            if head != norm and len(head) >= 4 and head not in STOPWORDS:
+                for owner in owners:
+                    heads[head][owner[0]] = owner
+        for head, owners in heads.items():
+            (entity_id, name, note_path), *others = owners.values()
+            if not others and note_path and head not in self.by_norm:
+                self.by_norm[head] = [(entity_id, name, note_path)]
+        names = sorted(self.by_norm, key=len, reverse=True)  # multi-word names first
+        self.pattern = (
+            re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)") if names else None
+        )
+
+    def find(self, question: str) -> list[EntityMatch]:
+        text = re.sub(r"(?<=\w)'s\b", "", normalize_text(question))
+        found: dict[int, EntityMatch] = {}
+        covered: list[tuple[int, int]] = []
+        if self.pattern is not None:
+            for m in self.pattern.finditer(text):
+                covered.append(m.span())
+                for entity_id, name, note_path in self.by_norm[m.group()]:
+                    found.setdefault(entity_id, EntityMatch(entity_id, name, m.group(), note_path))
+        # A typo a player might make: "Aldus" for "Aldous". Only longer words, never stopwords.
+        for m in re.finditer(r"[^\W\d_][\w'-]{3,}", text):
+            if any(a <= m.start() < b for a, b in covered) or m.group() in STOPWORDS:
+                continue
+            close = difflib.get_close_matches(m.group(), self.single_words, n=1, cutoff=0.84)
+            if close:
+                for entity_id, name, note_path in self.by_norm[close[0]]:
+                    found.setdefault(entity_id, EntityMatch(entity_id, name, m.group(), note_path))
+        return list(found.values())
+
+
+class MentionStats:
+    """How many chunks a reader may see, and how many of them mention each entity, in one index
+    generation: they change only when an ingest commits. On a 25k-chunk index, reading them for
+    every question was over a third of the entity path. Filled as entities are first named."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.df: dict[int, int] = {}
+
+    async def read(
+        self, store: Store, entity_ids: Sequence[int], visibilities: Sequence[str]
+    ) -> tuple[int, dict[int, int]]:
+        """(visible chunks, {entity id: chunks mentioning it}) for the named entities mentioned anywhere."""
+        if self.total is None:
+            self.total = await store.count_chunks(visibilities)
+        missing = [i for i in entity_ids if i not in self.df]
+        if missing:
+            counts = await store.mention_counts(missing, visibilities)
+            self.df.update({i: counts.get(i, 0) for i in missing})
+        return self.total, {i: self.df[i] for i in sorted(set(entity_ids)) if self.df[i]}
+
+
+async def entity_path(
+    store: Store,
+    matches: Sequence[EntityMatch],
+    visibilities: Sequence[str],
+    depth: int,
+    ubiquity: float = 0.5,
+    stats: MentionStats | None = None,
+) -> Scored:
+    """Chunks mentioning the matched entities, scored Σ idf(entity) · (1 + ln count).
+
+    idf = ln((N + 1) / df): an entity mentioned in every chunk adds almost nothing, a rare one a lot.
+    An entity named in more than `ubiquity` of the chunks (the player characters) contributes only
+    its own note: listing every session it appears in would put an arbitrary order into fusion. An
+    entity's own note (its sheet) comes first among equals. Scored in SQL (`Store.entity_scores`).
+    `stats` are the counts of the store's generation and these visibilities, kept between questions.
+    """
+    if not matches:
+        return []
+    total, df = await (stats or MentionStats()).read(store, [m.entity_id for m in matches], visibilities)
+    own_note = {m.entity_id: m.note_path for m in matches}
+    weights = [
+        (entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
+        for entity_id, count in df.items()
+        if count <= ubiquity * total or own_note.get(entity_id)  # an everywhere-entity brings its own note only
+    ]
+    return await store.entity_scores(weights, visibilities, depth)
+

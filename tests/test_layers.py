@@ -1,0 +1,103 @@
+"""The core's layers run one way: notes ← index ← retrieve ← answer ← oracle ← cli / eval, with the
+shared base (settings, types, text, tokens, llm) beneath them all, and nothing in the core
+imports Discord or the bot. Read from the source, so a lazy import inside a function counts too.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parent.parent / "oracle"
+
+# A module may import its own layer and those below; never one above.
+LAYERS = {
+    "settings": 0, "types": 0, "text": 0, "tokens": 0, "llm": 0,
+    "notes": 1,
+    "index": 2,
+    "retrieve": 3,
+    "answer": 4, "dossier": 4,
+    "oracle": 5,
+    "eval": 6, "eval_answers": 6, "cli": 6,
+}
+# Parsing notes is pure text: no storage, network or event loop.
+PURE = {"notes"}
+IO_MODULES = {"os", "sqlite3", "aiosqlite", "chromadb", "asyncio", "httpx", "ollama", "socket", "shutil"}
+
+
+def module_name(path: Path, core: Path = CORE) -> str:
+    parts = list(path.relative_to(core.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "oracle" or len(parts) == 1:
+        return None
+    return LAYERS[parts[1]]
+
+
+def imports(path: Path, core: Path = CORE) -> list[tuple[str, int]]:
+    """(absolute module, line) of every import in the file, relative ones resolved."""
+    here = module_name(path, core).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [f"{target}.{a.name}" for a in node.names] if not node.module else [target]
+            else:
+                names = [node.module]
+            found += [(n, node.lineno) for n in names]
+    return found
+
+
+MODULES = sorted(p for p in CORE.rglob("*.py") if p.name != "__init__.py" or p.parent != CORE)
+
+
+def test_every_core_module_has_a_layer():
+    assert {module_name(p).split(".")[1] for p in MODULES} <= set(LAYERS)
+
+
+def breaches(path: Path, core: Path = CORE) -> list[str]:
+    """Every import of `path` that goes against the layers, as `module:line imports target`."""
+    me = module_name(path, core)
+    mine = layer(me)
+    found = []
+    for target, line in imports(path, core):
+        top = target.split(".")[0]
+        if top in {"discord", "bot"}:
+            found.append(f"{me}:{line} imports {target} (the core never imports Discord)")
+        elif top == "oracle" and (layer(target) or 0) > mine:
+            found.append(f"{me}:{line} imports {target} (a layer above)")
+        elif me.split(".")[1] in PURE and top in IO_MODULES:
+            found.append(f"{me}:{line} imports {target} (notes are parsed without I/O)")
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_imports_run_one_way(path):
+    assert [] == breaches(path)
+
+
+@pytest.mark.parametrize(
+    "where, source, expected",
+    [
+        ("index/store.py", "from ..retrieve.keyword import keyword_path\n", "oracle.index.store:1 imports oracle.retrieve.keyword (a layer above)"),
+        ("notes/parse.py", "import sqlite3\n", "oracle.notes.parse:1 imports sqlite3 (notes are parsed without I/O)"),
+        ("answer/leaks.py", "def f():\n    import discord\n", "oracle.answer.leaks:2 imports discord (the core never imports Discord)"),
+        ("retrieve/fusion.py", "from .. import oracle\n", "oracle.retrieve.fusion:1 imports oracle.oracle (a layer above)"),
+    ],
+)
+def test_the_rule_catches_each_breach(tmp_path, where, source, expected):
+    """The check above can fail: a copy of the core's shape with one bad import is caught."""
+    core = tmp_path / "oracle"
+    path = core / where
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert [expected] == breaches(path, core)
