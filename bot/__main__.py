@@ -8,10 +8,8 @@ import sys
 
 import discord
 
-from oracle.index.embed import EmbedError
+from oracle.errors import OracleError
 from oracle.index.index import Index
-from oracle.index.store import StoreError
-from oracle.index.vectors import VectorStoreError
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 
@@ -33,7 +31,7 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
             # reported once, with what to run, instead of failing every question.
             await index.embedder()
             await index.vectors()
-        except (StoreError, VectorStoreError, EmbedError) as exc:
+        except OracleError as exc:
             log.error("%s", exc)
             return 2
         # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them

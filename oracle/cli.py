@@ -25,13 +25,12 @@ from rich.progress import (
 from rich.table import Table
 
 from .answer.prompt import Turn
-from .eval import BankError, load_bank, run_eval
+from .errors import OracleError
+from .eval import load_bank, run_eval
 from .eval_answers import run_answers
-from .index.embed import EmbedError
 from .index.index import Index
-from .index.ingest import IngestBusy, IngestError, ingest
+from .index.ingest import ingest
 from .index.store import StoreError
-from .index.vectors import VectorStoreError
 from .llm import describe_loaded, describe_window
 from .oracle import Oracle
 from .retrieve.results import Hit
@@ -42,7 +41,8 @@ from .types import Progress as IngestProgress
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 150)
 
-DOMAIN_ERRORS = (BankError, IngestBusy, IngestError, StoreError, EmbedError, VectorStoreError, FileNotFoundError, PermissionError)
+# What a user can act on: the Oracle's own errors, and a folder that is missing or not theirs.
+DOMAIN_ERRORS = (OracleError, FileNotFoundError, PermissionError)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:

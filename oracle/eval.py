@@ -25,6 +25,7 @@ import numpy as np
 
 from .answer.excerpts import content_terms
 from .answer.results import PASSAGES_SHOWN, passage_blocks
+from .errors import OracleError
 from .retrieve import PATHS
 from .types import PUBLIC, Chunk
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 K_DEFAULT = 8
 
 
-class BankError(ValueError):
+class BankError(OracleError, ValueError):
     pass
 
 

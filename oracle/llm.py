@@ -23,12 +23,14 @@ import httpx
 import ollama
 from pydantic import BaseModel, ValidationError
 
+from .errors import OracleError
+
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class LLMError(RuntimeError):
+class LLMError(OracleError, RuntimeError):
     """Ollama did not give a usable answer; `str(err)` is a one-line reason."""
 
     timed_out = False

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import OracleError
 from ..settings import BUNDLED_EMBED_MODEL
 from ..types import Chunk, Window
 from .query_encoder import OnnxQueryEncoder
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 _MARGIN = 4
 
 
-class EmbedError(RuntimeError):
+class EmbedError(OracleError, RuntimeError):
     pass
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..errors import OracleError
 from ..llm import LLMError
 from ..notes.chunking import chunk_note
 from ..notes.parse import NoteError, decode, parse_note
@@ -53,11 +54,11 @@ _MAX_ANNOTATION_FAILURES = 3
 ProgressFn = Callable[[Progress], None]
 
 
-class IngestBusy(RuntimeError):
+class IngestBusy(OracleError, RuntimeError):
     """Another ingest holds the lock; the message says who started it and when."""
 
 
-class IngestError(RuntimeError):
+class IngestError(OracleError, RuntimeError):
     """The ingest could not finish (disk full, read-only folder, a broken store); nothing was lost."""
 
 

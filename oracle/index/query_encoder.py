@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OracleError
+
 log = logging.getLogger(__name__)
 
 _OPSET = 17
@@ -29,7 +31,7 @@ _MIN_AGREEMENT = 0.9999
 _PROBE = "Who guards the archive beneath Vel Dara, and what did the party promise them?"
 
 
-class QueryEncoderUnavailable(RuntimeError):
+class QueryEncoderUnavailable(OracleError, RuntimeError):
     pass
 
 

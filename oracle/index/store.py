@@ -19,6 +19,7 @@ from pathlib import Path
 import aiosqlite
 import snowballstemmer
 
+from ..errors import OracleError
 from ..notes.refs import chunk_refs
 from ..text import normalize
 from ..types import GM, PUBLIC, Chunk, ChunkText
@@ -164,7 +165,7 @@ CREATE TABLE IF NOT EXISTS withheld (at TEXT NOT NULL, question TEXT NOT NULL, r
 }
 
 
-class StoreError(RuntimeError):
+class StoreError(OracleError, RuntimeError):
     pass
 
 

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from ..errors import OracleError
 from ..types import GM, PUBLIC, Window
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 _BATCH = 1000  # below Chroma's max batch size on every backend
 
 
-class VectorStoreError(RuntimeError):
+class VectorStoreError(OracleError, RuntimeError):
     pass
 
 

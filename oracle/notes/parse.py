@@ -12,10 +12,11 @@ from pathlib import PurePosixPath
 import yaml
 from markdown_it import MarkdownIt
 
+from ..errors import OracleError
 from ..types import GM, PUBLIC, Link, Note, Secret
 
 
-class NoteError(ValueError):
+class NoteError(OracleError, ValueError):
     """The file cannot be read as a note; the message is the reason shown to the game master."""
 
 
