@@ -728,7 +728,7 @@ async def measure(args) -> dict:
                 # Start as the bot does: the model, then both stores, before any question.
                 t = time.perf_counter()
                 embedder = await index.embedder()
-                await asyncio.to_thread(embedder.encode, ["warm-up: the first call pays for lazy initialisation"] * 4)
+                await embedder.encode(["warm-up: the first call pays for lazy initialisation"] * 4)
                 model_seconds = time.perf_counter() - t
                 vectors = await index.vectors()
                 rss["after_model_load"] = rss_point()
@@ -742,12 +742,12 @@ async def measure(args) -> dict:
                 llm_index = Index(settings_for("llm"), embedder=embedder)
                 llm_oracle = Oracle(llm_index)
                 # What may hold the GIL or a core while the loop is late: timed in whatever thread runs it.
-                for vs in (vectors, await llm_index.vectors()):
+                for vs in (vectors.in_thread, (await llm_index.vectors()).in_thread):
                     probe.wrap(vs, "upsert", "Chroma upsert")
                     probe.wrap(vs, "query", "Chroma query")
                     probe.wrap(vs, "all_ids", "Chroma all_ids")
                     probe.wrap(vs, "delete", "Chroma delete")
-                probe.wrap(embedder, "encode", lambda texts, *a, **k: "encode 1 text" if len(texts) == 1 else "encode batch")
+                probe.wrap(embedder.in_thread, "encode", lambda texts, *a, **k: "encode 1 text" if len(texts) == 1 else "encode batch")
                 probe.wrap(embedder, "windows", "tokenize windows")
                 import oracle.index.ingest as ingest_mod
                 import oracle.oracle as answer_mod

@@ -282,7 +282,7 @@ async def source_vectors(index) -> dict[tuple[str, str, int, str], list[np.ndarr
     """The 1× windows' vectors, keyed by (file stem, label, part, visibility), ordered by window number."""
     store = await index.store()
     vectors = await index.vectors()
-    ids, chunk_ids, matrix = await asyncio.to_thread(vectors.vectors)
+    ids, chunk_ids, matrix = await vectors.vectors()
     chunks = {c.id: c for c in await store.chunks_by_ids(sorted(set(chunk_ids)))}
     grouped: dict[tuple[str, str, int, str], list[tuple[int, np.ndarray]]] = {}
     for wid, cid, vec in zip(ids, chunk_ids, matrix):
@@ -483,7 +483,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
         oracle = Oracle(index)
         stats = await store.stats(settings.model, "")
         built.chunks, built.windows, built.entities = stats["chunks"], stats["windows"], stats["entities"]
-        built.chroma_windows = await asyncio.to_thread(vectors.count)
+        built.chroma_windows = await vectors.count()
         built.mentions = (await store._one("SELECT count(*) FROM mentions"))[0]
         built.sqlite_mb = round(sum(p.stat().st_size for p in Path(built.data_dir).glob("oracle.sqlite3*")) / 2**20, 1)
         built.chroma_mb = _dir_mb(settings.chroma_path)
@@ -495,7 +495,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
         del rows
         bm25_build = time.perf_counter() - started
         say(f"{built.scale}×: baseline BM25Okapi over {len(chunk_ids)} chunks built in {bm25_build:.1f} s (untimed)")
-        collection = vectors.collections["public"]  # the tutorial baseline: one collection, no filter
+        collection = vectors.in_thread.collections["public"]  # the tutorial baseline: one collection, no filter
 
         visibilities = oracle.visibilities(False)
         k = settings.k
@@ -544,10 +544,10 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
 
             # Diagnostics: the pieces of the semantic and entity paths that grow with the corpus.
             t = time.perf_counter()
-            await asyncio.to_thread(vectors.query, qvec, depth * 8, visibility=visibilities[0])
+            await vectors.query(qvec, depth * 8, visibility=visibilities[0])
             t_vq_where = _ms(t)
             t = time.perf_counter()
-            await asyncio.to_thread(vectors.query, qvec, depth * 8)
+            await vectors.query(qvec, depth * 8)
             t_vq_nowhere = _ms(t)
             t = time.perf_counter()
             await store.count_chunks(visibilities)

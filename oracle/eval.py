@@ -12,7 +12,6 @@ passages' former text, kept here as the baseline only.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections import defaultdict
@@ -289,7 +288,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
     index = oracle.index
     vectors = await index.vectors()
     embedder = await index.embedder()
-    _, window_chunks, matrix = await asyncio.to_thread(vectors.vectors, visibility=None if gm else PUBLIC)
+    _, window_chunks, matrix = await vectors.vectors(visibility=None if gm else PUBLIC)
     depth = max(2 * k, k + 5)
     results = []
     reranks = 0
@@ -311,7 +310,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
             excerpts = await oracle.excerpts(retrieval, shown)
             answer_terms = answer_terms_shown(q.answer, "\n\n".join(passage_blocks(excerpts)))
             first_words = answer_terms_shown(q.answer, "\n\n".join(first_words_blocks(shown)))
-        query_vector = await asyncio.to_thread(embedder.encode_query, retrieval.search_query)
+        query_vector = await embedder.encode_query(retrieval.search_query)
         exact = exact_dense(query_vector, window_chunks, matrix, depth)
         approx = {c.id for c in path_chunks["semantic"]}
         relevant = q.relevant

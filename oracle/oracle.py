@@ -21,10 +21,9 @@ from .answer.rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
 from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Selection, passages_text
 from .dossier import Dossier, build_dossier, rank_names
 from .index import annotate
-from .index.embed import Embedder
 from .index.index import Index
+from .index.seam import Embeddings, Vectors, off_loop
 from .index.store import Store
-from .index.vectors import VectorStore
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve.entity import EntityMatcher, MentionStats, entity_path
 from .retrieve.followup import expand_followup
@@ -77,7 +76,7 @@ class Oracle:
         key = (await store.generation(), gm)
         if key not in self._names:
             aliases = await store.visible_aliases(self.visibilities(gm))
-            matcher = await asyncio.to_thread(EntityMatcher, aliases)
+            matcher = await off_loop(EntityMatcher, aliases)
             # Keep the other clearance's entry for the same index; forget older indexes.
             self._names = {k: v for k, v in self._names.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
         return self._names[key]
@@ -93,8 +92,8 @@ class Oracle:
     async def _search(
         self,
         store: Store,
-        vectors: VectorStore,
-        embedder: Embedder,
+        vectors: Vectors,
+        embedder: Embeddings,
         question: str,
         history: Sequence[str],
         gm: bool,
@@ -122,7 +121,7 @@ class Oracle:
 
         async def semantic() -> Scored:
             nonlocal query_vector  # kept: the passages' excerpts are matched against it too
-            query_vector = await asyncio.to_thread(embedder.encode_query, query)
+            query_vector = await embedder.encode_query(query)
             return await semantic_path(store, vectors, embedder, query, visibilities, depth, query_vector)
 
         keyword, semantic, entity = await asyncio.gather(
@@ -343,13 +342,15 @@ class Oracle:
         embedder = await self.index.embedder()
         terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities])
 
+        model = embedder.in_thread  # `similarity` runs on the worker thread with `choose_excerpts`
+
         def similarity(texts: Sequence[str]) -> list[float]:
             query = retrieval.query_vector
             if query is None:
-                query = embedder.encode_query(retrieval.search_query)
-            return [float(embedder.encode_query(text) @ query) for text in texts]
+                query = model.encode_query(retrieval.search_query)
+            return [float(model.encode_query(text) @ query) for text in texts]
 
-        return await asyncio.to_thread(choose_excerpts, chunks, terms, similarity)
+        return await off_loop(choose_excerpts, chunks, terms, similarity)
 
     def _answer(
         self,
@@ -398,7 +399,7 @@ class Oracle:
             store = await self.index.store()
             generation = await store.generation()
             if self._guard is None or self._guard[0] != generation:
-                self._guard = (generation, await asyncio.to_thread(SecretGuard, await store.chunk_texts()))
+                self._guard = (generation, await off_loop(SecretGuard, await store.chunk_texts()))
             return self._guard[1]
 
     async def status(self, *, gm: bool = True) -> dict:

@@ -1,7 +1,6 @@
 """Ingest end to end with real SQLite, real Chroma and the real bundled model."""
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 
 import pytest
@@ -23,7 +22,7 @@ def labels(settings, visibility=PUBLIC):
 
 async def chroma_state(index):
     vectors = await index.vectors()
-    ids = await asyncio.to_thread(vectors.all_ids)
+    ids = await vectors.all_ids()
     return ids
 
 
@@ -53,7 +52,7 @@ async def test_ingest_builds_every_store(mini_notes, make_settings, open_index):
     assert window_ids == await chroma_state(index)
     assert report.windows_embedded == len(window_ids)
     vectors = await index.vectors()
-    _, chunk_ids, _ = vectors.vectors(visibility=GM)
+    _, chunk_ids, _ = await vectors.vectors(visibility=GM)
     assert set(chunk_ids) == {r[0] for r in rows(settings, "SELECT id FROM chunks WHERE visibility = 'gm'")}
     # Ollama is down: no annotations, with the reason.
     assert (0, report.chunks) == (report.annotations_done, report.annotations_missing)
@@ -257,7 +256,7 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
         assert not settings.chroma_path.exists()  # nothing embedded on disk: it all went to the server
         vectors = await index.vectors()
         embedder = await index.embedder()
-        hits = vectors.query(embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
+        hits = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
         assert [("Session 1",)] == top
     finally:

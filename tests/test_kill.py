@@ -36,7 +36,7 @@ PROBE = textwrap.dedent(
             oracle = Oracle(index)
             answers = [[h.chunk.id for h in (await oracle.search(q)).fused[:5]] for q in questions]
             vectors = await index.vectors(check=False)
-            chroma_ids = sorted(await asyncio.to_thread(vectors.all_ids))
+            chroma_ids = sorted(await vectors.all_ids())
         db = sqlite3.connect(settings.sqlite_path)
         state = {
             "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],

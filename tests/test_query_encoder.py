@@ -110,6 +110,6 @@ async def test_the_index_exports_next_to_its_data(make_settings, tmp_path):
 
     settings: Settings = make_settings(tmp_path / "notes")
     async with Index(settings) as index:
-        embedder = await index.embedder()
+        embedder = (await index.embedder()).in_thread
     assert embedder.query_runtime == "onnx"
     assert [p.name for p in settings.models_path.iterdir()] == [f"query-{embedder.fingerprint}.onnx"]

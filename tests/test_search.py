@@ -408,7 +408,7 @@ async def test_semantic_path_collapses_windows_to_chunks(mini_notes, make_settin
     question = "How many stars did Mirela count above the Saltmarsh?"
     # The dense store holds several windows of that one chunk, and returns them.
     vectors, embedder = await index.vectors(), await index.embedder()
-    dense = vectors.query(embedder.encode_query(question), 40, visibility=PUBLIC)
+    dense = await vectors.query(await embedder.encode_query(question), 40, visibility=PUBLIC)
     assert [h.chunk_id for h in dense].count(long_id) > 1
 
     result = await Oracle(index).search(question)
@@ -429,7 +429,7 @@ async def test_semantic_path_fills_its_depth_when_long_sessions_fill_the_first_w
     await ingest(index)
     question = "How many stars did Mirela count above the Saltmarsh?"
     vectors, embedder = await index.vectors(), await index.embedder()
-    first = vectors.query(embedder.encode_query(question), 6 * 8, visibility=PUBLIC)  # k = 1: depth 6
+    first = await vectors.query(await embedder.encode_query(question), 6 * 8, visibility=PUBLIC)  # k = 1: depth 6
     assert len({h.chunk_id for h in first}) < 6  # the first ask holds fewer chunks than the depth
 
     result = await Oracle(index).search(question, k=1)
@@ -450,7 +450,7 @@ async def test_a_dense_hit_whose_chunk_sqlite_lacks_is_dropped(mini_notes, make_
     with sqlite3.connect(settings.sqlite_path) as db:  # a half-finished ingest: Chroma still has its windows
         db.execute("DELETE FROM chunks WHERE id = ?", (gone,))
     vectors, embedder = await index.vectors(), await index.embedder()
-    assert gone in {h.chunk_id for h in vectors.query(embedder.encode_query(question), 40)}
+    assert gone in {h.chunk_id for h in await vectors.query(await embedder.encode_query(question), 40)}
 
     for gm in (False, True):
         result = await Oracle(index).search(question, gm=gm)

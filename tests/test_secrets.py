@@ -7,7 +7,6 @@ leaves it in no store.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sqlite3
@@ -232,7 +231,7 @@ async def test_a_removed_secret_leaves_no_trace(tmp_path, make_settings, open_in
     assert "SECRET-INLINE" not in dump  # chunks, FTS index, annotations, Compendium
     assert "SECRET-MULTILINE" in dump  # the others are still there, GM-only
     vectors = await index.vectors()
-    ids, chunk_ids, _ = await asyncio.to_thread(vectors.vectors)
+    ids, chunk_ids, _ = await vectors.vectors()
     with sqlite3.connect(settings.sqlite_path) as db:
         live = {r[0] for r in db.execute("SELECT id FROM chunks")}
     assert set(chunk_ids) == live  # no window of the removed secret's chunk remains

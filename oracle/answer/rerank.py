@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..index.seam import off_loop
 from ..llm import LLM, LLMError
 from ..tokens import message_tokens
 from ..types import Chunk
@@ -149,7 +150,7 @@ class CrossEncoderReranker:
                 try:
                     from sentence_transformers import CrossEncoder
 
-                    self._model = await asyncio.to_thread(CrossEncoder, self.model_ref, device="cpu")
+                    self._model = await off_loop(CrossEncoder, self.model_ref, device="cpu")
                 except Exception as exc:  # a missing or broken model turns reranking off, never the answer
                     self._error = f"off: cannot load the cross-encoder {self.model_ref!r}: {type(exc).__name__}: {exc}"
                     log.warning(self._error)
@@ -165,7 +166,7 @@ class CrossEncoderReranker:
         if not self.use_text and any(not c.annotation for c in candidates):
             return _kept("off: some candidates have no annotation yet", fused)
         pairs = [(question, c.chunk.text if self.use_text else c.annotation or "") for c in candidates]
-        scores = await asyncio.to_thread(model.predict, pairs)
+        scores = await off_loop(model.predict, pairs)
         ranked = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), i))
         chosen = [fused[i] for i in ranked[:k]]
         return Reranked(fill(chosen, fused), True, f"cross-encoder chose {len(chosen)}", chosen)

@@ -1,7 +1,8 @@
 """The open index of one process: the SQLite store, the Chroma store and the embedding model.
 
 Built once (in `main()` or a test fixture) and passed to ingest and to questions. The model and
-Chroma are synchronous and slow to load, so they load lazily, once, off the event loop.
+Chroma are synchronous and slow to load, so they load lazily, once, off the event loop, and are
+handed out as the async facades of `seam`.
 """
 from __future__ import annotations
 
@@ -12,22 +13,24 @@ from contextlib import asynccontextmanager
 from ..llm import LLM
 from ..settings import Settings
 from .embed import Embedder
+from .seam import Embeddings, Vectors, off_loop
 from .store import Store
 from .vectors import VectorStore, VectorStoreError
 
 
-def collection_name(embedder: Embedder, settings: Settings) -> str:
+def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
     return f"windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
 
 
 class Index:
-    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings, *, embedder: Embedder | Embeddings | None = None) -> None:
+        """`embedder`: a model already loaded (tests and benchmarks share one), else loaded on first use."""
         self.settings = settings
-        self._embedder = embedder
+        self._embedder = Embeddings(embedder) if isinstance(embedder, Embedder) else embedder
         self._store: Store | None = None
         self._writer: Store | None = None
         self._idle_readers: list[Store] = []
-        self._vectors: VectorStore | None = None
+        self._vectors: Vectors | None = None
         self._vectors_checked = False
         self._lock = asyncio.Lock()
         self.llm = LLM(
@@ -70,10 +73,10 @@ class Index:
                 self._writer = await Store.open(self.settings.sqlite_path)
             return self._writer
 
-    async def embedder(self) -> Embedder:
+    async def embedder(self) -> Embeddings:
         async with self._lock:
             if self._embedder is None:
-                self._embedder = await asyncio.to_thread(self._load_embedder)
+                self._embedder = Embeddings(await off_loop(self._load_embedder))
             return self._embedder
 
     def _load_embedder(self) -> Embedder:
@@ -85,22 +88,22 @@ class Index:
         embedder.prepare_queries()
         return embedder
 
-    async def vectors(self, *, check: bool = True) -> VectorStore:
+    async def vectors(self, *, check: bool = True) -> Vectors:
         """The Chroma collection. With `check`, refuse one that lacks windows SQLite has indexed (a
         deleted or foreign Chroma folder): questions would silently lose the semantic path."""
         embedder = await self.embedder()
         async with self._lock:
             if self._vectors is None:
                 name = collection_name(embedder, self.settings)
-                self._vectors = await asyncio.to_thread(
-                    VectorStore, self.settings.chroma_path, name, url=self.settings.chroma_url
+                self._vectors = Vectors(
+                    await off_loop(VectorStore, self.settings.chroma_path, name, url=self.settings.chroma_url)
                 )
                 self._vectors_checked = False
             vectors = self._vectors
         if check and not self._vectors_checked:
             store = await self.store()
             expected = await store.window_count()
-            present = await asyncio.to_thread(vectors.count)
+            present = await vectors.count()
             if present < expected:
                 where = self.settings.chroma_url or self.settings.chroma_path
                 raise VectorStoreError(

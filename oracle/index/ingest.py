@@ -8,7 +8,6 @@ already stored. Annotations come last: they are a cache, filled in chunk by chun
 """
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import hashlib
 import json
@@ -41,6 +40,7 @@ from .compendium import (
     read_compendium_file,
 )
 from .index import Index, collection_name
+from .seam import off_loop
 from .store import Changes, Compendium, FileRecord, StoreError
 from .vectors import VectorStoreError
 
@@ -285,8 +285,8 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
 
     manifest = await store.manifest()
     progress(Progress("scan", 0, 0, str(settings.notes_dir)))
-    scan = await asyncio.to_thread(scan_notes, settings, manifest, full)
-    chunks_by_file = await asyncio.to_thread(chunk_all, scan, settings)
+    scan = await off_loop(scan_notes, settings, manifest, full)
+    chunks_by_file = await off_loop(chunk_all, scan, settings)
     progress(Progress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
 
     skipped_paths = {s.path for s in scan.skipped}
@@ -315,20 +315,18 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     to_add = [c for c in new_chunks if full or c.id not in existing]
     to_remove = sorted(old_ids - new_ids) if not full else sorted(old_ids)
     # Chunks SQLite keeps whose windows Chroma lost (a deleted Chroma folder): embed them again.
-    stored_ids = await asyncio.to_thread(vectors.all_ids)
+    stored_ids = await vectors.all_ids()
     lost = await store.chunks_missing_windows(stored_ids, exclude=set(to_remove) | {c.id for c in to_add})
     report.windows_repaired = len(lost)
 
-    windows = await asyncio.to_thread(
-        embedder.windows, to_add + lost, settings.window_overlap_tokens, settings.window_tokens
-    )
+    windows = await embedder.windows(to_add + lost, settings.window_overlap_tokens, settings.window_tokens)
     pending = [w for w in windows if w.id not in stored_ids]
     progress(Progress("embed", 0, len(pending)))
     for i in range(0, len(pending), _EMBED_BATCH):
         batch = pending[i : i + _EMBED_BATCH]
-        vecs = await asyncio.to_thread(embedder.encode, [w.text for w in batch])
+        vecs = await embedder.encode([w.text for w in batch])
         metadatas = [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in batch]
-        await asyncio.to_thread(vectors.upsert, [w.id for w in batch], vecs, metadatas)
+        await vectors.upsert([w.id for w in batch], vecs, metadatas)
         progress(Progress("embed", i + len(batch), len(pending)))
     report.windows_embedded = len(pending)
 
@@ -356,12 +354,12 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         ("2" + repr(sorted(map(repr, scan.compendium)))).encode()
     ).hexdigest()[:16]
     if touched or full or to_add or meta.get("compendium") != compendium_key:
-        compendium: Compendium | None = await asyncio.to_thread(
+        compendium: Compendium | None = await off_loop(
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
     else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
         compendium = None
-    refs = await asyncio.to_thread(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
+    refs = await off_loop(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
     changes = Changes(
         remove_chunks=to_remove,
         add_chunks=[(c, heads[c.id]) for c in to_add],
@@ -382,14 +380,14 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     await store.apply(changes, compendium)
     progress(Progress("commit", 1, 1))
 
-    orphans = await asyncio.to_thread(vectors.all_ids) - await store.window_ids()
+    orphans = await vectors.all_ids() - await store.window_ids()
     if orphans:
-        await asyncio.to_thread(vectors.delete, orphans)
+        await vectors.delete(orphans)
 
     await store.forget_orphan_annotations()
     if await _annotate(index, report, all_texts, hashes, cache, progress):
         # New annotations bring the names the model extracted into the Compendium.
-        compendium = await asyncio.to_thread(
+        compendium = await off_loop(
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
         await store.replace_compendium(compendium)

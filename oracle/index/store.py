@@ -7,7 +7,6 @@ WAL lets questions read the previous index while it does.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import sqlite3
@@ -24,6 +23,7 @@ from ..notes.refs import chunk_refs
 from ..text import normalize
 from ..types import GM, PUBLIC, Chunk, ChunkText
 from .compendium import Entity, Mention
+from .seam import off_loop
 
 # Whose Compendium an entity belongs to, by its `visibility`: PUBLIC (players') or GM.
 Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]
@@ -253,7 +253,7 @@ class Store:
 
     async def _fill_refs(self) -> None:
         rows = await self._all("SELECT id, label, path, text, links FROM chunks")
-        refs = await asyncio.to_thread(
+        refs = await off_loop(
             chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
         )
         await self.db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)

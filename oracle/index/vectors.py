@@ -1,6 +1,6 @@
 """Chroma: the dense windows. Embedded on disk by default, or a `chroma run` server by URL.
 
-The Chroma API is synchronous; callers reach it through `asyncio.to_thread`. SQLite stays the source
+The Chroma API is synchronous; callers reach it through the async facade in `seam`. SQLite stays the source
 of truth: a window whose chunk SQLite does not hold is ignored at query time and removed at ingest.
 """
 from __future__ import annotations

@@ -6,21 +6,19 @@ Returns (chunk id, score) pairs, best first, for visible chunks only."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..index.embed import Embedder
+from ..index.seam import Embeddings, Vectors
 from ..index.store import Store
-from ..index.vectors import VectorStore
 from ..types import Scored
 
 
 async def semantic_path(
     store: Store,
-    vectors: VectorStore,
-    embedder: Embedder,
+    vectors: Vectors,
+    embedder: Embeddings,
     text: str,
     visibilities: Sequence[str],
     depth: int,
@@ -28,7 +26,7 @@ async def semantic_path(
 ) -> Scored:
     """`vector`: the question already embedded (by the caller, who keeps it for the excerpts)."""
     if vector is None:
-        vector = await asyncio.to_thread(embedder.encode_query, text)
+        vector = await embedder.encode_query(text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
     # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks, and ask again
     # for more when they do not: the best windows of a few long sessions can fill the first answer,
@@ -36,7 +34,7 @@ async def semantic_path(
     # list is the one the committed index alone would give.
     n = depth * 8
     for _ in range(4):
-        hits = await asyncio.to_thread(vectors.query, vector, n, visibility=visibility)
+        hits = await vectors.query(vector, n, visibility=visibility)
         best: dict[str, float] = {}
         for hit in hits:  # sorted by distance: the first window of a chunk is its best
             best.setdefault(hit.chunk_id, 1.0 - hit.distance)

@@ -1,0 +1,81 @@
+"""The one async seam: everything that blocks runs on a worker thread from here.
+
+Chroma's client and the embedding model are synchronous, and a reingest's parsing and Compendium
+build are seconds of CPU. Run on the event loop, any of them stalls Discord's heartbeat and every
+question waiting behind it. So the index hands out async facades (`Vectors`, `Embeddings`) over the
+synchronous classes, and CPU-bound work goes through `off_loop`; no other module calls `to_thread`.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from typing import ParamSpec, TypeVar
+
+import numpy as np
+
+from ..types import Chunk, Window
+from .embed import Embedder
+from .vectors import DenseHit, VectorStore
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+async def off_loop(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """`fn(*args, **kwargs)` on a worker thread: for a pure function that takes long on the CPU."""
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class Vectors:
+    """The Chroma collection of dense windows, asynchronously (see `VectorStore`)."""
+
+    def __init__(self, store: VectorStore) -> None:
+        self._store = store
+
+    @property
+    def in_thread(self) -> VectorStore:
+        """The store itself, for code that already runs on a worker thread through `off_loop`."""
+        return self._store
+
+    async def count(self) -> int:
+        return await off_loop(self._store.count)
+
+    async def all_ids(self) -> set[str]:
+        return await off_loop(self._store.all_ids)
+
+    async def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
+        await off_loop(self._store.upsert, ids, vectors, metadatas)
+
+    async def delete(self, ids: Iterable[str]) -> None:
+        await off_loop(self._store.delete, ids)
+
+    async def query(self, vector: np.ndarray, n: int, *, visibility: str | None = None) -> list[DenseHit]:
+        return await off_loop(self._store.query, vector, n, visibility=visibility)
+
+    async def vectors(self, *, visibility: str | None = None) -> tuple[list[str], list[str], np.ndarray]:
+        return await off_loop(self._store.vectors, visibility=visibility)
+
+
+class Embeddings:
+    """The embedding model, asynchronously (see `Embedder`)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+
+    @property
+    def fingerprint(self) -> str:
+        return self._embedder.fingerprint
+
+    @property
+    def in_thread(self) -> Embedder:
+        """The model itself, for code that already runs on a worker thread through `off_loop`."""
+        return self._embedder
+
+    async def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return await off_loop(self._embedder.encode, texts)
+
+    async def encode_query(self, text: str) -> np.ndarray:
+        return await off_loop(self._embedder.encode_query, text)
+
+    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
+        return await off_loop(self._embedder.windows, chunks, overlap_tokens, size)
