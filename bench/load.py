@@ -619,8 +619,8 @@ class Asker:
         t = time.perf_counter()
         try:
             answer = await oracle.ask(q)
-            rec = Asked(group, answer.mode, (time.perf_counter() - t) * 1000, dict(answer.trace.get("timings_ms", {})),
-                        (answer.trace.get("rerank") or {}).get("reason", ""))
+            rec = Asked(group, answer.mode, (time.perf_counter() - t) * 1000, dict(answer.trace.timings_ms or {}),
+                        (answer.trace.rerank or {}).get("reason", ""))
         except Exception as exc:  # ask() must never raise: count it
             rec = Asked(group, "error", (time.perf_counter() - t) * 1000, {}, error=f"{type(exc).__name__}: {exc}"[:300])
         self.records.append(rec)

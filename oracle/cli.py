@@ -292,7 +292,7 @@ async def cmd_ask(args: argparse.Namespace) -> int:
             sources.add_row(c.label, c.path, f"{c.start_line}–{c.end_line}")
         out.print(sources)
     if args.trace:
-        out.print_json(json.dumps(answer.trace, ensure_ascii=False))
+        out.print_json(json.dumps(answer.trace.to_json(), ensure_ascii=False))
     return 0
 
 

@@ -115,8 +115,8 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
             1 for entry in question.relevant if any(matches_place(entry, c.label, c.path) for c in answer.citations)
         )
         gold_recall = found / len(question.relevant)
-    tokens = trace.get("tokens") or {}
-    timings = trace.get("timings_ms") or {}
+    tokens = trace.tokens or {}
+    timings = trace.timings_ms or {}
     return AnswerRecord(
         id=question.id,
         kind=question.kind,
@@ -124,7 +124,7 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
         mode=answer.mode,
         abstained=abstains(answer),
         cited=len({c.label for c in answer.citations}) if llm else 0,
-        unknown=len(set(trace.get("citations", {}).get("unknown", []))) if llm else 0,
+        unknown=len(set((trace.citations or {}).get("unknown", []))) if llm else 0,
         claims=claims,
         supported=supported_claims,
         uncited=uncited,

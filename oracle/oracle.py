@@ -18,7 +18,8 @@ from .answer.excerpts import Excerpt, choose_excerpts, query_terms
 from .answer.leaks import SecretGuard
 from .answer.prompt import Turn
 from .answer.rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
-from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Selection, passages_text
+from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Mode, Selection, passages_text
+from .answer.trace import build_trace
 from .dossier import Dossier, build_dossier, rank_names
 from .index import annotate
 from .index.index import Index
@@ -30,7 +31,7 @@ from .retrieve.followup import expand_followup
 from .retrieve.fusion import Fused, dbsf, rrf
 from .retrieve.keyword import keyword_path
 from .retrieve.linked import linked_path
-from .retrieve.results import Hit, Retrieval, overlap
+from .retrieve.results import Hit, Retrieval
 from .retrieve.semantic import semantic_path
 from .text import normalize
 from .types import GM, PUBLIC, Chunk, Scored
@@ -205,12 +206,12 @@ class Oracle:
         started = time.perf_counter()
         question = " ".join(question.split())
         if not question:
-            return self._answer(question, "Ask a question about the campaign.", "not_found", "empty question", None, None, {})
+            return self._answer(question, "Ask a question about the campaign.", "not_found", "empty question")
         await stage("searching")
         user_turns = [t.content for t in history if t.role == "user"]
         retrieval = await self.search(question, history=user_turns, gm=gm)
         if not retrieval.fused:
-            return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval, None, {})
+            return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval=retrieval)
         if self.settings.reranker == "llm" and self.llm_slots.locked():
             await stage("queued")
         await stage("ranking")
@@ -269,24 +270,15 @@ class Oracle:
         if incomplete:
             extra["incomplete"] = incomplete
             shown = f"{shown}\n\n*(The answer stops here: {incomplete_shown}.)*"
-        answer = self._answer(
-            question,
-            shown,
-            "llm",
-            "",
-            retrieval,
-            selection,
-            extra
-            | {
-                "citations": {
-                    "shown": [c.label for c in verified.citations],
-                    "unknown": list(verified.unknown),
-                    "uncited_sentences": verified.uncited_sentences,
-                },
-            },
-            verified.citations,
+        citations = {
+            "shown": [c.label for c in verified.citations],
+            "unknown": list(verified.unknown),
+            "uncited_sentences": verified.uncited_sentences,
+        }
+        return self._answer(
+            question, shown, "llm", "", retrieval=retrieval, selection=selection, citations=verified.citations,
+            trace=extra | {"citations": citations},
         )
-        return answer
 
     async def _failed(
         self,
@@ -319,10 +311,10 @@ class Oracle:
         if "total" in timings:
             timings["total"] += timings["excerpts"]
         citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line) for e in shown)
-        extra = {**extra, "excerpts": [e.to_json() for e in shown]}
+        text = passages_text(reason if gm else PLAYER_REASON, shown)
         return self._answer(
-            question, passages_text(reason if gm else PLAYER_REASON, shown), "passages", reason, retrieval,
-            selection, extra, citations,
+            question, text, "passages", reason, retrieval=retrieval, selection=selection, citations=citations,
+            trace=extra | {"excerpts": [e.to_json() for e in shown]},
         )
 
     async def _record_withheld(self, question: str, reason: str) -> None:
@@ -356,42 +348,19 @@ class Oracle:
         self,
         question: str,
         text: str,
-        mode: str,
+        mode: Mode,
         reason: str,
-        retrieval: Retrieval | None,
-        selection: Selection | None,
-        extra: dict,
+        *,
+        retrieval: Retrieval | None = None,
+        selection: Selection | None = None,
         citations: tuple[Citation, ...] = (),
+        trace: dict | None = None,
     ) -> Answer:
-        trace: dict = {"mode": mode, "reason": reason, "llm_calls": 0}
-        if retrieval is not None:
-            trace.update(
-                {
-                    "search_query": retrieval.search_query,
-                    "entities": [e.name for e in retrieval.entities],
-                    "paths": {name: _ids(hits) for name, hits in retrieval.paths.items()},
-                    "union": len({h.chunk.id for hits in retrieval.paths.values() for h in hits}),
-                    "overlap": overlap({n: [h.chunk.id for h in hits] for n, hits in retrieval.paths.items()}),
-                    "fused": _ids(retrieval.fused),
-                    "linked": _ids(retrieval.linked),
-                    "timings_ms": {name: round(ms, 2) for name, ms in retrieval.timings_ms.items()},
-                }
-            )
-        if selection is not None:
-            trace["rerank"] = {
-                "mode": self.settings.reranker,
-                "used": selection.rerank.used,
-                "reason": selection.rerank.reason,
-                "chosen": selection.rerank.chosen,
-            }
-            trace["packed"] = {
-                "fragments": [[c.id, c.label] for c in selection.context.fragments],
-                "summaries": [[s.chunk.id, s.chunk.label] for s in selection.context.summaries],
-            }
-        trace.update(extra)
+        """`trace`: what the answer stage adds to the stages' own record (see `answer.trace`)."""
+        record = build_trace(mode, reason, retrieval, selection, self.settings.reranker, **(trace or {}))
         fragments = selection.context.fragments if selection else ()
         summaries = selection.context.summaries if selection else ()
-        return Answer(question, text, mode, reason, citations, fragments, summaries, trace)
+        return Answer(question, text, mode, reason, citations, fragments, summaries, record)
 
     async def secret_guard(self) -> SecretGuard:
         """Built once per committed ingest, off the event loop, by one question while the others wait."""
@@ -472,10 +441,6 @@ class Oracle:
         weights = settings.path_weights if settings.fusion == "weighted_rrf" else None
         rankings = {name: [cid for cid, _ in hits] for name, hits in scored.items()}
         return rrf(rankings, k=settings.rrf_k, weights=weights, limit=settings.fused_pool)
-
-
-def _ids(hits: Sequence[Hit]) -> list[list]:
-    return [[h.chunk.id, h.chunk.label, round(h.score, 6)] for h in hits]
 
 
 def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:

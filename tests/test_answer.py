@@ -257,7 +257,7 @@ def word_runs(text: str, n: int = 8) -> list[str]:
 
 
 def pool_ids(answer) -> list[str]:
-    return [cid for cid, _, _ in answer.trace["fused"]]
+    return [cid for cid, _, _ in answer.trace.fused]
 
 
 def expected_headlines(campaign: Campaign, final: list[str], k: int = 8, cap: int = 16) -> list[tuple[str, str]]:
@@ -336,8 +336,8 @@ async def test_the_rerankers_choice_is_honoured_and_filled_from_the_fused_order(
     assert [header_of(campaign.chunks[cid]) for cid in final[:8]] == fragment_headers(request)
     assert final[:8] == [c.id for c in answer.fragments]
     assert {"mode": "llm", "used": True, "reason": "chose 2, filled 6 from the fused order",
-            "chosen": [pool[2], pool[0]]} == answer.trace["rerank"]
-    assert [[cid, campaign.chunks[cid]["label"]] for cid in final[:8]] == answer.trace["packed"]["fragments"]
+            "chosen": [pool[2], pool[0]]} == answer.trace.rerank
+    assert [[cid, campaign.chunks[cid]["label"]] for cid in final[:8]] == answer.trace.packed["fragments"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,7 +417,7 @@ async def test_the_question_is_the_users_words_and_history_comes_as_messages(cam
     async with campaign.oracle() as oracle:
         answer = await oracle.ask("  and then   what? ", history=history)
 
-    assert "Who is Orrin Hale? and then what?" == answer.trace["search_query"]  # searched with the turn before
+    assert "Who is Orrin Hale? and then what?" == answer.trace.search_query  # searched with the turn before
     [rerank] = requests_of(fake, "rerank")
     assert rerank["messages"][-1]["content"].startswith("Question: and then what?\n")
     [request] = requests_of(fake, "answer")
@@ -438,7 +438,7 @@ def assert_fused_order_kept(campaign: Campaign, answer, request: dict) -> None:
     pool = pool_ids(answer)
     assert pool[:8] == [c.id for c in answer.fragments]
     assert [header_of(campaign.chunks[cid]) for cid in pool[:8]] == fragment_headers(request)
-    assert (False, []) == (answer.trace["rerank"]["used"], answer.trace["rerank"]["chosen"])
+    assert (False, []) == (answer.trace.rerank["used"], answer.trace.rerank["chosen"])
 
 
 @module_loop
@@ -458,9 +458,9 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
     assert [] == requests_of(fake, "rerank")  # no rerank call at all
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
-    reason = answer.trace["rerank"]["reason"]
+    reason = answer.trace.rerank["reason"]
     assert reason.startswith("off: 1 of ") and "no annotation" in reason
-    assert ("llm", 1, 1) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
+    assert ("llm", 1, 1) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
     assert missing.id not in [s.chunk.id for s in answer.summaries]  # no headline without a note
 
 
@@ -475,9 +475,9 @@ async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
     # The reason proves the 1-second bound cut the call: the 30-second reply never arrived.
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
-    assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace["rerank"]["reason"]
+    assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace.rerank["reason"]
     assert ("llm", DEFAULT_ANSWER, 2, 2) == (
-        answer.mode, answer.text, answer.trace["llm_calls"], len(fake.chat_requests()))
+        answer.mode, answer.text, answer.trace.llm_calls, len(fake.chat_requests()))
 
 
 @module_loop
@@ -487,8 +487,8 @@ async def test_a_rerank_timeout_while_the_model_loads_is_asked_once_more(campaig
         answer = await oracle.ask(QUESTION)
 
     assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]
-    assert answer.trace["rerank"]["used"] is True
-    assert answer.trace["rerank"]["reason"] == "chose 2, retried once: the first call waits for the model to load, filled 6 from the fused order"
+    assert answer.trace.rerank["used"] is True
+    assert answer.trace.rerank["reason"] == "chose 2, retried once: the first call waits for the model to load, filled 6 from the fused order"
 
 
 @module_loop
@@ -498,7 +498,7 @@ async def test_a_second_rerank_timeout_while_loading_keeps_the_fused_order(campa
         answer = await oracle.ask(QUESTION)
 
     assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]  # once more, not twice
-    assert answer.trace["rerank"]["reason"] == (
+    assert answer.trace.rerank["reason"] == (
         f"off: Ollama at {fake.url} did not answer in time, retried once: the first call waits for the model to load")
 
 
@@ -524,8 +524,8 @@ async def test_an_unusable_rerank_reply_keeps_the_fused_order(campaign, fake, re
 
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
-    assert answer.trace["rerank"]["reason"].startswith(reason)
-    assert ("llm", 2, 2) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
+    assert answer.trace.rerank["reason"].startswith(reason)
+    assert ("llm", 2, 2) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
 
 
 @module_loop
@@ -539,7 +539,7 @@ async def test_unknown_candidates_are_dropped_and_the_rest_filled(campaign, fake
     [request] = requests_of(fake, "answer")
     assert [header_of(campaign.chunks[cid]) for cid in final[:8]] == fragment_headers(request)
     assert {"mode": "llm", "used": True, "reason": "chose 1, dropped 2 unknown, filled 7 from the fused order",
-            "chosen": [pool[1]]} == answer.trace["rerank"]
+            "chosen": [pool[1]]} == answer.trace.rerank
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,13 +555,13 @@ def assert_passages(campaign: Campaign, answer) -> None:
     assert 5 == len(best)
     assert [(c.label, c.path) for c in best] == [(c.label, c.path) for c in answer.citations]
     # Each passage is cited by the lines of the sentences it shows, within its chunk's lines.
-    for chunk, cited, shown in zip(best, answer.citations, answer.trace["excerpts"], strict=True):
+    for chunk, cited, shown in zip(best, answer.citations, answer.trace.excerpts, strict=True):
         assert chunk.start_line <= cited.start_line <= cited.end_line <= chunk.end_line
         assert (chunk.label, [cited.start_line, cited.end_line]) == (shown["label"], [shown["lines"][0][0], shown["lines"][-1][1]])
         assert f"[{cited.label}] ({cited.path}, lines {cited.start_line}–{cited.end_line})\n> " in answer.text
     data = answer.to_json()
     assert [{"label": c.label, "path": c.path, "lines": [c.start_line, c.end_line]} for c in answer.citations] == data["citations"]
-    assert (answer.reason, answer.reason) == (data["reason"], answer.trace["reason"])
+    assert (answer.reason, answer.reason) == (data["reason"], answer.trace.reason)
 
 
 @module_loop
@@ -585,7 +585,7 @@ async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake,
     assert_passages(campaign, answer)
     pool = pool_ids(answer)
     assert [pool[2], pool[0]] == [c.id for c in answer.fragments[:2]]  # still the reranked order
-    assert (2, 2) == (answer.trace["llm_calls"], len(fake.chat_requests()))
+    assert (2, 2) == (answer.trace.llm_calls, len(fake.chat_requests()))
 
 
 @module_loop
@@ -612,7 +612,7 @@ async def test_a_refused_connection_gives_passages(campaign, fake):
         answer = await oracle.ask(QUESTION)
 
     assert f"Ollama is not reachable at {host}" == answer.reason  # refused, not timed out
-    assert f"off: Ollama is not reachable at {host}" == answer.trace["rerank"]["reason"]
+    assert f"off: Ollama is not reachable at {host}" == answer.trace.rerank["reason"]
     assert_passages(campaign, answer)
     assert pool_ids(answer)[:8] == [c.id for c in answer.fragments]
     assert [] == fake.requests
@@ -643,7 +643,7 @@ async def test_invented_citations_are_removed(campaign, fake):
 
     first = answer.fragments[0]
     assert f"Orrin Hale kept the harbour ledger [{first.label}]. He sank the Gull at dawn." == answer.text
-    assert {"shown": [first.label], "unknown": ["Session 999"], "uncited_sentences": 1} == answer.trace["citations"]
+    assert {"shown": [first.label], "unknown": ["Session 999"], "uncited_sentences": 1} == answer.trace.citations
     assert [{"label": first.label, "path": first.path, "lines": [first.start_line, first.end_line]}] == (
         answer.to_json()["citations"])
     assert ("llm", "") == (answer.mode, answer.reason)
@@ -658,12 +658,12 @@ async def test_invented_citations_are_removed(campaign, fake):
 async def test_calls_per_question(campaign, fake, reranker, calls):
     async with campaign.oracle(reranker=reranker) as oracle:
         answer = await oracle.ask(QUESTION)
-    assert (calls, calls) == (len(fake.chat_requests()), answer.trace["llm_calls"])
+    assert (calls, calls) == (len(fake.chat_requests()), answer.trace.llm_calls)
     assert 1 == len(requests_of(fake, "answer"))
     assert "llm" == answer.mode
     if reranker == "none":
         assert {"mode": "none", "used": False, "reason": "off: ORACLE_RERANKER=none", "chosen": []} == (
-            answer.trace["rerank"])
+            answer.trace.rerank)
 
 
 @module_loop
@@ -685,7 +685,7 @@ async def test_an_empty_question_costs_no_call(campaign, fake, question):
     # Every non-empty question reaches some chunk on the semantic path; only an empty one finds nothing.
     async with campaign.oracle() as oracle:
         answer = await oracle.ask(question)
-    assert ("not_found", "empty question", 0) == (answer.mode, answer.reason, answer.trace["llm_calls"])
+    assert ("not_found", "empty question", 0) == (answer.mode, answer.reason, answer.trace.llm_calls)
     assert ([], [], []) == (fake.requests, list(answer.fragments), list(answer.citations))
 
 
@@ -700,14 +700,14 @@ async def test_a_question_that_finds_nothing_costs_no_call(tmp_path, embedder, c
         fake.responder = script()
         oracle = Oracle(index)
         answer = await oracle.ask("Who will betray the Hollow King?")
-        assert ("not_found", "no passage matched", 0) == (answer.mode, answer.reason, answer.trace["llm_calls"])
+        assert ("not_found", "no passage matched", 0) == (answer.mode, answer.reason, answer.trace.llm_calls)
         assert "The notes hold nothing on that." == answer.text
-        assert ([], []) == (fake.requests, answer.trace["fused"])
+        assert ([], []) == (fake.requests, answer.trace.fused)
 
         answer = await oracle.ask("Who will betray the Hollow King?", gm=True)
         # One candidate: nothing to rerank, one call.
-        assert ("llm", 1, 1) == (answer.mode, answer.trace["llm_calls"], len(fake.chat_requests()))
-        assert "nothing to rerank" == answer.trace["rerank"]["reason"]
+        assert ("llm", 1, 1) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
+        assert "nothing to rerank" == answer.trace.rerank["reason"]
     finally:
         await index.close()
 
@@ -867,7 +867,7 @@ async def test_the_trace_counts_the_prompt_and_the_server_agrees(campaign, fake)
     async with campaign.oracle() as oracle:
         answer = await oracle.ask(QUESTION, history=history)
 
-    tokens = answer.trace["tokens"]
+    tokens = answer.trace.tokens
     assert set(tokens) == {"num_ctx", "budget", "system", "question", "history", "fragments", "headlines", "total",
                            "dropped", "prompt_eval_count", "eval_count"}
     assert (tokens["num_ctx"], tokens["budget"]) == (16384, 16384 - 1024)
@@ -885,7 +885,7 @@ async def test_a_small_window_drops_headlines_then_fragments_and_the_trace_names
     async with campaign.oracle(num_ctx=1024, answer_tokens=384) as oracle:
         answer = await oracle.ask(QUESTION)
 
-    tokens = answer.trace["tokens"]
+    tokens = answer.trace.tokens
     dropped = tokens["dropped"]
     [request] = requests_of(fake, "answer")
     assert request["options"]["num_ctx"] == 1024 and tokens["total"] <= tokens["budget"] == 1024 - 384
@@ -953,5 +953,5 @@ async def test_an_answer_that_runs_out_of_its_budget_ends_on_a_whole_sentence_ma
     assert written.endswith(f"kept the harbour ledger [{label}].") and 20 <= len(written.split()) <= 100
     assert long_answer(request).startswith(written)
     assert marker == "*(The answer stops here: it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS).)*"
-    assert answer.trace["incomplete"] == "it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS)"
-    assert (answer.mode, answer.trace["tokens"]["eval_count"]) == ("llm", 100)
+    assert answer.trace.incomplete == "it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS)"
+    assert (answer.mode, answer.trace.tokens["eval_count"]) == ("llm", 100)

@@ -73,4 +73,4 @@ async def test_a_truncated_rerank_reply_keeps_the_fused_order(oracle, fake_ollam
     fake_ollama.responder = lambda request: TruncatedJson() if request.get("format") else "An answer [Session 1]."
     answer = await oracle.ask("Who sold Mirela the brass compass?")
     assert "llm" == answer.mode
-    assert answer.trace["rerank"]["used"] is False
+    assert answer.trace.rerank["used"] is False

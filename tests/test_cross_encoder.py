@@ -120,7 +120,7 @@ def rows(index: Index, sql: str, params=()) -> list[tuple]:
 def expected_order(harbour, model: Path, answer, field: str) -> list[str]:
     """The pool sorted by the model's own scores of (question, annotation or text), ties in fused order."""
     index, _ = harbour
-    pool = [cid for cid, _, _ in answer.trace["fused"]]
+    pool = [cid for cid, _, _ in answer.trace.fused]
     texts = dict(rows(index, "SELECT id, text FROM chunks"))
     hashes = dict(rows(index, "SELECT id, text_hash FROM chunks"))
     notes = dict(rows(index, "SELECT text_hash, summary FROM annotations"))
@@ -143,15 +143,15 @@ async def test_the_order_is_the_cross_encoders_own(harbour, tiny_cross_encoder, 
     _, fake = harbour
 
     expected = expected_order(harbour, tiny_cross_encoder, answer, field)
-    pool = [cid for cid, _, _ in answer.trace["fused"]]
+    pool = [cid for cid, _, _ in answer.trace.fused]
     assert len(pool) > 8
     assert expected[:8] != pool[:8]  # the model really reorders
     assert {"mode": "cross-encoder", "used": True, "reason": "cross-encoder chose 8", "chosen": expected[:8]} == (
-        answer.trace["rerank"])
+        answer.trace.rerank)
     assert expected[:8] == [c.id for c in answer.fragments]
     assert [c.label for c in answer.fragments] == answer_headers(fake)
     # No rerank call to Ollama: the answer is the only one.
-    assert ("llm", ANSWER, 1, 1) == (answer.mode, answer.text, answer.trace["llm_calls"], len(fake.chat_requests()))
+    assert ("llm", ANSWER, 1, 1) == (answer.mode, answer.text, answer.trace.llm_calls, len(fake.chat_requests()))
 
 
 @module_loop
@@ -160,7 +160,7 @@ async def test_annotation_and_text_give_different_orders(harbour, tiny_cross_enc
     for field in ("annotation", "text"):
         async with oracle_with(harbour, reranker="cross-encoder", cross_encoder=str(tiny_cross_encoder),
                                cross_encoder_input=field) as oracle:
-            orders[field] = (await oracle.ask(QUESTION)).trace["rerank"]["chosen"]
+            orders[field] = (await oracle.ask(QUESTION)).trace.rerank["chosen"]
     assert orders["annotation"] != orders["text"]
 
 
@@ -169,13 +169,13 @@ async def test_a_cross_encoder_that_cannot_load_keeps_the_fused_order(harbour):
     async with oracle_with(harbour, reranker="cross-encoder", cross_encoder="/nonexistent") as oracle:
         answer = await oracle.ask(QUESTION)
         again = await oracle.ask(QUESTION)  # the failure is remembered, not retried
-    pool = [cid for cid, _, _ in answer.trace["fused"]]
-    rerank = answer.trace["rerank"]
+    pool = [cid for cid, _, _ in answer.trace.fused]
+    rerank = answer.trace.rerank
     assert (False, []) == (rerank["used"], rerank["chosen"])
     assert rerank["reason"].startswith("off: cannot load the cross-encoder '/nonexistent': ")
-    assert rerank == again.trace["rerank"]
+    assert rerank == again.trace.rerank
     assert pool[:8] == [c.id for c in answer.fragments]
-    assert ("llm", ANSWER, 1) == (answer.mode, answer.text, answer.trace["llm_calls"])
+    assert ("llm", ANSWER, 1) == (answer.mode, answer.text, answer.trace.llm_calls)
 
 
 @module_loop
@@ -194,11 +194,11 @@ async def test_a_missing_annotation_matters_only_when_scoring_annotations(harbou
         finally:
             with sqlite3.connect(index.settings.sqlite_path) as db:
                 db.executemany(f"INSERT INTO annotations VALUES ({','.join('?' * len(saved[0]))})", saved)
-    rerank = answer.trace["rerank"]
+    rerank = answer.trace.rerank
     assert used == rerank["used"]
     if not used:
         assert "off: some candidates have no annotation yet" == rerank["reason"]
-        assert [cid for cid, _, _ in answer.trace["fused"]][:8] == [c.id for c in answer.fragments]
+        assert [cid for cid, _, _ in answer.trace.fused][:8] == [c.id for c in answer.fragments]
     else:
         assert expected_order(harbour, tiny_cross_encoder, answer, "text")[:8] == rerank["chosen"]
     assert "llm" == answer.mode

@@ -10,6 +10,7 @@ import pytest
 from oracle.answer.citations import Citation
 from oracle.answer.context import Summary
 from oracle.answer.results import Answer
+from oracle.answer.trace import Trace
 from oracle.cli import main
 from oracle.eval import Question
 from oracle.eval_answers import AnswerRecord, abstains, percentile, record, summarise_answers, supported
@@ -29,7 +30,7 @@ CHAPEL = chunk("Session 9", "sessions/log.md", "The whole text of session 9, whi
 
 def answer(text: str, mode: str = "llm", trace: dict | None = None, citations: tuple = ()) -> Answer:
     return Answer("q", text, mode, "", citations, (MARKET, PELL), (Summary(CHAPEL, "The party found a coat in a chapel."),),
-                  trace or {})  # fmt: skip
+                  Trace(mode, "", **(trace or {})))  # fmt: skip
 
 
 @pytest.mark.parametrize(

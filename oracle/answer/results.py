@@ -3,12 +3,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from ..types import Chunk
 from .citations import Citation
 from .context import Context, Summary
 from .excerpts import Excerpt
 from .rerank import Reranked
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+# What an answer is: written by the model, the best passages shown instead, or nothing found.
+Mode = Literal["llm", "passages", "not_found"]
 
 PASSAGES_SHOWN = 5
 NOT_FOUND = "The notes hold nothing on that."
@@ -28,12 +35,12 @@ class Selection:
 class Answer:
     question: str
     text: str
-    mode: str  # llm | passages | not_found
+    mode: Mode
     reason: str
     citations: tuple[Citation, ...]
     fragments: tuple[Chunk, ...]
     summaries: tuple[Summary, ...]
-    trace: dict
+    trace: Trace
 
     def to_json(self) -> dict:
         return {
@@ -43,7 +50,7 @@ class Answer:
             "citations": [c.to_json() for c in self.citations],
             "fragments": [c.label for c in self.fragments],
             "summaries": [s.chunk.label for s in self.summaries],
-            "trace": self.trace,
+            "trace": self.trace.to_json(),
         }
 
 

@@ -44,6 +44,23 @@ class Retrieval:
         """Every candidate the reranker sees: the fused pool, then the linked notes."""
         return self.fused + self.linked
 
+    @property
+    def union(self) -> int:
+        """How many chunks the three paths found together."""
+        return len({h.chunk.id for hits in self.paths.values() for h in hits})
+
+    @property
+    def overlap(self) -> dict[str, int]:
+        """How many results each pair of paths shares: how much each path adds."""
+        names = sorted(self.paths)
+        found = {name: {h.chunk.id for h in self.paths[name]} for name in names}
+        return {f"{a}&{b}": len(found[a] & found[b]) for i, a in enumerate(names) for b in names[i + 1 :]}
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Per-stage milliseconds, rounded as reported."""
+        return {k: round(v, 2) for k, v in self.timings_ms.items()}
+
     def to_json(self) -> dict:
         return {
             "question": self.question,
@@ -52,15 +69,7 @@ class Retrieval:
             "paths": {name: [h.to_json() for h in hits] for name, hits in self.paths.items()},
             "fused": [h.to_json() for h in self.fused],
             "linked": [h.to_json() for h in self.linked],
-            "union": len({h.chunk.id for hits in self.paths.values() for h in hits}),
-            "overlap": overlap({name: [h.chunk.id for h in hits] for name, hits in self.paths.items()}),
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            "union": self.union,
+            "overlap": self.overlap,
+            "timings_ms": self.timings,
         }
-
-
-def overlap(rankings: dict[str, list[str]]) -> dict[str, int]:
-    """How many results each pair of paths shares: how much each path adds."""
-    names = sorted(rankings)
-    return {
-        f"{a}&{b}": len(set(rankings[a]) & set(rankings[b])) for i, a in enumerate(names) for b in names[i + 1 :]
-    }

@@ -1,0 +1,86 @@
+"""The trace of one question: what every stage did, for the game master's `--trace` and for `eval`.
+
+Built once, at the end of `Oracle.ask`, from the stages' own results; frozen. `to_json()` is the
+record `oracle ask --json` prints under "trace": a field that a question never reached (a retrieval
+for an empty question, a rerank when nothing matched) is left out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..retrieve.results import Hit, Retrieval
+from .results import Mode, Selection
+
+
+def _ids(hits: list[Hit]) -> list[list]:
+    return [[h.chunk.id, h.chunk.label, round(h.score, 6)] for h in hits]
+
+
+@dataclass(frozen=True)
+class Trace:
+    mode: Mode
+    reason: str
+    llm_calls: int = 0
+    # retrieval
+    search_query: str | None = None
+    entities: list[str] | None = None
+    paths: dict[str, list[list]] | None = None  # per path: [chunk id, label, score], best first
+    union: int | None = None
+    overlap: dict[str, int] | None = None
+    fused: list[list] | None = None
+    linked: list[list] | None = None
+    timings_ms: dict[str, float] | None = None
+    # reranking and packing
+    rerank: dict[str, Any] | None = None  # mode, used, reason, chosen
+    packed: dict[str, list[list]] | None = None  # fragments and summaries: [chunk id, label]
+    # the answer
+    tokens: dict[str, Any] | None = None  # the prompt's estimated parts, what was dropped, Ollama's counts
+    citations: dict[str, Any] | None = None  # shown, unknown, uncited sentences
+    incomplete: str | None = None  # why a written answer stops early
+    excerpts: list[dict] | None = None  # the sentences the passages show, with their lines
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = value
+        return out
+
+
+def build_trace(
+    mode: Mode,
+    reason: str,
+    retrieval: Retrieval | None,
+    selection: Selection | None,
+    reranker: str,
+    **answer: Any,
+) -> Trace:
+    """`answer`: what the answer stage adds (llm_calls, tokens, citations, incomplete, excerpts)."""
+    parts: dict[str, Any] = {}
+    if retrieval is not None:
+        parts |= {
+            "search_query": retrieval.search_query,
+            "entities": [e.name for e in retrieval.entities],
+            "paths": {name: _ids(hits) for name, hits in retrieval.paths.items()},
+            "union": retrieval.union,
+            "overlap": retrieval.overlap,
+            "fused": _ids(retrieval.fused),
+            "linked": _ids(retrieval.linked),
+            "timings_ms": retrieval.timings,
+        }
+    if selection is not None:
+        parts |= {
+            "rerank": {
+                "mode": reranker,
+                "used": selection.rerank.used,
+                "reason": selection.rerank.reason,
+                "chosen": selection.rerank.chosen,
+            },
+            "packed": {
+                "fragments": [[c.id, c.label] for c in selection.context.fragments],
+                "summaries": [[s.chunk.id, s.chunk.label] for s in selection.context.summaries],
+            },
+        }
+    return Trace(mode, reason, **(parts | answer))
