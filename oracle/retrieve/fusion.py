@@ -9,8 +9,10 @@ Ties break on the best single-path rank, then on the id, so the order is determi
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from ..types import Scored
 
 
 @dataclass(frozen=True)
@@ -81,3 +83,21 @@ def dbsf(
             normalised = 1.0 if span == 0 else min(1.0, max(0.0, (score - low) / span))
             scores[doc] += weight * normalised
     return _order(scores, ranks, limit)
+
+
+Fuse = Callable[[Mapping[str, Scored]], list[Fused]]
+
+
+def make_fusion(
+    method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None
+) -> Fuse:
+    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list in, the fused pool out.
+    Plain RRF counts every path alike; weighted RRF and DBSF weigh them by `weights`."""
+    if method == "dbsf":
+        return lambda scored: dbsf(scored, weights=weights, limit=limit)
+    by = weights if method == "weighted_rrf" else None
+
+    def fuse(scored: Mapping[str, Scored]) -> list[Fused]:
+        return rrf({name: [cid for cid, _ in hits] for name, hits in scored.items()}, k=rrf_k, weights=by, limit=limit)
+
+    return fuse
