@@ -703,7 +703,6 @@ async def measure(args) -> dict:
             import torch
 
             from oracle.index.index import Index
-            from oracle.index.ingest import ingest
             from oracle.oracle import Oracle
             from oracle.settings import Settings
 

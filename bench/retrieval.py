@@ -471,6 +471,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
 
     from oracle.index.index import Index
     from oracle.oracle import Oracle
+    from oracle.retrieve import path_depth
     from oracle.retrieve.entity import entity_path
     from oracle.retrieve.keyword import keyword_path
     from oracle.retrieve.semantic import semantic_path
@@ -499,7 +500,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
 
         visibilities = oracle.visibilities(False)
         k = settings.k
-        depth = max(2 * k, k + 5)
+        depth = path_depth(k)
         samples: dict[str, list[float]] = {key: [] for key, _, _ in ROWS}
 
         async def one(question: str, record: bool) -> None:

@@ -10,6 +10,7 @@ from discord.ext import commands
 from oracle.index.index import Index
 from oracle.oracle import Oracle
 
+from .cog import OracleCog
 from .history import ThreadHistory
 from .settings import BotSettings
 
@@ -47,8 +48,6 @@ class OracleBot(commands.Bot):
         self.warming: asyncio.Task | None = None
 
     async def setup_hook(self) -> None:
-        from .cog import OracleCog
-
         # The model loads (10-60 s for a 14B model) while the gateway connects, not on the first question.
         self.warming = asyncio.create_task(self.warm_model())
         await self.add_cog(OracleCog(self))

@@ -5,16 +5,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from oracle.answer.prompt import Turn
+from oracle.index.index import Index
 from oracle.index.ingest import IngestBusy, IngestError, ingest
 from oracle.llm import describe_loaded, describe_window
-from oracle.types import IngestReport, Progress
+from oracle.oracle import Oracle
+from oracle.types import INGEST_STAGES, IngestReport, Progress
 
 from .formatting import (
     PROGRESS,
@@ -24,10 +26,21 @@ from .formatting import (
     split_message,
     thread_name,
 )
+from .history import ThreadHistory
+from .settings import BotSettings
 from .streaming import LiveReply
 
-if TYPE_CHECKING:
-    from .client import OracleBot
+
+class OracleHost(Protocol):
+    """What the cog uses of the bot that hosts it (`client.OracleBot`), so that the client imports
+    the cog and never the other way round."""
+
+    settings: BotSettings
+    index: Index
+    oracle: Oracle
+    history: ThreadHistory
+    intents: discord.Intents
+    user: discord.ClientUser | None
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +61,7 @@ def is_game_master(member: discord.abc.User, gm_roles: list[str]) -> bool:
 
 
 class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask the campaign's notes"):
-    def __init__(self, bot: OracleBot) -> None:
+    def __init__(self, bot: OracleHost) -> None:
         self.bot = bot
         self.last_ask: dict[int, float] = {}
         super().__init__()
@@ -263,7 +276,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
 
 
 def progress_line(latest: dict[str, Progress]) -> str:
-    names = {"scan": "files", "embed": "windows embedded", "commit": "index", "annotate": "annotations"}
+    names = INGEST_STAGES
     parts = [f"{names.get(stage, stage)} {p.done}/{p.total}" if p.total else names.get(stage, stage)
              for stage, p in latest.items() if stage != "done"]
     return "⚙️ Reingesting: " + ", ".join(parts)

@@ -35,7 +35,7 @@ from .llm import describe_loaded, describe_window
 from .oracle import Oracle
 from .retrieve.results import Hit
 from .settings import Settings
-from .types import IngestReport
+from .types import INGEST_STAGES, IngestReport
 from .types import Progress as IngestProgress
 
 console = Console(stderr=True)
@@ -76,10 +76,9 @@ class _Bars:
     def __call__(self, event: IngestProgress) -> None:
         if event.stage == "done":
             return
-        names = {"scan": "files", "embed": "windows", "commit": "index", "annotate": "annotations"}
         task = self.tasks.get(event.stage)
         if task is None:
-            task = self.progress.add_task(names[event.stage], total=event.total or None, detail="")
+            task = self.progress.add_task(INGEST_STAGES[event.stage], total=event.total or None, detail="")
             self.tasks[event.stage] = task
         self.progress.update(task, completed=event.done, total=event.total or None, detail=event.detail[:40])
 

@@ -25,13 +25,12 @@ import numpy as np
 from .answer.excerpts import content_terms
 from .answer.results import PASSAGES_SHOWN, passage_blocks
 from .errors import OracleError
-from .retrieve import PATHS
+from .retrieve import PATHS, path_depth
 from .types import PUBLIC, Chunk
 
 if TYPE_CHECKING:
     from .oracle import Oracle
 
-K_DEFAULT = 8
 
 
 class BankError(OracleError, ValueError):
@@ -289,7 +288,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
     vectors = await index.vectors()
     embedder = await index.embedder()
     _, window_chunks, matrix = await vectors.vectors(visibility=None if gm else PUBLIC)
-    depth = max(2 * k, k + 5)
+    depth = path_depth(k)
     results = []
     reranks = 0
     for q in questions:

@@ -26,6 +26,7 @@ from .index.index import Index
 from .index.seam import Embeddings, Vectors, off_loop
 from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
+from .retrieve import path_depth
 from .retrieve.entity import EntityMatcher, MentionStats, entity_path
 from .retrieve.followup import expand_followup
 from .retrieve.fusion import make_fusion
@@ -107,7 +108,7 @@ class Oracle:
         k: int,
     ) -> Retrieval:
         settings = self.settings
-        depth = max(2 * k, k + 5)
+        depth = path_depth(k)
         visibilities = self.visibilities(gm)
         timings: dict[str, float] = {}
         started = time.perf_counter()

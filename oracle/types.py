@@ -40,7 +40,6 @@ class Note:
     text: str
     visibility: str = PUBLIC
     aliases: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
     secrets: tuple[Secret, ...] = ()
     links: tuple[Link, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -116,6 +115,10 @@ class EntitySource:
     source: str = "proper-noun"  # frontmatter | compendium | llm | proper-noun
     note_path: str | None = None
     visibility: str = "public"
+
+
+# What each stage of an ingest is called where its progress is shown.
+INGEST_STAGES = {"scan": "files", "embed": "windows embedded", "commit": "index", "annotate": "annotations"}
 
 
 @dataclass(frozen=True)

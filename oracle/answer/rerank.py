@@ -27,7 +27,6 @@ from ..types import Chunk
 
 log = logging.getLogger(__name__)
 
-PROMPT_VERSION = "rerank-v1"
 # The reply is `{"best": [up to k numbers]}`: about 4 tokens a number; 256 covers k = 40 with room.
 REPLY_TOKENS = 256
 

@@ -17,7 +17,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import OracleError
@@ -41,7 +40,7 @@ from .compendium import (
 )
 from .index import Index, collection_name
 from .seam import off_loop
-from .store import Changes, Compendium, FileRecord, StoreError
+from .store import Changes, Compendium, FileRecord, StoreError, now
 from .vectors import VectorStoreError
 
 log = logging.getLogger(__name__)
@@ -83,7 +82,7 @@ class IngestLock:
                 f"{holder.get('started', 'an unknown time')}, pid {holder.get('pid', '?')})"
             ) from None
         os.ftruncate(fd, 0)
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        started = now()
         os.write(fd, json.dumps({"pid": os.getpid(), "by": self.by, "started": started}).encode())
         self._fd = fd
         return self
@@ -373,7 +372,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             "embed_model": settings.embed_model,
             "model": settings.model,
             "notes_dir": str(settings.notes_dir.resolve()),
-            "last_ingest": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "last_ingest": now(),
             "compendium": compendium_key,
         },
     )

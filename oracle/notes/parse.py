@@ -381,7 +381,6 @@ def parse_note(
         text=text,
         visibility=GM if gm_note else PUBLIC,
         aliases=tuple(dict.fromkeys(aliases)),
-        tags=_strings(frontmatter.get("tags")),
         secrets=secrets,
         links=links,
         warnings=tuple(warnings),

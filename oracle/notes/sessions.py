@@ -44,7 +44,6 @@ class Span:
     heading: str
     start_line: int
     end_line: int
-    header_level: int = 0
 
 
 def _strip_marks(text: str) -> str:
@@ -102,7 +101,7 @@ def split_sessions(note: Note) -> list[Span]:
     if headers[0][0] > 1:
         spans.append(Span(base_label(note), note.title, 1, headers[0][0] - 1))
     for (line_no, header), following in zip(headers, headers[1:] + [(last + 1, None)]):
-        spans.append(Span(f"Session {header.number}", header.title, line_no, following[0] - 1, header.level))
+        spans.append(Span(f"Session {header.number}", header.title, line_no, following[0] - 1))
     return spans
 
 
