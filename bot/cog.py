@@ -5,7 +5,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import discord
 from discord import app_commands
@@ -85,16 +86,11 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         return LiveReply(edit, self.bot.settings.stream_edit_seconds)
 
     async def send_answer(self, interaction: discord.Interaction, answer, private: bool) -> discord.Message | None:
-        pieces = split_message(answer_text(answer))
-        embed = sources_embed(answer)
-        first = await interaction.edit_original_response(
-            content=pieces[0], embed=embed if len(pieces) == 1 else None
+        return await deliver(
+            answer,
+            lambda text, embed: interaction.edit_original_response(content=text, embed=embed),
+            lambda text, embed: interaction.followup.send(text, embed=embed, ephemeral=private),
         )
-        for i, piece in enumerate(pieces[1:], 2):
-            await interaction.followup.send(
-                piece, embed=embed if i == len(pieces) else discord.utils.MISSING, ephemeral=private
-            )
-        return first
 
     # -- /oracle ask ---------------------------------------------------------------------------
 
@@ -156,14 +152,14 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             async with message.channel.typing():
                 # A thread is public: everyone reading it gets the player answer.
                 answer = await self.bot.oracle.ask(question, history=history, gm=False, on_text=live.update)
-            pieces = split_message(answer_text(answer))
-            embed = sources_embed(answer)
-            last = embed if embed else discord.utils.MISSING
-            if reply is not None:  # the streamed message becomes the answer's first piece
-                await reply.edit(content=pieces[0], embed=last if len(pieces) == 1 else None)
-                pieces = pieces[1:]
-            for i, piece in enumerate(pieces, 1):
-                await message.channel.send(piece, embed=last if i == len(pieces) else discord.utils.MISSING)
+            streamed = reply  # the streamed message becomes the answer's first piece
+
+            async def first(text: str, embed: discord.Embed | None) -> object:
+                if streamed is not None:
+                    return await streamed.edit(content=text, embed=embed)
+                return await message.channel.send(text, embed=embed or discord.utils.MISSING)
+
+            await deliver(answer, first, lambda text, embed: message.channel.send(text, embed=embed))
             await self.bot.history.add_turns(
                 message.channel.id, [Turn("user", question), Turn("assistant", answer.text)]
             )
@@ -273,6 +269,22 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 await interaction.response.send_message(message, ephemeral=True)
         except discord.HTTPException:
             log.warning("could not report an error to the user", exc_info=True)
+
+
+async def deliver(
+    answer,
+    first: Callable[[str, discord.Embed | None], Awaitable[Any]],
+    more: Callable[[str, Any], Awaitable[Any]],
+) -> Any:
+    """An answer as Discord messages within their limits: the first piece through `first` (an edit
+    of what is already shown, or a new message), the others through `more`, the sources embed on the
+    last piece. Returns what `first` returned."""
+    pieces = split_message(answer_text(answer))
+    embed = sources_embed(answer)
+    shown = await first(pieces[0], embed if len(pieces) == 1 else None)
+    for i, piece in enumerate(pieces[1:], 2):
+        await more(piece, embed if i == len(pieces) and embed else discord.utils.MISSING)
+    return shown
 
 
 def progress_line(latest: dict[str, Progress]) -> str:
