@@ -512,7 +512,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
             retrieval = await oracle.search(question, k=k)
             t_search = _ms(t)
 
-            matcher, mention_stats = await oracle.entity_lookup(False)
+            matcher, mention_stats = await oracle.matchers.lookup(False)
             entities = matcher.find(question)
             t = time.perf_counter()
             kw = await keyword_path(store, question, visibilities, depth, (settings.fts_head_weight, 1.0))

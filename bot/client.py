@@ -60,7 +60,7 @@ class OracleBot(commands.Bot):
         log.info("synced %d application commands", len(synced))
 
     async def warm_model(self) -> None:
-        reason = await self.oracle.warm()
+        reason = await self.index.llm.load()
         if reason is None:
             log.info("model %s loaded", self.index.settings.model)
         else:

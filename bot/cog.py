@@ -15,6 +15,7 @@ from discord.ext import commands
 from oracle.answer.prompt import Turn
 from oracle.index.index import Index
 from oracle.index.ingest import IngestBusy, IngestError, ingest
+from oracle.index.status import index_status
 from oracle.llm import describe_loaded, describe_window
 from oracle.oracle import Oracle
 from oracle.types import INGEST_STAGES, IngestReport, Progress
@@ -203,7 +204,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     async def status(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         gm = is_game_master(interaction.user, self.bot.settings.gm_roles)  # the reply is private
-        status = await self.bot.oracle.status(gm=gm)
+        status = await index_status(self.bot.index, gm=gm)
         intent = self.bot.intents.message_content
         lines = [
             f"**Notes:** {status['files']} files, {status['sessions']} sessions, {status['chunks']} passages, "
@@ -237,7 +238,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     @app_commands.describe(name="A name or nickname from the campaign", private="Only you see the answer")
     async def who(self, interaction: discord.Interaction, name: app_commands.Range[str, 1, 100], private: bool = False) -> None:
         await interaction.response.defer(ephemeral=private, thinking=True)
-        dossier = await self.bot.oracle.who(name, gm=self.clearance(interaction, private))
+        dossier = await self.bot.oracle.dossiers.who(name, gm=self.clearance(interaction, private))
         if dossier is None:
             await interaction.edit_original_response(content=f"The Compendium has no entry for “{name}”.")
             return
@@ -246,7 +247,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     @who.autocomplete("name")
     async def who_autocomplete(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         # Autocomplete shows names to whoever types: never game-master-only ones.
-        names = await self.bot.oracle.names(current, gm=False, limit=25)
+        names = await self.bot.oracle.dossiers.names(current, gm=False, limit=25)
         return [app_commands.Choice(name=n[:100], value=n[:100]) for n in names][:25]
 
     # -- errors --------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .eval import load_bank, run_eval
 from .eval_answers import run_answers
 from .index.index import Index
 from .index.ingest import ingest
+from .index.status import index_status
 from .index.store import StoreError
 from .llm import describe_loaded, describe_window
 from .oracle import Oracle
@@ -132,7 +133,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if not settings.sqlite_path.exists():
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
     async with Index(settings) as index:
-        status = await Oracle(index).status()
+        status = await index_status(index)
     reason = status["ollama"]["reason"]
     if args.json:
         print(json.dumps(status, ensure_ascii=False))
@@ -172,8 +173,8 @@ async def cmd_who(args: argparse.Namespace) -> int:
     async with Index(settings) as index:
         await ensure_index(index, quiet=args.json)
         oracle = Oracle(index)
-        dossier = await oracle.who(args.name, gm=args.gm)
-        suggestions = [] if dossier is not None else await oracle.names(args.name, gm=args.gm, limit=10)
+        dossier = await oracle.dossiers.who(args.name, gm=args.gm)
+        suggestions = [] if dossier is not None else await oracle.dossiers.names(args.name, gm=args.gm, limit=10)
     if args.json:
         print(json.dumps({"dossier": dossier.to_json() if dossier else None, "suggestions": suggestions},
                          ensure_ascii=False))

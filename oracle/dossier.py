@@ -5,7 +5,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .index.index import Index
+from .retrieve.entity import Matchers
 from .text import normalize
+from .types import readable
 
 
 @dataclass(frozen=True)
@@ -75,3 +78,34 @@ def rank_names(query: str, names: Sequence[tuple[int, str, str]], limit: int = 2
     ranked = sorted(starts.items(), key=lambda item: item[1].casefold())
     ranked += sorted(((i, c) for i, c in contains.items() if i not in starts), key=lambda item: item[1].casefold())
     return ranked[:limit]
+
+
+class Dossiers:
+    """`/oracle who` and its autocomplete, from the Compendium the reader may read."""
+
+    def __init__(self, index: Index, matchers: Matchers) -> None:
+        self.index = index
+        self.matchers = matchers
+
+    async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:
+        """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
+        store = await self.index.store()
+        rows = await store.entity_names(readable(gm))
+        return [name for _, name in rank_names(query, rows, limit)]
+
+    async def who(self, name: str, *, gm: bool = False) -> Dossier | None:
+        """The dossier of the entity a name (or alias, or a near miss) points at."""
+        store = await self.index.store()
+        matcher, _ = await self.matchers.lookup(gm, store)
+        candidates = matcher.by_norm.get(normalize(name)) or []
+        entity_id = candidates[0][0] if candidates else None
+        if entity_id is None:
+            found = matcher.find(name)
+            if not found:
+                return None
+            entity_id = found[0].entity_id
+        row = await store.entity(entity_id, readable(gm))
+        if row is None:
+            return None
+        canonical, kind, aliases, mentions = row
+        return build_dossier(canonical, kind, aliases, mentions)

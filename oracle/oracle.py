@@ -20,29 +20,27 @@ from .answer.prompt import Turn
 from .answer.rerank import Candidate, make_reranker
 from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Mode, Selection, passages_text
 from .answer.trace import build_trace
-from .dossier import Dossier, build_dossier, rank_names
+from .dossier import Dossiers
 from .index import annotate
 from .index.index import Index
 from .index.seam import Embeddings, Vectors, off_loop
 from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve import path_depth
-from .retrieve.entity import EntityMatcher, MentionStats, entity_path
+from .retrieve.entity import Matchers, entity_path
 from .retrieve.followup import expand_followup
 from .retrieve.fusion import make_fusion
 from .retrieve.keyword import keyword_path
 from .retrieve.linked import linked_path
 from .retrieve.results import Hit, Retrieval
 from .retrieve.semantic import semantic_path
-from .text import normalize
-from .types import GM, PUBLIC, Chunk, Scored
+from .types import Chunk, Scored, readable
 
 StageFn = Callable[[str], Awaitable[None]]
 
 # What a player reads when there is no written answer: the same whatever happened, so a withheld
 # answer looks like a model that did not answer, and no host, path or error reaches a player.
 PLAYER_REASON = "the language model gave no usable answer"
-PLAYER_OLLAMA = "not answering"
 WITHHELD = "the answer repeated game-master-only notes"
 # A stream cut before this many words of whole sentences is shown as passages instead: a sentence
 # or two is not yet an answer.
@@ -56,7 +54,8 @@ class Oracle:
     def __init__(self, index: Index) -> None:
         self.index = index
         self.settings = index.settings
-        self._names: dict[tuple[str, bool], tuple[EntityMatcher, MentionStats]] = {}
+        self.matchers = Matchers(index)
+        self.dossiers = Dossiers(index, self.matchers)
         self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
         self._guard: tuple[str, SecretGuard] | None = None
         self._guard_lock = asyncio.Lock()
@@ -70,24 +69,7 @@ class Oracle:
             cross_encoder=settings.cross_encoder, cross_encoder_text=settings.cross_encoder_input == "text",
         )
 
-    @staticmethod
-    def visibilities(gm: bool) -> tuple[str, ...]:
-        return (PUBLIC, GM) if gm else (PUBLIC,)
-
-    async def matcher(self, gm: bool, store: Store | None = None) -> EntityMatcher:
-        """The Compendium names this reader may see; rebuilt only when an ingest commits."""
-        return (await self.entity_lookup(gm, store))[0]
-
-    async def entity_lookup(self, gm: bool, store: Store | None = None) -> tuple[EntityMatcher, MentionStats]:
-        """The matcher, and the entity path's counts, of the store's index for this reader."""
-        store = store or await self.index.store()
-        key = (await store.generation(), gm)
-        if key not in self._names:
-            aliases = await store.visible_aliases(self.visibilities(gm))
-            matcher = await off_loop(EntityMatcher, aliases)
-            # Keep the other clearance's entry for the same index; forget older indexes.
-            self._names = {k: v for k, v in self._names.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
-        return self._names[key]
+    visibilities = staticmethod(readable)
 
     async def search(
         self, question: str, *, history: Sequence[str] = (), gm: bool = False, k: int | None = None
@@ -112,7 +94,7 @@ class Oracle:
         visibilities = self.visibilities(gm)
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        matcher, mention_stats = await self.entity_lookup(gm, store)
+        matcher, mention_stats = await self.matchers.lookup(gm, store)
         entities = matcher.find(question)
         query = expand_followup(question, history, names_entity=bool(entities))
         if query != question:
@@ -371,69 +353,6 @@ class Oracle:
             if self._guard is None or self._guard[0] != generation:
                 self._guard = (generation, await off_loop(SecretGuard, await store.chunk_texts()))
             return self._guard[1]
-
-    async def status(self, *, gm: bool = True) -> dict:
-        """What is indexed, when, with which models, and whether Ollama answers. A player's
-        (`gm=False`) counts public text only and gives no host, GM-only count or withheld answer."""
-        settings = self.settings
-        store = await self.index.store()
-        stats = await store.stats(settings.model, annotate.PROMPT_VERSION, gm=gm)
-        meta = await store.meta()
-        llm = self.index.llm
-        reason = await llm.probe(settings.ollama_probe_timeout)
-        window = await llm.window(settings.ollama_probe_timeout)
-        loaded = await llm.loaded(settings.ollama_probe_timeout) if reason is None else {
-            "loaded": None, "context_length": None, "reason": reason}
-        status = {
-            **stats,
-            "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
-            "last_ingest": meta.get("last_ingest"),
-            "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
-            "embed_model": meta.get("embed_model", settings.embed_model),
-            "model": settings.model,
-            "context": window.to_json(),
-        }
-        if not gm:
-            hidden = None if loaded.get("reason") is None else PLAYER_OLLAMA
-            return status | {
-                "ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA},
-                "model_loaded": loaded | {"reason": hidden},
-            }
-        return status | {
-            "notes_dir": meta.get("notes_dir"),
-            "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
-            "model_loaded": loaded,
-            "withheld": await store.withheld(),
-        }
-
-    async def warm(self) -> str | None:
-        """Load the answer model now, with the window every request uses: the first question then
-        does not wait for it. None when loaded, else the reason."""
-        return await self.index.llm.load()
-
-    async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:
-        """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
-        store = await self.index.store()
-        rows = await store.entity_names(self.visibilities(gm))
-        return [name for _, name in rank_names(query, rows, limit)]
-
-    async def who(self, name: str, *, gm: bool = False) -> Dossier | None:
-        """The dossier of the entity a name (or alias, or a near miss) points at."""
-        matcher = await self.matcher(gm)
-        norm = normalize(name)
-        candidates = matcher.by_norm.get(norm) or []
-        entity_id = candidates[0][0] if candidates else None
-        if entity_id is None:
-            found = matcher.find(name)
-            if not found:
-                return None
-            entity_id = found[0].entity_id
-        store = await self.index.store()
-        row = await store.entity(entity_id, self.visibilities(gm))
-        if row is None:
-            return None
-        canonical, kind, aliases, mentions = row
-        return build_dossier(canonical, kind, aliases, mentions)
 
 
 def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:

@@ -6,6 +6,13 @@ from dataclasses import dataclass, field
 PUBLIC = "public"
 GM = "gm"
 
+
+
+def readable(gm: bool) -> tuple[str, ...]:
+    """The visibilities a reader may read: a player public text, the game master everything."""
+    return (PUBLIC, GM) if gm else (PUBLIC,)
+
+
 # What a retrieval path returns: (chunk id, score), best first.
 Scored = list[tuple[str, float]]
 

@@ -25,6 +25,7 @@ import pytest_asyncio
 from oracle.answer.prompt import SYSTEM, Turn
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
+from oracle.index.status import index_status
 from oracle.oracle import PLAYER_REASON, Oracle
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
@@ -467,7 +468,7 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
 @module_loop
 async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
     async with campaign.oracle(rerank_timeout=1.0) as oracle:
-        assert await oracle.warm() is None  # the model is loaded: a timeout is the reranker's own
+        assert await oracle.index.llm.load() is None  # the model is loaded: a timeout is the reranker's own
         fake.reset()
         fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
         answer = await oracle.ask(QUESTION)
@@ -904,9 +905,9 @@ async def test_status_says_the_window_was_lowered_and_the_model_is_loaded(campai
     fake.add_model(FakeModel(MODEL, family="llama", context_length=8192))
     try:
         async with campaign.oracle(keep_alive=KEEP_ALIVE) as oracle:  # a fresh process: the window unread
-            before = await oracle.status()
-            assert await oracle.warm() is None
-            after = await oracle.status()
+            before = await index_status(oracle.index)
+            assert await oracle.index.llm.load() is None
+            after = await index_status(oracle.index)
     finally:
         fake.add_model(FakeModel(MODEL))
     reason = f"lowered from ORACLE_NUM_CTX=16384: {MODEL} serves at most 8192 tokens"

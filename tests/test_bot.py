@@ -612,10 +612,10 @@ async def test_autocomplete_offers_at_most_25_names_and_never_a_gm_only_one(worl
     public_zarn = [n for n in PUBLIC_NAMES if n.startswith("Zarn ")]
     assert [c["value"] for c in zarn] == public_zarn[:25]
     assert ZARN_GM not in [c["value"] for c in zarn]  # even to a game master: anyone may be watching
-    assert ZARN_GM in await oracle_bot.oracle.names("zar", gm=True, limit=25)  # it is there for GM answers
+    assert ZARN_GM in await oracle_bot.oracle.dossiers.names("zar", gm=True, limit=25)  # it is there for GM answers
 
     assert await fake.autocomplete("oracle who", {"name": "Lost"}, member=fake.gm) == []
-    assert await oracle_bot.oracle.names("Lost", gm=True) == ["The True Heir"]  # "the Lost Prince"
+    assert await oracle_bot.oracle.dossiers.names("Lost", gm=True) == ["The True Heir"]  # "the Lost Prince"
     assert await fake.autocomplete("oracle who", {"name": "old w"}) == [
         {"name": "Brother Aldous", "value": "Brother Aldous"}
     ]

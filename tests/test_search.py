@@ -325,10 +325,10 @@ async def test_entity_counts_are_kept_per_index_and_clearance(tmp_path, make_set
     oracle = Oracle(index)
     question = "What did Kestrel and Orsolya Brandt talk about?"
     await oracle.search(question)
-    matcher, stats = await oracle.entity_lookup(False)
+    matcher, stats = await oracle.matchers.lookup(False)
     ids = {e.name: e.entity_id for e in matcher.find(question)}
     assert (10, {ids["Kestrel"]: 10, ids["Orsolya Brandt"]: 1}) == (stats.total, stats.df)
-    assert (await oracle.entity_lookup(False))[1] is stats  # the same index: read once
+    assert (await oracle.matchers.lookup(False))[1] is stats  # the same index: read once
 
     write_notes(notes, {
         "sessions/Session 11.md": "Orsolya Brandt came back with the map.",
@@ -337,8 +337,8 @@ async def test_entity_counts_are_kept_per_index_and_clearance(tmp_path, make_set
     await ingest(index)
     player = await oracle.search(question)
     await oracle.search(question, gm=True)
-    matcher, new = await oracle.entity_lookup(False)
-    gm_matcher, gm = await oracle.entity_lookup(True)
+    matcher, new = await oracle.matchers.lookup(False)
+    gm_matcher, gm = await oracle.matchers.lookup(True)
     orsolya = next(e.entity_id for e in matcher.find(question) if e.name == "Orsolya Brandt")
     # The game master's Compendium is another, with ids of its own.
     gm_orsolya = next(e.entity_id for e in gm_matcher.find(question) if e.name == "Orsolya Brandt")

@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from oracle.answer.prompt import Turn
 from oracle.index.ingest import ingest
+from oracle.index.status import index_status
 from oracle.oracle import PLAYER_REASON, WITHHELD, Oracle
 from tests.conftest import request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
@@ -183,12 +184,12 @@ async def test_the_compendium_keeps_secret_names_from_players(campaign):
     index, _, _ = campaign
     oracle = Oracle(index)
     for name in SECRET_NAMES:
-        assert await oracle.who(name) is None
-        assert [] == [n for n in await oracle.names(name.split()[0]) if MARKER.search(n)]
-        assert await oracle.who(name, gm=True) is not None
-    everything = await oracle.names("", limit=1000)
+        assert await oracle.dossiers.who(name) is None
+        assert [] == [n for n in await oracle.dossiers.names(name.split()[0]) if MARKER.search(n)]
+        assert await oracle.dossiers.who(name, gm=True) is not None
+    everything = await oracle.dossiers.names("", limit=1000)
     assert_no_secret(everything, "autocomplete")
-    dossier = await oracle.who("Osric Vane")
+    dossier = await oracle.dossiers.who("Osric Vane")
     assert_no_secret(dossier.to_json(), "a dossier")
     assert ["Session 1", "Session 2"] == [m.label for m in dossier.sessions]
 
@@ -202,7 +203,7 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign):
         else "The bells ring when the drowned heir walks under the marsh water at night [Session 2]."
     )
     oracle = Oracle(index)
-    before = (await oracle.status())["withheld"]["count"]
+    before = (await index_status(oracle.index))["withheld"]["count"]
     answer = await oracle.ask("What do the bells mean?")
     fake.responder = annotation_or_answer
     # Players read what they read when the model fails: nothing tells them a secret lies there.
@@ -210,10 +211,10 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign):
     assert "drowned heir walks" not in answer.text
     assert [] == re.findall(r"withh|game.master|secret", json.dumps(answer.to_json()), re.I)
     # The game master's status says what was withheld, and why.
-    withheld = (await oracle.status())["withheld"]
+    withheld = (await index_status(oracle.index))["withheld"]
     assert before + 1 == withheld["count"]
     assert ("What do the bells mean?", WITHHELD) == (withheld["last"][0]["question"], withheld["last"][0]["reason"])
-    assert "withheld" not in await oracle.status(gm=False)
+    assert "withheld" not in await index_status(oracle.index, gm=False)
 
 
 async def test_a_removed_secret_leaves_no_trace(tmp_path, make_settings, open_index, fake_ollama):

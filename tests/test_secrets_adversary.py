@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from oracle.answer.prompt import Turn
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
+from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
@@ -280,12 +281,12 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                 assert_clean(secret, followup.to_json(), "a follow-up", question)
                 assert_clean(secret, [r.body for r in fake.requests], "a request to Ollama", question)
             for name in vault.public_names + vault.secret_names:
-                dossier = await oracle.who(name)
+                dossier = await oracle.dossiers.who(name)
                 assert_clean(secret, dossier.to_json() if dossier else None, f"who {name}")
                 for prefix in (name[:2], name.split()[-1][:3]):
-                    assert_clean(secret, await oracle.names(prefix), "autocomplete")
-            assert_clean(secret, await oracle.names("", limit=10_000), "autocomplete")
-            assert_clean(secret, await oracle.status(gm=False), "status")
+                    assert_clean(secret, await oracle.dossiers.names(prefix), "autocomplete")
+            assert_clean(secret, await oracle.dossiers.names("", limit=10_000), "autocomplete")
+            assert_clean(secret, await index_status(oracle.index, gm=False), "status")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

@@ -23,6 +23,7 @@ import pytest_asyncio
 
 from oracle.answer.prompt import Turn
 from oracle.index.ingest import ingest
+from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from tests.conftest import request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
@@ -236,12 +237,12 @@ async def test_public_names_never_reveal_a_secret_name_or_alias(vault, name):
     they stay two people, each known only by what public text calls them."""
     index, _, _ = vault
     oracle = Oracle(index)
-    dossier = await oracle.who(name)
+    dossier = await oracle.dossiers.who(name)
     assert dossier is not None, name
     assert_no_secret(dossier.to_json(), f"the dossier of {name}")
     others = {n.casefold() for n in (dossier.name, *dossier.aliases)}
     assert not ({"aldric", "lord vesper"} <= others), "public names joined by a GM note"
-    assert_no_secret(await oracle.names(name[:3]), "autocomplete")
+    assert_no_secret(await oracle.dossiers.names(name[:3]), "autocomplete")
     search = await oracle.search(f"who is {name} really?")
     assert_no_secret(search.to_json(), "the entity panel")
 
@@ -250,27 +251,27 @@ async def test_public_names_never_reveal_a_secret_name_or_alias(vault, name):
 async def test_the_game_master_sees_the_secret_side(vault):
     index, _, _ = vault
     oracle = Oracle(index)
-    masked = await oracle.who("Aldric", gm=True)
+    masked = await oracle.dossiers.who("Aldric", gm=True)
     assert ("The Masked Lord", {"Aldric", "Lord Vesper"}) == (masked.name, {"Aldric", "Lord Vesper"} & set(masked.aliases))
-    assert "Hidden Hand" == (await oracle.who("Hidden Hand", gm=True)).name
-    assert "Crimson Veil" == (await oracle.who("Crimson Veil", gm=True)).name
-    assert (await oracle.who("Baron Skell", gm=True)) is not None  # extracted from a GM chunk
+    assert "Hidden Hand" == (await oracle.dossiers.who("Hidden Hand", gm=True)).name
+    assert "Crimson Veil" == (await oracle.dossiers.who("Crimson Veil", gm=True)).name
+    assert (await oracle.dossiers.who("Baron Skell", gm=True)) is not None  # extracted from a GM chunk
     for name in SECRET_NAMES:
-        assert await oracle.who(name) is None, name
-        assert [] == [n for n in await oracle.names(name.split()[0]) if MARKER.search(n)]
-    assert_no_secret(await oracle.names("", limit=1000), "autocomplete")
+        assert await oracle.dossiers.who(name) is None, name
+        assert [] == [n for n in await oracle.dossiers.names(name.split()[0]) if MARKER.search(n)]
+    assert_no_secret(await oracle.dossiers.names("", limit=1000), "autocomplete")
 
 
 @module_loop
 async def test_status_counts_public_and_gm_only_sessions_apart(vault):
     index, _, _ = vault
     oracle = Oracle(index)
-    player = await oracle.status(gm=False)
+    player = await index_status(oracle.index, gm=False)
     assert 4 == player["sessions"]
     assert_no_secret(player, "a player's status")
     assert {"notes_dir", "withheld", "sessions_gm_only", "chunks_by_visibility"}.isdisjoint(player)
     assert "host" not in player["ollama"]
-    gm = await oracle.status()
+    gm = await index_status(oracle.index)
     assert (4, 1) == (gm["sessions"], gm["sessions_gm_only"])
 
 

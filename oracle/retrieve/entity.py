@@ -14,9 +14,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..index.index import Index
+from ..index.seam import off_loop
 from ..index.store import Store
 from ..text import STOPWORDS, normalize_text
-from ..types import Scored
+from ..types import Scored, readable
 
 
 @dataclass(frozen=True)
@@ -124,3 +126,21 @@ async def entity_path(
     ]
     return await store.entity_scores(weights, visibilities, depth)
 
+
+class Matchers:
+    """Each reader's matcher and the entity path's counts, built once per committed ingest (off the
+    event loop) and kept for both clearances of the index being served."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._built: dict[tuple[str, bool], tuple[EntityMatcher, MentionStats]] = {}
+
+    async def lookup(self, gm: bool, store: Store | None = None) -> tuple[EntityMatcher, MentionStats]:
+        """Those of `store`'s index (a question's snapshot), or of the index served now."""
+        store = store or await self.index.store()
+        key = (await store.generation(), gm)
+        if key not in self._built:
+            matcher = await off_loop(EntityMatcher, await store.visible_aliases(readable(gm)))
+            # Keep the other clearance's entry for the same index; forget older indexes.
+            self._built = {k: v for k, v in self._built.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
+        return self._built[key]

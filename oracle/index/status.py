@@ -1,0 +1,47 @@
+"""What an index holds and whether its model answers: `oracle status` and `/oracle status`.
+
+A player's status counts what a player can read and names no host, GM-only count or withheld
+answer; the game master's has them all.
+"""
+from __future__ import annotations
+
+from . import annotate
+from .index import Index
+
+# What a player reads when Ollama does not answer: the reason, with its host, is the game master's.
+PLAYER_OLLAMA = "not answering"
+
+
+async def index_status(index: Index, *, gm: bool = True) -> dict:
+    """What is indexed, when, with which models, and whether Ollama answers. A player's
+    (`gm=False`) counts public text only and gives no host, GM-only count or withheld answer."""
+    settings = index.settings
+    store = await index.store()
+    stats = await store.stats(settings.model, annotate.PROMPT_VERSION, gm=gm)
+    meta = await store.meta()
+    llm = index.llm
+    reason = await llm.probe(settings.ollama_probe_timeout)
+    window = await llm.window(settings.ollama_probe_timeout)
+    loaded = await llm.loaded(settings.ollama_probe_timeout) if reason is None else {
+        "loaded": None, "context_length": None, "reason": reason}
+    status = {
+        **stats,
+        "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
+        "last_ingest": meta.get("last_ingest"),
+        "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
+        "embed_model": meta.get("embed_model", settings.embed_model),
+        "model": settings.model,
+        "context": window.to_json(),
+    }
+    if not gm:
+        hidden = None if loaded.get("reason") is None else PLAYER_OLLAMA
+        return status | {
+            "ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA},
+            "model_loaded": loaded | {"reason": hidden},
+        }
+    return status | {
+        "notes_dir": meta.get("notes_dir"),
+        "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
+        "model_loaded": loaded,
+        "withheld": await store.withheld(),
+    }
