@@ -140,12 +140,13 @@ class Oracle:
         timings["total"] = _ms(started)
         return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector)
 
-    async def select(self, retrieval: Retrieval, k: int | None = None) -> Selection:
-        """Rerank the pool (fused, then linked) on its cached annotations and pack the context."""
+    async def select(self, retrieval: Retrieval, k: int | None = None, *, store: Store | None = None) -> Selection:
+        """Rerank the pool (fused, then linked) on its cached annotations and pack the context.
+        `store`: the question's snapshot (the index served now, when left out)."""
         settings = self.settings
         k = k or settings.k
         pool = [h.chunk for h in retrieval.pool]
-        store = await self.index.store()
+        store = store or await self.index.store()
         by_hash = await store.summaries([c.text_hash for c in pool], settings.model, annotate.PROMPT_VERSION)
         annotations = {c.id: by_hash[c.text_hash] for c in pool if c.text_hash in by_hash}
         candidates = [Candidate(c, annotations.get(c.id)) for c in pool]
@@ -190,15 +191,29 @@ class Oracle:
         question = " ".join(question.split())
         if not question:
             return self._answer(question, "Ask a question about the campaign.", "not_found", "empty question")
+        async with self.index.snapshot() as store:  # every stage of the question reads one index
+            return await self._ask(store, question, history, gm, started, stage, show_text)
+
+    async def _ask(
+        self,
+        store: Store,
+        question: str,
+        history: Sequence[Turn],
+        gm: bool,
+        started: float,
+        stage: StageFn,
+        show_text: TextFn,
+    ) -> Answer:
         await stage("searching")
         user_turns = [t.content for t in history if t.role == "user"]
-        retrieval = await self.search(question, history=user_turns, gm=gm)
+        vectors, embedder = await self.index.vectors(), await self.index.embedder()
+        retrieval = await self._search(store, vectors, embedder, question, user_turns, gm, self.settings.k)
         if not retrieval.fused:
             return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval=retrieval)
         if self.settings.reranker == "llm" and self.llm_slots.locked():
             await stage("queued")
         await stage("ranking")
-        selection = await self.select(retrieval)
+        selection = await self.select(retrieval, store=store)
         calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
         window = await self.index.llm.window()
         fitted = fit_answer_prompt(
@@ -242,7 +257,7 @@ class Oracle:
                 return await self._failed(question, str(exc), retrieval, selection, extra, t, started, gm=gm)
         retrieval.timings_ms["answer"] = _ms(t)
         verified = verify(text, context)
-        if not gm and (await self.secret_guard()).leaks(verified.text):
+        if not gm and (await self.secret_guard(store)).leaks(verified.text):
             # Players get the passages as if the model had failed: saying why would tell them a
             # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
@@ -345,10 +360,10 @@ class Oracle:
         summaries = selection.context.summaries if selection else ()
         return Answer(question, text, mode, reason, citations, fragments, summaries, record)
 
-    async def secret_guard(self) -> SecretGuard:
-        """Built once per committed ingest, off the event loop, by one question while the others wait."""
+    async def secret_guard(self, store: Store) -> SecretGuard:
+        """The guard of `store`'s index: built once per committed ingest, off the event loop, by one
+        question while the others wait."""
         async with self._guard_lock:
-            store = await self.index.store()
             generation = await store.generation()
             if self._guard is None or self._guard[0] != generation:
                 self._guard = (generation, await off_loop(SecretGuard, await store.chunk_texts()))
