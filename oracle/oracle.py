@@ -147,7 +147,7 @@ class Oracle:
         k = k or settings.k
         pool = [h.chunk for h in retrieval.pool]
         store = store or await self.index.store()
-        by_hash = await store.summaries([c.text_hash for c in pool], settings.model, annotate.PROMPT_VERSION)
+        by_hash = await store.annotations_of([c.text_hash for c in pool], settings.model, annotate.PROMPT_VERSION)
         annotations = {c.id: by_hash[c.text_hash] for c in pool if c.text_hash in by_hash}
         candidates = [Candidate(c, annotations.get(c.id)) for c in pool]
         t = time.perf_counter()

@@ -16,8 +16,10 @@ from ..types import Chunk
 
 @dataclass(frozen=True)
 class Summary:
+    """A candidate left out of the full fragments, shown by its one-line annotation (a headline)."""
+
     chunk: Chunk
-    text: str
+    text: str  # the chunk's annotation
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,8 @@ def pack_context(
     for chunk in rest:
         if len(summaries) == max_summaries:
             break
-        note = annotations.get(chunk.id)
-        if note and chunk.label not in taken:
+        annotation = annotations.get(chunk.id)
+        if annotation and chunk.label not in taken:
             taken.add(chunk.label)
-            summaries.append(Summary(chunk, note))
+            summaries.append(Summary(chunk, annotation))
     return Context(tuple(fragments), tuple(summaries))

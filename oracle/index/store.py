@@ -593,7 +593,7 @@ class Store:
         )
         return {r[0]: (r[1], json.loads(r[2])) for r in rows}
 
-    async def summaries(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
+    async def annotations_of(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
         """Cached annotations by text hash, for the chunks of one question."""
         out: dict[str, str] = {}
         unique = list(dict.fromkeys(hashes))
