@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 PUBLIC = "public"
 GM = "gm"
+# Whose text a row is: everyone's, or the game master's alone. Every row that can reach a player
+# (chunk, window, name, alias, mention, annotation) carries one.
+Visibility = Literal["public", "gm"]
 
 
 
@@ -45,7 +49,7 @@ class Note:
     stem: str
     title: str
     text: str
-    visibility: str = PUBLIC
+    visibility: Visibility = PUBLIC
     aliases: tuple[str, ...] = ()
     secrets: tuple[Secret, ...] = ()
     links: tuple[Link, ...] = ()
@@ -65,7 +69,7 @@ class Chunk:
     end_line: int
     text: str  # exact source text: what the model reads and what is quoted
     text_hash: str
-    visibility: str = PUBLIC
+    visibility: Visibility = PUBLIC
     links: tuple[str, ...] = ()
 
     @property
@@ -95,7 +99,7 @@ class Window:
     id: str
     chunk_id: str
     text: str
-    visibility: str
+    visibility: Visibility
 
     @staticmethod
     def make_id(chunk_id: str, n: int) -> str:
@@ -121,7 +125,7 @@ class EntitySource:
     kind: str = "entity"
     source: str = "proper-noun"  # frontmatter | compendium | llm | proper-noun
     note_path: str | None = None
-    visibility: str = "public"
+    visibility: Visibility = PUBLIC
 
 
 # What each stage of an ingest is called where its progress is shown.
@@ -189,5 +193,5 @@ class ChunkText:
     id: str
     head: str  # label and heading path: searched for mentions, not for new names (it repeats)
     text: str
-    visibility: str
+    visibility: Visibility
     links: tuple[str, ...] = ()
