@@ -3,11 +3,12 @@
 All access goes through aiosqlite, which runs each connection on a thread of its own, so the event
 loop never waits on the disk. The FTS5 table is external-content, kept in sync by triggers (chunks
 are never updated, only inserted and deleted). One ingest writes at a time (see `ingest.IngestLock`);
-WAL lets questions read the previous index while it does.
+WAL lets questions read the previous index while it does. The tables are made and migrated by
+`schema`; the retrievers own how rows are scored and how question words are stemmed: the store runs
+the queries they hand it the parameters of.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import sqlite3
@@ -20,9 +21,9 @@ import aiosqlite
 import snowballstemmer
 
 from ..errors import OracleError
-from ..notes.refs import chunk_refs
 from ..text import normalize
 from ..types import GM, PUBLIC, Chunk, ChunkText
+from . import schema
 from .compendium import Entity, Mention
 
 # Whose Compendium an entity belongs to, by its `visibility`: PUBLIC (players') or GM.
@@ -32,137 +33,6 @@ Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]
 def compendium_view(visibilities: Sequence[str]) -> str:
     """The Compendium a reader with these visibilities reads: the game master's, or the players'."""
     return GM if GM in visibilities else PUBLIC
-
-SCHEMA_VERSION = 6
-
-# FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
-# "camping"; terms are still the user's own words, stemmed alike on both sides.
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
-
-SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE files (
-    path TEXT PRIMARY KEY,
-    hash TEXT NOT NULL,
-    kind TEXT NOT NULL DEFAULT 'note',
-    title TEXT NOT NULL DEFAULT '',
-    aliases TEXT NOT NULL DEFAULT '[]',
-    visibility TEXT NOT NULL DEFAULT 'public',
-    status TEXT NOT NULL DEFAULT 'ok',
-    reason TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE chunks (
-    n INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    path TEXT NOT NULL,
-    label TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    part INTEGER NOT NULL,
-    parts INTEGER NOT NULL,
-    heading TEXT NOT NULL,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    head TEXT NOT NULL,
-    text TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    visibility TEXT NOT NULL,
-    words INTEGER NOT NULL,
-    links TEXT NOT NULL DEFAULT '[]'
-);
-CREATE INDEX chunks_path ON chunks(path);
-CREATE INDEX chunks_label ON chunks(label);
--- Schema 4 rebuilds it with FTS_TOKENIZE (stemmed).
-CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
-END;
-CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
-END;
-CREATE TABLE windows (id TEXT PRIMARY KEY, chunk_id TEXT NOT NULL);
-CREATE INDEX windows_chunk ON windows(chunk_id);
-CREATE TABLE annotations (
-    text_hash TEXT NOT NULL,
-    model TEXT NOT NULL,
-    prompt_version TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    entities TEXT NOT NULL DEFAULT '[]',
-    created TEXT NOT NULL,
-    PRIMARY KEY (text_hash, model, prompt_version)
-);
-CREATE TABLE entities (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    norm TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    source TEXT NOT NULL,
-    note_path TEXT,
-    visibility TEXT NOT NULL
-);
-CREATE TABLE aliases (
-    entity_id INTEGER NOT NULL,
-    alias TEXT NOT NULL,
-    norm TEXT NOT NULL,
-    visibility TEXT NOT NULL,
-    PRIMARY KEY (entity_id, norm)
-);
-CREATE INDEX aliases_norm ON aliases(norm);
-CREATE TABLE mentions (
-    entity_id INTEGER NOT NULL,
-    chunk_id TEXT NOT NULL,
-    count INTEGER NOT NULL,
-    visibility TEXT NOT NULL,
-    PRIMARY KEY (entity_id, chunk_id)
-);
-CREATE INDEX mentions_chunk ON mentions(chunk_id);
-"""
-
-# Each step takes the schema from the version before it to its own number.
-MIGRATIONS = {
-    # Covering indexes: visibility filters and the FTS join no longer read whole chunk rows (text).
-    2: """
-CREATE INDEX IF NOT EXISTS chunks_visibility ON chunks(visibility, id);
-CREATE INDEX IF NOT EXISTS chunks_n_visibility ON chunks(n, visibility, id);
-CREATE INDEX IF NOT EXISTS mentions_entity_visibility ON mentions(entity_id, visibility, chunk_id);
-""",
-    # The entity path's join: a chunk's visibility, note and order without its text.
-    3: """
-CREATE INDEX IF NOT EXISTS chunks_id_cover ON chunks(id, visibility, path, n);
-""",
-    # Stemmed keyword search. The triggers name the table, not its tokenizer, so they stay; the
-    # external-content table is refilled from the chunks.
-    4: f"""
-DROP TABLE chunks_fts;
-CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    head, text, content='chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
-);
-INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
-""",
-    # References between notes (see links.py): 'name' rows are the keys a chunk is known by, 'to'
-    # rows the keys it refers to. Filled from the chunks already stored (`_fill_refs`).
-    5: """
-CREATE TABLE IF NOT EXISTS refs (
-    chunk_id TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('name', 'to')),
-    key TEXT NOT NULL,
-    PRIMARY KEY (chunk_id, kind, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS refs_key ON refs(key, kind, chunk_id);
-CREATE TRIGGER IF NOT EXISTS chunks_refs_ad AFTER DELETE ON chunks BEGIN
-    DELETE FROM refs WHERE chunk_id = old.id;
-END;
-""",
-    # Two Compendiums: an entity's `visibility` is now whose Compendium it belongs to (players' or
-    # the game master's; see ingest.build_compendium). The old one merged GM names into public
-    # entities, so it is kept for the game master only, and the next ingest builds both.
-    6: """
-UPDATE entities SET visibility = 'gm';
-DELETE FROM meta WHERE key = 'compendium';
-CREATE TABLE IF NOT EXISTS withheld (at TEXT NOT NULL, question TEXT NOT NULL, reason TEXT NOT NULL);
-""",
-}
 
 
 class StoreError(OracleError, RuntimeError):
@@ -188,7 +58,7 @@ class Changes:
     remove_chunks: Sequence[str]
     add_chunks: Sequence[tuple[Chunk, str]]  # (chunk, index head)
     add_windows: Sequence[tuple[str, str]]  # (window id, chunk id)
-    add_refs: Sequence[tuple[str, str, str]]  # (chunk id, kind, key): see links.chunk_refs
+    add_refs: Sequence[tuple[str, str, str]]  # (chunk id, kind, key): see notes.refs.chunk_refs
     put_files: Sequence[FileRecord]
     remove_files: Sequence[str]
     meta: dict[str, str]
@@ -217,7 +87,10 @@ class Store:
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA busy_timeout=10000")
             await db.execute("PRAGMA synchronous=NORMAL")
-            await store._migrate()
+            version = await schema.user_version(db)
+            if version > schema.SCHEMA_VERSION:
+                raise StoreError(f"the index at {path} was built by a newer Oracle (schema {version})")
+            await schema.migrate(db, version)
             await store._ensure_ln()
             # Per connection, nothing stored: how many chunks hold each indexed term.
             await db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, chunks_fts, 'row')")
@@ -230,33 +103,6 @@ class Store:
 
     async def close(self) -> None:
         await self.db.close()
-
-    async def _migrate(self) -> None:
-        version = (await self._one("PRAGMA user_version"))[0]
-        if version == SCHEMA_VERSION:
-            return
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"the index at {self.path} was built by a newer Oracle (schema {version})")
-        # One transaction: a kill mid-way leaves no half-made schema.
-        steps = [SCHEMA] if version == 0 else []
-        steps += [MIGRATIONS[v] for v in range(max(version, 1) + 1, SCHEMA_VERSION + 1)]
-        script = "\n".join(steps)
-        try:
-            await self.db.executescript(f"BEGIN IMMEDIATE;\n{script}")
-            if version < 5:
-                await self._fill_refs()
-            await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            await self.db.commit()
-        except BaseException:
-            await self.db.rollback()
-            raise
-
-    async def _fill_refs(self) -> None:
-        rows = await self._all("SELECT id, label, path, text, links FROM chunks")
-        refs = await asyncio.to_thread(
-            chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
-        )
-        await self.db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)
 
     async def _ensure_ln(self) -> None:
         """SQLite builds without its math functions get Python's `ln` (the entity path scores with it)."""
