@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,6 +62,17 @@ class Changes:
     put_files: Sequence[FileRecord]
     remove_files: Sequence[str]
     meta: dict[str, str]
+
+
+# Ids per statement: SQLite before 3.32 takes at most 999 host parameters.
+BATCH = 500
+
+
+def batches(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
+    """`ids` in slices of `BATCH`, each with its `?,?,…` placeholders."""
+    for i in range(0, len(ids), BATCH):
+        batch = list(ids[i : i + BATCH])
+        yield batch, ",".join("?" * len(batch))
 
 
 def now() -> str:
@@ -119,6 +130,14 @@ class Store:
         async with self.db.execute(sql, params) as cursor:
             return list(await cursor.fetchall())
 
+    async def _all_in(self, sql: str, ids: Sequence[str], before: Sequence = (), after: Sequence = ()) -> list[tuple]:
+        """The rows of `sql` over every batch of `ids`: its `{ids}` is each batch's placeholders, its
+        parameters `before`, the batch, then `after`."""
+        rows: list[tuple] = []
+        for batch, marks in batches(ids):
+            rows += await self._all(sql.format(ids=marks), (*before, *batch, *after))
+        return rows
+
     # -- manifest ------------------------------------------------------------------------------
 
     async def manifest(self) -> dict[str, FileRecord]:
@@ -161,18 +180,12 @@ class Store:
         return await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[Chunk]:
-        out: list[Chunk] = []
-        for i in range(0, len(ids), 500):
-            batch = list(ids[i : i + 500])
-            marks = ",".join("?" * len(batch))
-            rows = await self._all(
-                f"SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
-                f" visibility, links FROM chunks WHERE id IN ({marks})",
-                batch,
-            )
-            out += [
-                Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows  # type: ignore[misc]
-            ]
+        rows = await self._all_in(
+            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
+            " visibility, links FROM chunks WHERE id IN ({ids})",
+            ids,
+        )
+        out = [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(out, key=lambda c: order[c.id])
 
@@ -236,17 +249,11 @@ class Store:
         return {w for w, stem in stems.items() if stem in common}
 
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
-        found: set[str] = set()
         vmarks = ",".join("?" * len(visibilities))
-        for i in range(0, len(ids), 500):
-            batch = list(ids[i : i + 500])
-            marks = ",".join("?" * len(batch))
-            found.update(
-                r[0] for r in await self._all(
-                    f"SELECT id FROM chunks WHERE id IN ({marks}) AND visibility IN ({vmarks})", (*batch, *visibilities)
-                )
-            )
-        return found
+        rows = await self._all_in(
+            f"SELECT id FROM chunks WHERE id IN ({{ids}}) AND visibility IN ({vmarks})", ids, after=visibilities
+        )
+        return {r[0] for r in rows}
 
     async def visible_aliases(self, visibilities: Sequence[str]) -> list[tuple[int, str, str, str | None]]:
         """(entity id, alias norm, entity name, entity note path) a reader may match against."""
@@ -297,13 +304,8 @@ class Store:
 
     async def chunk_places(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """{chunk id: (label, index order)}."""
-        out: dict[str, tuple[str, int]] = {}
-        for i in range(0, len(ids), 500):
-            batch = list(ids[i : i + 500])
-            marks = ",".join("?" * len(batch))
-            rows = await self._all(f"SELECT id, label, n FROM chunks WHERE id IN ({marks})", batch)
-            out.update({r[0]: (r[1], r[2]) for r in rows})
-        return out
+        rows = await self._all_in("SELECT id, label, n FROM chunks WHERE id IN ({ids})", ids)
+        return {r[0]: (r[1], r[2]) for r in rows}
 
     async def count_chunks(self, visibilities: Sequence[str]) -> int:
         marks = ",".join("?" * len(visibilities))
@@ -353,10 +355,7 @@ class Store:
         db = self.db
         await db.execute("BEGIN IMMEDIATE")
         try:
-            removed = list(changes.remove_chunks)
-            for i in range(0, len(removed), 500):
-                batch = removed[i : i + 500]
-                marks = ",".join("?" * len(batch))
+            for batch, marks in batches(changes.remove_chunks):
                 await db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
                 await db.execute(f"DELETE FROM windows WHERE chunk_id IN ({marks})", batch)
             await db.executemany(
@@ -441,18 +440,12 @@ class Store:
 
     async def summaries(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
         """Cached annotations by text hash, for the chunks of one question."""
-        out: dict[str, str] = {}
-        unique = list(dict.fromkeys(hashes))
-        for i in range(0, len(unique), 500):
-            batch = unique[i : i + 500]
-            marks = ",".join("?" * len(batch))
-            rows = await self._all(
-                f"SELECT text_hash, summary FROM annotations WHERE model = ? AND prompt_version = ?"
-                f" AND text_hash IN ({marks})",
-                (model, prompt_version, *batch),
-            )
-            out.update(dict(rows))
-        return out
+        rows = await self._all_in(
+            "SELECT text_hash, summary FROM annotations WHERE model = ? AND prompt_version = ? AND text_hash IN ({ids})",
+            list(dict.fromkeys(hashes)),
+            before=(model, prompt_version),
+        )
+        return dict(rows)
 
     async def put_annotation(
         self, text_hash: str, model: str, prompt_version: str, summary: str, entities: list[dict]
