@@ -165,6 +165,10 @@ class Store:
         """Entities in the players' (`public`) or the game master's (`gm`) Compendium."""
         return (await self._one("SELECT count(*) FROM entities WHERE visibility = ?", (view,)))[0]
 
+    async def mention_count(self) -> int:
+        """Rows of both Compendiums' mentions: (entity, chunk) pairs."""
+        return (await self._one("SELECT count(*) FROM mentions"))[0]
+
     async def window_count(self) -> int:
         return (await self._one("SELECT count(*) FROM windows"))[0]
 
