@@ -16,7 +16,7 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatcher, entity_path
-from oracle.retrieve.keyword import fts_query, fts_terms, keyword_path
+from oracle.retrieve.keyword import common_words, fts_query, fts_terms, keyword_path
 from oracle.retrieve.results import Retrieval
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
@@ -166,7 +166,7 @@ async def test_terms_in_most_chunks_are_left_out_of_the_keyword_query(tmp_path, 
     total = rows(settings, "SELECT count(*) FROM chunks")[0][0]
     expected = {w for w in words if chunks_matching(settings, w) > total / 2}
     assert expected == {"the", "party", "parties"}  # loot: exactly half, kept; stemmed as the index is
-    assert await store.common_terms(words) == expected
+    assert await common_words(store, words) == expected
 
     # Asked first without them: enough chunks found, and they are the full question's best.
     question = "What did the party do with the ledger?"

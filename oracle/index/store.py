@@ -18,7 +18,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import aiosqlite
-import snowballstemmer
 
 from ..errors import OracleError
 from ..text import normalize
@@ -234,23 +233,18 @@ class Store:
         )
         return [(r[0], r[1], int(r[2])) for r in rows]
 
-    async def common_terms(self, words: Sequence[str], share: float = 0.5) -> set[str]:
-        """The words (lower-cased, one token each) found in more than `share` of all chunks. FTS5's
-        bm25 gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite
-        read its long posting list and score every chunk that holds it. Words are stemmed as the
-        index stems them (Snowball's Porter differs from FTS5's on a few words in a thousand, and a
-        word then merely stays in the query)."""
-        if not words:
+    async def frequent_terms(self, terms: Sequence[str], share: float) -> set[str]:
+        """The index terms (stemmed as FTS_TOKENIZE stems) among `terms` that more than `share` of
+        all chunks hold."""
+        if not terms:
             return set()
-        stems = dict(zip(words, snowballstemmer.stemmer("porter").stemWords(list(words))))
-        asked = sorted(set(stems.values()))
+        asked = sorted(set(terms))
         rows = await self._all(
             f"SELECT term FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})"
             " AND doc > ? * (SELECT count(*) FROM chunks)",
             (*asked, share),
         )
-        common = {r[0] for r in rows}
-        return {w for w, stem in stems.items() if stem in common}
+        return {r[0] for r in rows}
 
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
         vmarks = ",".join("?" * len(visibilities))
