@@ -15,7 +15,7 @@ import pytest_asyncio
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
-from oracle.retrieve.entity import EntityMatcher, entity_path
+from oracle.retrieve.entity import EntityMatcher, entity_path, mention_weight
 from oracle.retrieve.keyword import common_words, fts_query, fts_terms, keyword_path
 from oracle.retrieve.results import Retrieval
 from oracle.settings import Settings
@@ -380,15 +380,19 @@ async def test_entity_scores_are_the_documented_sum(mini):
         (ids["Dunstan Vale"][0], 1.1, None, False),
     ]
     expected = entity_scores_by_hand(mini.settings, weights)
-    got = await store.entity_scores(weights, (PUBLIC,), 40)
+
+    async def entity_scores(limit):
+        return await store.mention_scores([mention_weight(*w) for w in weights], (PUBLIC,), limit)
+
+    got = await entity_scores(40)
     assert len(expected) >= 4
     assert dict(got) == pytest.approx(expected)
     assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-    assert await store.entity_scores(weights, (PUBLIC,), 2) == got[:2]
+    assert await entity_scores(2) == got[:2]
 
     # A SQLite built without math functions gets Python's ln: the same scores.
     await store.db.create_function("ln", 1, math.log, deterministic=True)
-    assert dict(await store.entity_scores(weights, (PUBLIC,), 40)) == pytest.approx(dict(got))
+    assert dict(await entity_scores(40)) == pytest.approx(dict(got))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -63,6 +63,22 @@ class Changes:
     meta: dict[str, str]
 
 
+# -- what the store is handed ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MentionWeight:
+    """What one entity's mentions add to a chunk's score; the entity path sets the numbers
+    (retrieve/entity.py). A mention made `count` times adds `per_mention` · (1 + ln count), and
+    `own_bonus` more in a chunk of `own_note`; with `own_only`, mentions elsewhere add nothing."""
+
+    entity_id: int
+    per_mention: float
+    own_note: str | None
+    own_bonus: float
+    own_only: bool
+
+
 # Ids per statement: SQLite before 3.32 takes at most 999 host parameters.
 BATCH = 500
 
@@ -262,29 +278,30 @@ class Store:
             (compendium_view(visibilities), *visibilities),
         )
 
-    async def entity_scores(
-        self,
-        weights: Sequence[tuple[int, float, str | None, bool]],
-        visibilities: Sequence[str],
-        limit: int,
+    async def mention_scores(
+        self, weights: Sequence[MentionWeight], visibilities: Sequence[str], limit: int
     ) -> list[tuple[str, float]]:
-        """(chunk id, score) of chunks mentioning the weighted entities, best first, scored in SQL so a
-        common entity's thousands of mentions never cross into Python. `weights` holds (entity id,
-        idf, its own note's path or None, own note only): each mention adds idf · (1 + ln count), and a
-        mention in the entity's own note another 2 · idf + 1."""
+        """(chunk id, score) of visible chunks mentioning the weighted entities, best first (ties in index order), each
+        scored the sum of what its mentions add (see `MentionWeight`). Summed here, in SQL, so a
+        common entity's thousands of mentions never cross into Python."""
         if not weights:
             return []
-        values = ",".join("(?, ?, ?, ?)" for _ in weights)
+        values = ",".join("(?, ?, ?, ?, ?)" for _ in weights)
         vmarks = ",".join("?" * len(visibilities))
         rows = await self._all(
-            f"WITH w(entity_id, idf, own, only_own) AS (VALUES {values})"
-            " SELECT c.id, sum(w.idf * (1 + ln(max(m.count, 1)))"
-            "  + CASE WHEN c.path = w.own THEN 2 * w.idf + 1 ELSE 0 END) AS score, c.n"
+            f"WITH w(entity_id, per_mention, own, own_bonus, own_only) AS (VALUES {values})"
+            " SELECT c.id, sum(w.per_mention * (1 + ln(max(m.count, 1)))"
+            "  + CASE WHEN c.path = w.own THEN w.own_bonus ELSE 0 END) AS score, c.n"
             " FROM w JOIN mentions m ON m.entity_id = w.entity_id"
             " JOIN chunks c INDEXED BY chunks_id_cover ON c.id = m.chunk_id"
-            f" WHERE m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks}) AND (w.only_own = 0 OR c.path = w.own)"
+            f" WHERE m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks}) AND (w.own_only = 0 OR c.path = w.own)"
             " GROUP BY c.id ORDER BY score DESC, c.n LIMIT ?",
-            (*[v for row in weights for v in (row[0], row[1], row[2], int(row[3]))], *visibilities, *visibilities, limit),
+            (
+                *[v for w in weights for v in (w.entity_id, w.per_mention, w.own_note, w.own_bonus, int(w.own_only))],
+                *visibilities,
+                *visibilities,
+                limit,
+            ),
         )
         return [(r[0], float(r[1])) for r in rows]
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..index.store import Store
+from ..index.store import MentionWeight, Store
 from ..text import STOPWORDS, normalize_text
 from ..types import Scored
 
@@ -97,6 +97,12 @@ class MentionStats:
         return self.total, {i: self.df[i] for i in sorted(set(entity_ids)) if self.df[i]}
 
 
+def mention_weight(entity_id: int, idf: float, own_note: str | None, own_only: bool) -> MentionWeight:
+    """A mention made `count` times adds idf · (1 + ln count); a mention in the entity's own note
+    (its sheet) another 2 · idf + 1, so the sheet comes first among equals."""
+    return MentionWeight(entity_id, idf, own_note, 2 * idf + 1, own_only)
+
+
 async def entity_path(
     store: Store,
     matches: Sequence[EntityMatch],
@@ -105,12 +111,13 @@ async def entity_path(
     ubiquity: float = 0.5,
     stats: MentionStats | None = None,
 ) -> Scored:
-    """Chunks mentioning the matched entities, scored Σ idf(entity) · (1 + ln count).
+    """Chunks mentioning the matched entities, scored Σ over the entities they mention of
+    idf(entity) · (1 + ln count), plus 2 · idf + 1 in the entity's own note (`mention_weight`).
 
     idf = ln((N + 1) / df): an entity mentioned in every chunk adds almost nothing, a rare one a lot.
     An entity named in more than `ubiquity` of the chunks (the player characters) contributes only
-    its own note: listing every session it appears in would put an arbitrary order into fusion. An
-    entity's own note (its sheet) comes first among equals. Scored in SQL (`Store.entity_scores`).
+    its own note: listing every session it appears in would put an arbitrary order into fusion.
+    The sum is taken in SQL (`Store.mention_scores`) with the weights set here.
     `stats` are the counts of the store's generation and these visibilities, kept between questions.
     """
     if not matches:
@@ -118,9 +125,8 @@ async def entity_path(
     total, df = await (stats or MentionStats()).read(store, [m.entity_id for m in matches], visibilities)
     own_note = {m.entity_id: m.note_path for m in matches}
     weights = [
-        (entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
+        mention_weight(entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
         for entity_id, count in df.items()
         if count <= ubiquity * total or own_note.get(entity_id)  # an everywhere-entity brings its own note only
     ]
-    return await store.entity_scores(weights, visibilities, depth)
-
+    return await store.mention_scores(weights, visibilities, depth)
