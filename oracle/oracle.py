@@ -458,11 +458,8 @@ class Oracle:
                 return None
             entity_id = found[0].entity_id
         store = await self.index.store()
-        row = await store.entity(entity_id, self.visibilities(gm))
-        if row is None:
-            return None
-        canonical, kind, aliases, mentions = row
-        return build_dossier(canonical, kind, aliases, mentions)
+        entity = await store.entity(entity_id, self.visibilities(gm))
+        return None if entity is None else build_dossier(entity)
 
     def fuse(self, scored: dict[str, Scored]) -> list[Fused]:
         settings = self.settings

@@ -21,7 +21,7 @@ import aiosqlite
 
 from ..errors import OracleError
 from ..text import normalize
-from ..types import GM, PUBLIC, Chunk, ChunkText
+from ..types import GM, PUBLIC, Chunk, ChunkText, Mentioned
 from . import schema
 from .compendium import Entity, Mention
 
@@ -77,6 +77,70 @@ class MentionWeight:
     own_note: str | None
     own_bonus: float
     own_only: bool
+
+
+# -- rows the store returns ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkScore:
+    """A chunk and what one query scored it; higher is better."""
+
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ChunkHash:
+    chunk_id: str
+    text_hash: str
+    visibility: str
+
+
+@dataclass(frozen=True)
+class ChunkPlace:
+    label: str
+    order: int  # the chunk's place in the index (ties are broken by it)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference between a seed and another visible chunk, whichever of the two makes it."""
+
+    seed: str
+    chunk_id: str
+    degree: int  # how many references the chunk making this one makes
+
+
+@dataclass(frozen=True)
+class VisibleAlias:
+    """A name (or alias) of an entity, as a reader may match it."""
+
+    entity_id: int
+    norm: str  # the name normalized (text.normalize)
+    name: str  # the entity's canonical name
+    note_path: str | None  # the entity's own note, if it has one
+
+
+@dataclass(frozen=True)
+class EntityName:
+    entity_id: int
+    alias: str  # a name or alias, as written
+    name: str  # the canonical name
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    name: str
+    kind: str
+    aliases: tuple[str, ...]  # those the reader may see, the name itself left out
+    mentions: tuple[Mentioned, ...]  # one per chunk, in index order
+
+
+@dataclass(frozen=True)
+class CachedAnnotation:
+    summary: str  # the annotation's one-line description
+    entities: list[dict]  # the names the model found, as it gave them
 
 
 # Ids per statement: SQLite before 3.32 takes at most 999 host parameters.
@@ -194,9 +258,9 @@ class Store:
         rows = await self._all("SELECT id, head, text, visibility, links FROM chunks ORDER BY n")
         return [ChunkText(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
 
-    async def chunk_hashes(self) -> list[tuple[str, str, str]]:
-        """(chunk id, text hash, visibility) of every chunk."""
-        return await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")
+    async def chunk_hashes(self) -> list[ChunkHash]:
+        """Every chunk's text hash, in index order."""
+        return [ChunkHash(*r) for r in await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")]
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[Chunk]:
         rows = await self._all_in(
@@ -212,8 +276,8 @@ class Store:
 
     async def keyword_search(
         self, match: str, visibilities: Sequence[str], limit: int, weights: tuple[float, float]
-    ) -> list[tuple[str, float]]:
-        """(chunk id, score) by FTS5 bm25, best first; higher is better. `match` must be pre-quoted."""
+    ) -> list[ChunkScore]:
+        """Chunks by FTS5 bm25, best first; higher is better. `match` must be pre-quoted."""
         if not match:
             return []
         marks = ",".join("?" * len(visibilities))
@@ -225,11 +289,11 @@ class Store:
             f" WHERE chunks_fts MATCH ? AND c.visibility IN ({marks}) ORDER BY score DESC, c.n LIMIT ?",
             (*weights, match, *visibilities, limit),
         )
-        return [(r[0], float(r[1])) for r in rows]
+        return [ChunkScore(r[0], float(r[1])) for r in rows]
 
-    async def references(self, seeds: Sequence[str], visibilities: Sequence[str]) -> list[tuple[str, str, int]]:
-        """(seed, linked chunk, references its referrer makes) for each reference from a seed to a
-        visible chunk (forward) and from a visible chunk to a seed (backward)."""
+    async def references(self, seeds: Sequence[str], visibilities: Sequence[str]) -> list[Reference]:
+        """Each reference from a seed to a visible chunk (forward) and from a visible chunk to a seed
+        (backward)."""
         if not seeds:
             return []
         seed_marks = ",".join("?" * len(seeds))
@@ -247,7 +311,7 @@ class Store:
             f" WHERE a.chunk_id IN ({seed_marks}) AND a.kind = 'name'",
             (*visibilities, *seeds, *visibilities, *seeds),
         )
-        return [(r[0], r[1], int(r[2])) for r in rows]
+        return [Reference(r[0], r[1], int(r[2])) for r in rows]
 
     async def frequent_terms(self, terms: Sequence[str], share: float) -> set[str]:
         """The index terms (stemmed as FTS_TOKENIZE stems) among `terms` that more than `share` of
@@ -269,19 +333,20 @@ class Store:
         )
         return {r[0] for r in rows}
 
-    async def visible_aliases(self, visibilities: Sequence[str]) -> list[tuple[int, str, str, str | None]]:
-        """(entity id, alias norm, entity name, entity note path) a reader may match against."""
+    async def visible_aliases(self, visibilities: Sequence[str]) -> list[VisibleAlias]:
+        """The names a reader may match against."""
         marks = ",".join("?" * len(visibilities))
-        return await self._all(
+        rows = await self._all(
             f"SELECT a.entity_id, a.norm, e.name, e.note_path FROM aliases a JOIN entities e ON e.id = a.entity_id"
             f" WHERE e.visibility = ? AND a.visibility IN ({marks})",
             (compendium_view(visibilities), *visibilities),
         )
+        return [VisibleAlias(*r) for r in rows]
 
     async def mention_scores(
         self, weights: Sequence[MentionWeight], visibilities: Sequence[str], limit: int
-    ) -> list[tuple[str, float]]:
-        """(chunk id, score) of visible chunks mentioning the weighted entities, best first (ties in index order), each
+    ) -> list[ChunkScore]:
+        """Visible chunks mentioning the weighted entities, best first (ties in index order), each
         scored the sum of what its mentions add (see `MentionWeight`). Summed here, in SQL, so a
         common entity's thousands of mentions never cross into Python."""
         if not weights:
@@ -303,7 +368,7 @@ class Store:
                 limit,
             ),
         )
-        return [(r[0], float(r[1])) for r in rows]
+        return [ChunkScore(r[0], float(r[1])) for r in rows]
 
     async def mention_counts(self, entity_ids: Sequence[int], visibilities: Sequence[str]) -> dict[int, int]:
         """How many visible chunks mention each entity (its document frequency)."""
@@ -317,10 +382,10 @@ class Store:
         )
         return dict(rows)
 
-    async def chunk_places(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
-        """{chunk id: (label, index order)}."""
+    async def chunk_places(self, ids: Sequence[str]) -> dict[str, ChunkPlace]:
+        """Where each chunk is: its label and its place in the index."""
         rows = await self._all_in("SELECT id, label, n FROM chunks WHERE id IN ({ids})", ids)
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return {r[0]: ChunkPlace(r[1], r[2]) for r in rows}
 
     async def count_chunks(self, visibilities: Sequence[str]) -> int:
         marks = ",".join("?" * len(visibilities))
@@ -331,37 +396,38 @@ class Store:
         row = await self._one("SELECT value FROM meta WHERE key = 'generation'")
         return row[0] if row else "0"
 
-    async def entity_names(self, visibilities: Sequence[str]) -> list[tuple[int, str, str]]:
-        """(entity id, name or alias, canonical name) of every visible entity, for autocomplete."""
+    async def entity_names(self, visibilities: Sequence[str]) -> list[EntityName]:
+        """Every name and alias of every visible entity, for autocomplete."""
         marks = ",".join("?" * len(visibilities))
-        return await self._all(
+        rows = await self._all(
             f"SELECT a.entity_id, a.alias, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id"
             f" WHERE e.visibility = ? AND a.visibility IN ({marks}) ORDER BY e.name, a.alias",
             (compendium_view(visibilities), *visibilities),
         )
+        return [EntityName(*r) for r in rows]
 
-    async def entity(self, entity_id: int, visibilities: Sequence[str]) -> tuple[str, str, list[str], list[tuple]] | None:
-        """(name, kind, visible aliases, mentions as (label, path, start, end, count)) of one entity."""
+    async def entity(self, entity_id: int, visibilities: Sequence[str]) -> EntityRecord | None:
+        """One entity as a reader may see it: its visible aliases and the visible chunks mentioning it."""
         marks = ",".join("?" * len(visibilities))
         row = await self._one(
             "SELECT name, kind FROM entities WHERE id = ? AND visibility = ?", (entity_id, compendium_view(visibilities))
         )
         if row is None:
             return None
-        aliases = [
+        aliases = tuple(
             r[0]
             for r in await self._all(
                 f"SELECT alias FROM aliases WHERE entity_id = ? AND visibility IN ({marks}) ORDER BY alias",
                 (entity_id, *visibilities),
             )
             if r[0] != row[0]
-        ]
+        )
         mentions = await self._all(
             f"SELECT c.label, c.path, c.start_line, c.end_line, m.count FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
             f" WHERE m.entity_id = ? AND m.visibility IN ({marks}) AND c.visibility IN ({marks}) ORDER BY c.n",
             (entity_id, *visibilities, *visibilities),
         )
-        return row[0], row[1], aliases, mentions
+        return EntityRecord(row[0], row[1], aliases, tuple(Mentioned(*r) for r in mentions))
 
     # -- the one write of an ingest --------------------------------------------------------------
 
@@ -446,12 +512,13 @@ class Store:
 
     # -- annotation cache ----------------------------------------------------------------------
 
-    async def annotations(self, model: str, prompt_version: str) -> dict[str, tuple[str, list[dict]]]:
+    async def annotations(self, model: str, prompt_version: str) -> dict[str, CachedAnnotation]:
+        """The cached annotations of one model and prompt, by text hash."""
         rows = await self._all(
             "SELECT text_hash, summary, entities FROM annotations WHERE model = ? AND prompt_version = ?",
             (model, prompt_version),
         )
-        return {r[0]: (r[1], json.loads(r[2])) for r in rows}
+        return {r[0]: CachedAnnotation(r[1], json.loads(r[2])) for r in rows}
 
     async def summaries(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
         """Cached annotations by text hash, for the chunks of one question."""

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..index.store import MentionWeight, Store
+from ..index.store import MentionWeight, Store, VisibleAlias
 from ..text import STOPWORDS, normalize_text
 from ..types import Scored
 
@@ -30,11 +30,11 @@ class EntityMatch:
 class EntityMatcher:
     """The Compendium names one reader may see, compiled for matching questions."""
 
-    def __init__(self, aliases: Sequence[tuple[int, str, str, str | None]]) -> None:
+    def __init__(self, aliases: Sequence[VisibleAlias]) -> None:
         self.by_norm: dict[str, list[tuple[int, str, str | None]]] = defaultdict(list)
-        for entity_id, norm, name, note_path in aliases:
-            if len(norm) >= 2 and norm not in STOPWORDS:
-                self.by_norm[norm].append((entity_id, name, note_path))
+        for a in aliases:
+            if len(a.norm) >= 2 and a.norm not in STOPWORDS:
+                self.by_norm[a.norm].append((a.entity_id, a.name, a.note_path))
         self.single_words = [n for n in self.by_norm if " " not in n and len(n) >= 4]
         # The last word of a noted entity's name alone, when no other entity's name ends in or is
         # that word: players say "the archduke" for "the Lost Archduke", "the monk" for "the Candle
@@ -129,4 +129,4 @@ async def entity_path(
         for entity_id, count in df.items()
         if count <= ubiquity * total or own_note.get(entity_id)  # an everywhere-entity brings its own note only
     ]
-    return await store.mention_scores(weights, visibilities, depth)
+    return [(r.chunk_id, r.score) for r in await store.mention_scores(weights, visibilities, depth)]

@@ -72,6 +72,6 @@ async def keyword_path(
     if rare and len(rare) < len(terms):
         found = await store.keyword_search(" OR ".join(rare), visibilities, depth, weights)
         if len(found) >= depth:
-            return found
-    return await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)
+            return [(r.chunk_id, r.score) for r in found]
+    return [(r.chunk_id, r.score) for r in await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)]
 
