@@ -195,7 +195,7 @@ class Store:
         await self.db.close()
 
     async def _ensure_ln(self) -> None:
-        """SQLite builds without its math functions get Python's `ln` (the entity path scores with it)."""
+        """SQLite builds without its math functions get Python's `ln` (`mention_scores` sums with it)."""
         try:
             await self._one("SELECT ln(1.0)")
         except sqlite3.OperationalError:
@@ -523,7 +523,8 @@ class Store:
     async def summaries(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
         """Cached annotations by text hash, for the chunks of one question."""
         rows = await self._all_in(
-            "SELECT text_hash, summary FROM annotations WHERE model = ? AND prompt_version = ? AND text_hash IN ({ids})",
+            "SELECT text_hash, summary FROM annotations"
+            " WHERE model = ? AND prompt_version = ? AND text_hash IN ({ids})",
             list(dict.fromkeys(hashes)),
             before=(model, prompt_version),
         )

@@ -73,5 +73,6 @@ async def keyword_path(
         found = await store.keyword_search(" OR ".join(rare), visibilities, depth, weights)
         if len(found) >= depth:
             return [(r.chunk_id, r.score) for r in found]
-    return [(r.chunk_id, r.score) for r in await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)]
+    found = await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)
+    return [(r.chunk_id, r.score) for r in found]
 
