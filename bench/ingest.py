@@ -348,7 +348,7 @@ async def measure(notes_src: Path, repeat: int) -> dict:
 
             # 2. Raw encoding of the same window texts, rebuilt from the stored chunks in ingest order.
             store = await index.store()
-            ids = [cid for cid, _, _ in await store.chunk_hashes()]
+            ids = [r.chunk_id for r in await store.chunk_hashes()]
             chunks = await store.chunks_by_ids(ids)
             windows = rebuild_windows(embedder, chunks, settings)
             texts = [w.text for w in windows]

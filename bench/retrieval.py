@@ -485,15 +485,15 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
         stats = await store.stats(settings.model, "")
         built.chunks, built.windows, built.entities = stats["chunks"], stats["windows"], stats["entities"]
         built.chroma_windows = await vectors.count()
-        built.mentions = (await store._one("SELECT count(*) FROM mentions"))[0]
+        built.mentions = await store.mention_count()
         built.sqlite_mb = round(sum(p.stat().st_size for p in Path(built.data_dir).glob("oracle.sqlite3*")) / 2**20, 1)
         built.chroma_mb = _dir_mb(settings.chroma_path)
 
         started = time.perf_counter()
-        rows = await store._all("SELECT id, text FROM chunks ORDER BY n")
-        chunk_ids = [r[0] for r in rows]
-        bm25 = await asyncio.to_thread(lambda: BM25Okapi([_tokens(r[1]) for r in rows]))
-        del rows
+        texts = await store.chunk_texts()  # in index order
+        chunk_ids = [t.id for t in texts]
+        bm25 = await asyncio.to_thread(lambda: BM25Okapi([_tokens(t.text) for t in texts]))
+        del texts
         bm25_build = time.perf_counter() - started
         say(f"{built.scale}×: baseline BM25Okapi over {len(chunk_ids)} chunks built in {bm25_build:.1f} s (untimed)")
         collection = vectors.in_thread.collections["public"]  # the tutorial baseline: one collection, no filter

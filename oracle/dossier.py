@@ -6,18 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .index.index import Index
+from .index.store import EntityName, EntityRecord
 from .retrieve.entity import Matchers
 from .text import normalize
-from .types import readable
-
-
-@dataclass(frozen=True)
-class Mentioned:
-    label: str
-    path: str
-    start_line: int
-    end_line: int
-    count: int
+from .types import Mentioned, readable
 
 
 @dataclass(frozen=True)
@@ -51,30 +43,30 @@ def _order(label: str) -> tuple[int, float, str]:
     return (0, int(m.group(1)), label) if m else (1, 0.0, label)
 
 
-def build_dossier(name: str, kind: str, aliases: Sequence[str], rows: Sequence[tuple]) -> Dossier:
-    """`rows`: (label, path, start, end, count) per mentioning chunk; parts of a label are merged."""
+def build_dossier(entity: EntityRecord) -> Dossier:
+    """The entity's mentions, one per label: the parts of a label are merged into its first."""
     by_label: dict[str, Mentioned] = {}
-    for label, path, start, end, count in rows:
-        seen = by_label.get(label)
+    for m in entity.mentions:
+        seen = by_label.get(m.label)
         if seen is None:
-            by_label[label] = Mentioned(label, path, start, end, count)
+            by_label[m.label] = m
         else:
-            by_label[label] = Mentioned(label, seen.path, seen.start_line, seen.end_line, seen.count + count)
+            by_label[m.label] = Mentioned(m.label, seen.path, seen.start_line, seen.end_line, seen.count + m.count)
     mentions = tuple(sorted(by_label.values(), key=lambda m: _order(m.label)))
-    return Dossier(name, kind, tuple(aliases), mentions)
+    return Dossier(entity.name, entity.kind, entity.aliases, mentions)
 
 
-def rank_names(query: str, names: Sequence[tuple[int, str, str]], limit: int = 25) -> list[tuple[int, str]]:
+def rank_names(query: str, names: Sequence[EntityName], limit: int = 25) -> list[tuple[int, str]]:
     """Autocomplete: (entity id, canonical name) whose name or alias starts with, then contains, the query."""
     q = normalize(query)
     starts: dict[int, str] = {}
     contains: dict[int, str] = {}
-    for entity_id, alias, canonical in names:
-        n = normalize(alias)
+    for row in names:
+        n = normalize(row.alias)
         if not q or n.startswith(q) or any(w.startswith(q) for w in n.split()):
-            starts.setdefault(entity_id, canonical)
+            starts.setdefault(row.entity_id, row.name)
         elif q in n:
-            contains.setdefault(entity_id, canonical)
+            contains.setdefault(row.entity_id, row.name)
     ranked = sorted(starts.items(), key=lambda item: item[1].casefold())
     ranked += sorted(((i, c) for i, c in contains.items() if i not in starts), key=lambda item: item[1].casefold())
     return ranked[:limit]
@@ -104,8 +96,5 @@ class Dossiers:
             if not found:
                 return None
             entity_id = found[0].entity_id
-        row = await store.entity(entity_id, readable(gm))
-        if row is None:
-            return None
-        canonical, kind, aliases, mentions = row
-        return build_dossier(canonical, kind, aliases, mentions)
+        entity = await store.entity(entity_id, readable(gm))
+        return None if entity is None else build_dossier(entity)

@@ -187,6 +187,18 @@ class IngestReport:
 
 
 @dataclass(frozen=True)
+class Mentioned:
+    """Where an entity is mentioned: a chunk (or, in a dossier, every part of a label) and how
+    many times it names the entity."""
+
+    label: str
+    path: str
+    start_line: int
+    end_line: int
+    count: int
+
+
+@dataclass(frozen=True)
 class ChunkText:
     """A chunk as the Compendium and the secret guard read it: its text and whose it is."""
 

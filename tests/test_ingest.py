@@ -265,7 +265,8 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
 
 
 async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):
-    from oracle.index.store import SCHEMA_VERSION, Store
+    from oracle.index.schema import SCHEMA_VERSION
+    from oracle.index.store import Store
     from oracle.oracle import Oracle
 
     settings = make_settings(mini_notes)

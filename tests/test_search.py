@@ -15,8 +15,9 @@ import pytest_asyncio
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
-from oracle.retrieve.entity import EntityMatcher, entity_path
-from oracle.retrieve.keyword import fts_query, fts_terms, keyword_path
+from oracle.index.store import VisibleAlias
+from oracle.retrieve.entity import EntityMatcher, entity_path, mention_weight
+from oracle.retrieve.keyword import common_words, fts_query, fts_terms, keyword_path
 from oracle.retrieve.results import Retrieval
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC
@@ -166,12 +167,12 @@ async def test_terms_in_most_chunks_are_left_out_of_the_keyword_query(tmp_path, 
     total = rows(settings, "SELECT count(*) FROM chunks")[0][0]
     expected = {w for w in words if chunks_matching(settings, w) > total / 2}
     assert expected == {"the", "party", "parties"}  # loot: exactly half, kept; stemmed as the index is
-    assert await store.common_terms(words) == expected
+    assert await common_words(store, words) == expected
 
     # Asked first without them: enough chunks found, and they are the full question's best.
     question = "What did the party do with the ledger?"
     weights = (settings.fts_head_weight, 1.0)
-    full = await store.keyword_search(fts_query(question), (PUBLIC,), 16, weights)
+    full = [(r.chunk_id, r.score) for r in await store.keyword_search(fts_query(question), (PUBLIC,), 16, weights)]
     assert len(full) == 6 and {"Session 2", "Session 4"} == {
         c.label for c in await store.chunks_by_ids([cid for cid, _ in full[:2]])
     }
@@ -259,13 +260,13 @@ async def test_entity_matching_finds_a_misspelt_given_name(mini, question):
 
 def test_a_title_alone_names_the_one_entity_it_ends():
     matcher = EntityMatcher([
-        (1, "lost archduke", "Orrin Valcastre", "npcs/Orrin_Valcastre.md"),
-        (2, "candle monk", "Brother Aldous", "npcs/Brother_Aldous.md"),
-        (3, "grey monk", "Brother Cael", None),
-        (4, "mourning lantern", "Mourning Lantern", None),
-        (5, "lantern", "Lantern", None),
-        (6, "darrington name", "Darrington Name", None),
-        (7, "vecna defeated", "Vecna Defeated", None),
+        VisibleAlias(1, "lost archduke", "Orrin Valcastre", "npcs/Orrin_Valcastre.md"),
+        VisibleAlias(2, "candle monk", "Brother Aldous", "npcs/Brother_Aldous.md"),
+        VisibleAlias(3, "grey monk", "Brother Cael", None),
+        VisibleAlias(4, "mourning lantern", "Mourning Lantern", None),
+        VisibleAlias(5, "lantern", "Lantern", None),
+        VisibleAlias(6, "darrington name", "Darrington Name", None),
+        VisibleAlias(7, "vecna defeated", "Vecna Defeated", None),
     ])
     assert [(e.name, e.matched) for e in matcher.find("Where did the missing archduke go?")] == [
         ("Orrin Valcastre", "archduke")
@@ -380,15 +381,20 @@ async def test_entity_scores_are_the_documented_sum(mini):
         (ids["Dunstan Vale"][0], 1.1, None, False),
     ]
     expected = entity_scores_by_hand(mini.settings, weights)
-    got = await store.entity_scores(weights, (PUBLIC,), 40)
+
+    async def entity_scores(limit):
+        rows = await store.mention_scores([mention_weight(*w) for w in weights], (PUBLIC,), limit)
+        return [(r.chunk_id, r.score) for r in rows]
+
+    got = await entity_scores(40)
     assert len(expected) >= 4
     assert dict(got) == pytest.approx(expected)
     assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-    assert await store.entity_scores(weights, (PUBLIC,), 2) == got[:2]
+    assert await entity_scores(2) == got[:2]
 
     # A SQLite built without math functions gets Python's ln: the same scores.
     await store.db.create_function("ln", 1, math.log, deterministic=True)
-    assert dict(await store.entity_scores(weights, (PUBLIC,), 40)) == pytest.approx(dict(got))
+    assert dict(await entity_scores(40)) == pytest.approx(dict(got))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import snowballstemmer
-
+from ..retrieve.keyword import stem
 from ..text import STOPWORDS, normalize_text
 from ..types import Chunk
 
@@ -191,16 +189,6 @@ def _split_block(lines: Sequence[tuple[int, str]]) -> list[Sentence]:
 # terms
 
 
-_local = threading.local()
-
-
-def _stem(words: list[str]) -> list[str]:
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:  # a Snowball stemmer keeps state while it works: one per thread
-        stemmer = _local.stemmer = snowballstemmer.stemmer("porter")
-    return stemmer.stemWords(words)
-
-
 # Beside the keyword path's stop words: "help us", "let us", which a player writes and a note does not.
 _STOPWORDS = STOPWORDS | {"us"}
 
@@ -209,7 +197,7 @@ def content_terms(text: str) -> list[str]:
     """Stems of the content words, in order: accents folded, case-folded, stop words and one-letter
     words out ("Vex's" gives "vex"), Porter-stemmed as the keyword path stems."""
     words = [w for w in _WORD.findall(normalize_text(text)) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())]
-    return _stem(words)
+    return stem(words)
 
 
 def query_terms(question: str, entity_names: Iterable[str] = ()) -> frozenset[str]:

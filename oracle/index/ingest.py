@@ -40,7 +40,7 @@ from .compendium import (
 )
 from .index import Index, collection_name
 from .seam import off_loop
-from .store import Changes, Compendium, FileRecord, StoreError, now
+from .store import CachedAnnotation, Changes, Compendium, FileRecord, StoreError, now
 from .vectors import VectorStoreError
 
 log = logging.getLogger(__name__)
@@ -220,7 +220,7 @@ def build_compendium(
     files: list[FileRecord],
     extra: list[EntitySource],
     chunks: list[ChunkText],
-    annotations: dict[str, tuple[str, list[dict]]],
+    annotations: dict[str, CachedAnnotation],
     chunk_hashes: dict[str, str],
 ) -> Compendium:
     """Two Compendiums: the players', built from public text alone, and the game master's, from
@@ -235,7 +235,7 @@ def build_compendium(
     for chunk in chunks:
         annotation = annotations.get(chunk_hashes.get(chunk.id, ""))
         if annotation:
-            sources += annotate_mod.grounded_entities(chunk.text, annotation[1], chunk.visibility)
+            sources += annotate_mod.grounded_entities(chunk.text, annotation.entities, chunk.visibility)
     public_sources = [s for s in sources if s.visibility == PUBLIC]
     public_chunks = [c for c in chunks if c.visibility == PUBLIC]
     players = _compendium(public_sources, public_chunks)
@@ -345,7 +345,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     all_texts = remaining + [
         ChunkText(c.id, heads[c.id], c.text, c.visibility, c.links) for c in to_add if c.id not in remaining_ids
     ]
-    hashes = {cid: h for cid, h, _ in await store.chunk_hashes()} | {c.id: c.text_hash for c in to_add}
+    hashes = {r.chunk_id: r.text_hash for r in await store.chunk_hashes()} | {c.id: c.text_hash for c in to_add}
     cache = await store.annotations(settings.model, annotate_mod.PROMPT_VERSION)
     files_for_compendium = kept_files + list(notes_meta.values())
     # The version is of how the Compendium is built: a new one rebuilds it on the next ingest.
@@ -407,7 +407,7 @@ async def _annotate(
     report: IngestReport,
     chunks: list[ChunkText],
     hashes: dict[str, str],
-    cache: dict[str, tuple[str, list[dict]]],
+    cache: dict[str, CachedAnnotation],
     progress: ProgressFn,
 ) -> int:
     """Annotate every chunk the cache lacks, while Ollama answers; returns how many were added.
@@ -445,7 +445,7 @@ async def _annotate(
             continue
         entities = [e.model_dump() for e in annotation.entities]
         await store.put_annotation(chunk.text_hash, settings.model, annotate_mod.PROMPT_VERSION, annotation.summary, entities)
-        cache[chunk.text_hash] = (annotation.summary, entities)
+        cache[chunk.text_hash] = CachedAnnotation(annotation.summary, entities)
         new += 1
         progress(Progress("annotate", i, len(missing_ids), chunk.label))
     done = sum(1 for t in chunks if hashes[t.id] in cache)

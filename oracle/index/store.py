@@ -3,27 +3,27 @@
 All access goes through aiosqlite, which runs each connection on a thread of its own, so the event
 loop never waits on the disk. The FTS5 table is external-content, kept in sync by triggers (chunks
 are never updated, only inserted and deleted). One ingest writes at a time (see `ingest.IngestLock`);
-WAL lets questions read the previous index while it does.
+WAL lets questions read the previous index while it does. The tables are made and migrated by
+`schema`; the retrievers own how rows are scored and how question words are stemmed: the store runs
+the queries they hand it the parameters of.
 """
 from __future__ import annotations
 
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import aiosqlite
-import snowballstemmer
 
 from ..errors import OracleError
-from ..notes.refs import chunk_refs
 from ..text import normalize
-from ..types import GM, PUBLIC, Chunk, ChunkText
+from ..types import GM, PUBLIC, Chunk, ChunkText, Mentioned
+from . import schema
 from .compendium import Entity, Mention
-from .seam import off_loop
 
 # Whose Compendium an entity belongs to, by its `visibility`: PUBLIC (players') or GM.
 Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]
@@ -32,137 +32,6 @@ Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]
 def compendium_view(visibilities: Sequence[str]) -> str:
     """The Compendium a reader with these visibilities reads: the game master's, or the players'."""
     return GM if GM in visibilities else PUBLIC
-
-SCHEMA_VERSION = 6
-
-# FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
-# "camping"; terms are still the user's own words, stemmed alike on both sides.
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
-
-SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE files (
-    path TEXT PRIMARY KEY,
-    hash TEXT NOT NULL,
-    kind TEXT NOT NULL DEFAULT 'note',
-    title TEXT NOT NULL DEFAULT '',
-    aliases TEXT NOT NULL DEFAULT '[]',
-    visibility TEXT NOT NULL DEFAULT 'public',
-    status TEXT NOT NULL DEFAULT 'ok',
-    reason TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE chunks (
-    n INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    path TEXT NOT NULL,
-    label TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    part INTEGER NOT NULL,
-    parts INTEGER NOT NULL,
-    heading TEXT NOT NULL,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    head TEXT NOT NULL,
-    text TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    visibility TEXT NOT NULL,
-    words INTEGER NOT NULL,
-    links TEXT NOT NULL DEFAULT '[]'
-);
-CREATE INDEX chunks_path ON chunks(path);
-CREATE INDEX chunks_label ON chunks(label);
--- Schema 4 rebuilds it with FTS_TOKENIZE (stemmed).
-CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
-END;
-CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
-END;
-CREATE TABLE windows (id TEXT PRIMARY KEY, chunk_id TEXT NOT NULL);
-CREATE INDEX windows_chunk ON windows(chunk_id);
-CREATE TABLE annotations (
-    text_hash TEXT NOT NULL,
-    model TEXT NOT NULL,
-    prompt_version TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    entities TEXT NOT NULL DEFAULT '[]',
-    created TEXT NOT NULL,
-    PRIMARY KEY (text_hash, model, prompt_version)
-);
-CREATE TABLE entities (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    norm TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    source TEXT NOT NULL,
-    note_path TEXT,
-    visibility TEXT NOT NULL
-);
-CREATE TABLE aliases (
-    entity_id INTEGER NOT NULL,
-    alias TEXT NOT NULL,
-    norm TEXT NOT NULL,
-    visibility TEXT NOT NULL,
-    PRIMARY KEY (entity_id, norm)
-);
-CREATE INDEX aliases_norm ON aliases(norm);
-CREATE TABLE mentions (
-    entity_id INTEGER NOT NULL,
-    chunk_id TEXT NOT NULL,
-    count INTEGER NOT NULL,
-    visibility TEXT NOT NULL,
-    PRIMARY KEY (entity_id, chunk_id)
-);
-CREATE INDEX mentions_chunk ON mentions(chunk_id);
-"""
-
-# Each step takes the schema from the version before it to its own number.
-MIGRATIONS = {
-    # Covering indexes: visibility filters and the FTS join no longer read whole chunk rows (text).
-    2: """
-CREATE INDEX IF NOT EXISTS chunks_visibility ON chunks(visibility, id);
-CREATE INDEX IF NOT EXISTS chunks_n_visibility ON chunks(n, visibility, id);
-CREATE INDEX IF NOT EXISTS mentions_entity_visibility ON mentions(entity_id, visibility, chunk_id);
-""",
-    # The entity path's join: a chunk's visibility, note and order without its text.
-    3: """
-CREATE INDEX IF NOT EXISTS chunks_id_cover ON chunks(id, visibility, path, n);
-""",
-    # Stemmed keyword search. The triggers name the table, not its tokenizer, so they stay; the
-    # external-content table is refilled from the chunks.
-    4: f"""
-DROP TABLE chunks_fts;
-CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    head, text, content='chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
-);
-INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
-""",
-    # References between notes (see links.py): 'name' rows are the keys a chunk is known by, 'to'
-    # rows the keys it refers to. Filled from the chunks already stored (`_fill_refs`).
-    5: """
-CREATE TABLE IF NOT EXISTS refs (
-    chunk_id TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('name', 'to')),
-    key TEXT NOT NULL,
-    PRIMARY KEY (chunk_id, kind, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS refs_key ON refs(key, kind, chunk_id);
-CREATE TRIGGER IF NOT EXISTS chunks_refs_ad AFTER DELETE ON chunks BEGIN
-    DELETE FROM refs WHERE chunk_id = old.id;
-END;
-""",
-    # Two Compendiums: an entity's `visibility` is now whose Compendium it belongs to (players' or
-    # the game master's; see ingest.build_compendium). The old one merged GM names into public
-    # entities, so it is kept for the game master only, and the next ingest builds both.
-    6: """
-UPDATE entities SET visibility = 'gm';
-DELETE FROM meta WHERE key = 'compendium';
-CREATE TABLE IF NOT EXISTS withheld (at TEXT NOT NULL, question TEXT NOT NULL, reason TEXT NOT NULL);
-""",
-}
 
 
 class StoreError(OracleError, RuntimeError):
@@ -188,10 +57,101 @@ class Changes:
     remove_chunks: Sequence[str]
     add_chunks: Sequence[tuple[Chunk, str]]  # (chunk, index head)
     add_windows: Sequence[tuple[str, str]]  # (window id, chunk id)
-    add_refs: Sequence[tuple[str, str, str]]  # (chunk id, kind, key): see links.chunk_refs
+    add_refs: Sequence[tuple[str, str, str]]  # (chunk id, kind, key): see notes.refs.chunk_refs
     put_files: Sequence[FileRecord]
     remove_files: Sequence[str]
     meta: dict[str, str]
+
+
+# -- what the store is handed ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MentionWeight:
+    """What one entity's mentions add to a chunk's score; the entity path sets the numbers
+    (retrieve/entity.py). A mention made `count` times adds `per_mention` · (1 + ln count), and
+    `own_bonus` more in a chunk of `own_note`; with `own_only`, mentions elsewhere add nothing."""
+
+    entity_id: int
+    per_mention: float
+    own_note: str | None
+    own_bonus: float
+    own_only: bool
+
+
+# -- rows the store returns ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkScore:
+    """A chunk and what one query scored it; higher is better."""
+
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ChunkHash:
+    chunk_id: str
+    text_hash: str
+    visibility: str
+
+
+@dataclass(frozen=True)
+class ChunkPlace:
+    label: str
+    order: int  # the chunk's place in the index (ties are broken by it)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference between a seed and another visible chunk, whichever of the two makes it."""
+
+    seed: str
+    chunk_id: str
+    degree: int  # how many references the chunk making this one makes
+
+
+@dataclass(frozen=True)
+class VisibleAlias:
+    """A name (or alias) of an entity, as a reader may match it."""
+
+    entity_id: int
+    norm: str  # the name normalized (text.normalize)
+    name: str  # the entity's canonical name
+    note_path: str | None  # the entity's own note, if it has one
+
+
+@dataclass(frozen=True)
+class EntityName:
+    entity_id: int
+    alias: str  # a name or alias, as written
+    name: str  # the canonical name
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    name: str
+    kind: str
+    aliases: tuple[str, ...]  # those the reader may see, the name itself left out
+    mentions: tuple[Mentioned, ...]  # one per chunk, in index order
+
+
+@dataclass(frozen=True)
+class CachedAnnotation:
+    summary: str  # the annotation's one-line description
+    entities: list[dict]  # the names the model found, as it gave them
+
+
+# Ids per statement: SQLite before 3.32 takes at most 999 host parameters.
+BATCH = 500
+
+
+def batches(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
+    """`ids` in slices of `BATCH`, each with its `?,?,…` placeholders."""
+    for i in range(0, len(ids), BATCH):
+        batch = list(ids[i : i + BATCH])
+        yield batch, ",".join("?" * len(batch))
 
 
 def now() -> str:
@@ -217,7 +177,10 @@ class Store:
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA busy_timeout=10000")
             await db.execute("PRAGMA synchronous=NORMAL")
-            await store._migrate()
+            version = await schema.user_version(db)
+            if version > schema.SCHEMA_VERSION:
+                raise StoreError(f"the index at {path} was built by a newer Oracle (schema {version})")
+            await schema.migrate(db, version)
             await store._ensure_ln()
             # Per connection, nothing stored: how many chunks hold each indexed term.
             await db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, chunks_fts, 'row')")
@@ -231,35 +194,8 @@ class Store:
     async def close(self) -> None:
         await self.db.close()
 
-    async def _migrate(self) -> None:
-        version = (await self._one("PRAGMA user_version"))[0]
-        if version == SCHEMA_VERSION:
-            return
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"the index at {self.path} was built by a newer Oracle (schema {version})")
-        # One transaction: a kill mid-way leaves no half-made schema.
-        steps = [SCHEMA] if version == 0 else []
-        steps += [MIGRATIONS[v] for v in range(max(version, 1) + 1, SCHEMA_VERSION + 1)]
-        script = "\n".join(steps)
-        try:
-            await self.db.executescript(f"BEGIN IMMEDIATE;\n{script}")
-            if version < 5:
-                await self._fill_refs()
-            await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            await self.db.commit()
-        except BaseException:
-            await self.db.rollback()
-            raise
-
-    async def _fill_refs(self) -> None:
-        rows = await self._all("SELECT id, label, path, text, links FROM chunks")
-        refs = await off_loop(
-            chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
-        )
-        await self.db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)
-
     async def _ensure_ln(self) -> None:
-        """SQLite builds without its math functions get Python's `ln` (the entity path scores with it)."""
+        """SQLite builds without its math functions get Python's `ln` (`mention_scores` sums with it)."""
         try:
             await self._one("SELECT ln(1.0)")
         except sqlite3.OperationalError:
@@ -272,6 +208,14 @@ class Store:
     async def _all(self, sql: str, params: Sequence = ()) -> list[tuple]:
         async with self.db.execute(sql, params) as cursor:
             return list(await cursor.fetchall())
+
+    async def _all_in(self, sql: str, ids: Sequence[str], before: Sequence = (), after: Sequence = ()) -> list[tuple]:
+        """The rows of `sql` over every batch of `ids`: its `{ids}` is each batch's placeholders, its
+        parameters `before`, the batch, then `after`."""
+        rows: list[tuple] = []
+        for batch, marks in batches(ids):
+            rows += await self._all(sql.format(ids=marks), (*before, *batch, *after))
+        return rows
 
     # -- manifest ------------------------------------------------------------------------------
 
@@ -300,6 +244,10 @@ class Store:
         """Entities in the players' (`public`) or the game master's (`gm`) Compendium."""
         return (await self._one("SELECT count(*) FROM entities WHERE visibility = ?", (view,)))[0]
 
+    async def mention_count(self) -> int:
+        """Rows of both Compendiums' mentions: (entity, chunk) pairs."""
+        return (await self._one("SELECT count(*) FROM mentions"))[0]
+
     async def window_count(self) -> int:
         return (await self._one("SELECT count(*) FROM windows"))[0]
 
@@ -310,23 +258,17 @@ class Store:
         rows = await self._all("SELECT id, head, text, visibility, links FROM chunks ORDER BY n")
         return [ChunkText(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
 
-    async def chunk_hashes(self) -> list[tuple[str, str, str]]:
-        """(chunk id, text hash, visibility) of every chunk."""
-        return await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")
+    async def chunk_hashes(self) -> list[ChunkHash]:
+        """Every chunk's text hash, in index order."""
+        return [ChunkHash(*r) for r in await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")]
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[Chunk]:
-        out: list[Chunk] = []
-        for i in range(0, len(ids), 500):
-            batch = list(ids[i : i + 500])
-            marks = ",".join("?" * len(batch))
-            rows = await self._all(
-                f"SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
-                f" visibility, links FROM chunks WHERE id IN ({marks})",
-                batch,
-            )
-            out += [
-                Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows  # type: ignore[misc]
-            ]
+        rows = await self._all_in(
+            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
+            " visibility, links FROM chunks WHERE id IN ({ids})",
+            ids,
+        )
+        out = [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(out, key=lambda c: order[c.id])
 
@@ -334,8 +276,8 @@ class Store:
 
     async def keyword_search(
         self, match: str, visibilities: Sequence[str], limit: int, weights: tuple[float, float]
-    ) -> list[tuple[str, float]]:
-        """(chunk id, score) by FTS5 bm25, best first; higher is better. `match` must be pre-quoted."""
+    ) -> list[ChunkScore]:
+        """Chunks by FTS5 bm25, best first; higher is better. `match` must be pre-quoted."""
         if not match:
             return []
         marks = ",".join("?" * len(visibilities))
@@ -347,11 +289,11 @@ class Store:
             f" WHERE chunks_fts MATCH ? AND c.visibility IN ({marks}) ORDER BY score DESC, c.n LIMIT ?",
             (*weights, match, *visibilities, limit),
         )
-        return [(r[0], float(r[1])) for r in rows]
+        return [ChunkScore(r[0], float(r[1])) for r in rows]
 
-    async def references(self, seeds: Sequence[str], visibilities: Sequence[str]) -> list[tuple[str, str, int]]:
-        """(seed, linked chunk, references its referrer makes) for each reference from a seed to a
-        visible chunk (forward) and from a visible chunk to a seed (backward)."""
+    async def references(self, seeds: Sequence[str], visibilities: Sequence[str]) -> list[Reference]:
+        """Each reference from a seed to a visible chunk (forward) and from a visible chunk to a seed
+        (backward)."""
         if not seeds:
             return []
         seed_marks = ",".join("?" * len(seeds))
@@ -369,73 +311,64 @@ class Store:
             f" WHERE a.chunk_id IN ({seed_marks}) AND a.kind = 'name'",
             (*visibilities, *seeds, *visibilities, *seeds),
         )
-        return [(r[0], r[1], int(r[2])) for r in rows]
+        return [Reference(r[0], r[1], int(r[2])) for r in rows]
 
-    async def common_terms(self, words: Sequence[str], share: float = 0.5) -> set[str]:
-        """The words (lower-cased, one token each) found in more than `share` of all chunks. FTS5's
-        bm25 gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite
-        read its long posting list and score every chunk that holds it. Words are stemmed as the
-        index stems them (Snowball's Porter differs from FTS5's on a few words in a thousand, and a
-        word then merely stays in the query)."""
-        if not words:
+    async def frequent_terms(self, terms: Sequence[str], share: float) -> set[str]:
+        """The index terms (stemmed as FTS_TOKENIZE stems) among `terms` that more than `share` of
+        all chunks hold."""
+        if not terms:
             return set()
-        stems = dict(zip(words, snowballstemmer.stemmer("porter").stemWords(list(words))))
-        asked = sorted(set(stems.values()))
+        asked = sorted(set(terms))
         rows = await self._all(
             f"SELECT term FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})"
             " AND doc > ? * (SELECT count(*) FROM chunks)",
             (*asked, share),
         )
-        common = {r[0] for r in rows}
-        return {w for w, stem in stems.items() if stem in common}
+        return {r[0] for r in rows}
 
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
-        found: set[str] = set()
         vmarks = ",".join("?" * len(visibilities))
-        for i in range(0, len(ids), 500):
-            batch = list(ids[i : i + 500])
-            marks = ",".join("?" * len(batch))
-            found.update(
-                r[0] for r in await self._all(
-                    f"SELECT id FROM chunks WHERE id IN ({marks}) AND visibility IN ({vmarks})", (*batch, *visibilities)
-                )
-            )
-        return found
+        rows = await self._all_in(
+            f"SELECT id FROM chunks WHERE id IN ({{ids}}) AND visibility IN ({vmarks})", ids, after=visibilities
+        )
+        return {r[0] for r in rows}
 
-    async def visible_aliases(self, visibilities: Sequence[str]) -> list[tuple[int, str, str, str | None]]:
-        """(entity id, alias norm, entity name, entity note path) a reader may match against."""
+    async def visible_aliases(self, visibilities: Sequence[str]) -> list[VisibleAlias]:
+        """The names a reader may match against."""
         marks = ",".join("?" * len(visibilities))
-        return await self._all(
+        rows = await self._all(
             f"SELECT a.entity_id, a.norm, e.name, e.note_path FROM aliases a JOIN entities e ON e.id = a.entity_id"
             f" WHERE e.visibility = ? AND a.visibility IN ({marks})",
             (compendium_view(visibilities), *visibilities),
         )
+        return [VisibleAlias(*r) for r in rows]
 
-    async def entity_scores(
-        self,
-        weights: Sequence[tuple[int, float, str | None, bool]],
-        visibilities: Sequence[str],
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        """(chunk id, score) of chunks mentioning the weighted entities, best first, scored in SQL so a
-        common entity's thousands of mentions never cross into Python. `weights` holds (entity id,
-        idf, its own note's path or None, own note only): each mention adds idf · (1 + ln count), and a
-        mention in the entity's own note another 2 · idf + 1."""
+    async def mention_scores(
+        self, weights: Sequence[MentionWeight], visibilities: Sequence[str], limit: int
+    ) -> list[ChunkScore]:
+        """Visible chunks mentioning the weighted entities, best first (ties in index order), each
+        scored the sum of what its mentions add (see `MentionWeight`). Summed here, in SQL, so a
+        common entity's thousands of mentions never cross into Python."""
         if not weights:
             return []
-        values = ",".join("(?, ?, ?, ?)" for _ in weights)
+        values = ",".join("(?, ?, ?, ?, ?)" for _ in weights)
         vmarks = ",".join("?" * len(visibilities))
         rows = await self._all(
-            f"WITH w(entity_id, idf, own, only_own) AS (VALUES {values})"
-            " SELECT c.id, sum(w.idf * (1 + ln(max(m.count, 1)))"
-            "  + CASE WHEN c.path = w.own THEN 2 * w.idf + 1 ELSE 0 END) AS score, c.n"
+            f"WITH w(entity_id, per_mention, own, own_bonus, own_only) AS (VALUES {values})"
+            " SELECT c.id, sum(w.per_mention * (1 + ln(max(m.count, 1)))"
+            "  + CASE WHEN c.path = w.own THEN w.own_bonus ELSE 0 END) AS score, c.n"
             " FROM w JOIN mentions m ON m.entity_id = w.entity_id"
             " JOIN chunks c INDEXED BY chunks_id_cover ON c.id = m.chunk_id"
-            f" WHERE m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks}) AND (w.only_own = 0 OR c.path = w.own)"
+            f" WHERE m.visibility IN ({vmarks}) AND c.visibility IN ({vmarks}) AND (w.own_only = 0 OR c.path = w.own)"
             " GROUP BY c.id ORDER BY score DESC, c.n LIMIT ?",
-            (*[v for row in weights for v in (row[0], row[1], row[2], int(row[3]))], *visibilities, *visibilities, limit),
+            (
+                *[v for w in weights for v in (w.entity_id, w.per_mention, w.own_note, w.own_bonus, int(w.own_only))],
+                *visibilities,
+                *visibilities,
+                limit,
+            ),
         )
-        return [(r[0], float(r[1])) for r in rows]
+        return [ChunkScore(r[0], float(r[1])) for r in rows]
 
     async def mention_counts(self, entity_ids: Sequence[int], visibilities: Sequence[str]) -> dict[int, int]:
         """How many visible chunks mention each entity (its document frequency)."""
@@ -449,15 +382,10 @@ class Store:
         )
         return dict(rows)
 
-    async def chunk_places(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
-        """{chunk id: (label, index order)}."""
-        out: dict[str, tuple[str, int]] = {}
-        for i in range(0, len(ids), 500):
-            batch = list(ids[i : i + 500])
-            marks = ",".join("?" * len(batch))
-            rows = await self._all(f"SELECT id, label, n FROM chunks WHERE id IN ({marks})", batch)
-            out.update({r[0]: (r[1], r[2]) for r in rows})
-        return out
+    async def chunk_places(self, ids: Sequence[str]) -> dict[str, ChunkPlace]:
+        """Where each chunk is: its label and its place in the index."""
+        rows = await self._all_in("SELECT id, label, n FROM chunks WHERE id IN ({ids})", ids)
+        return {r[0]: ChunkPlace(r[1], r[2]) for r in rows}
 
     async def count_chunks(self, visibilities: Sequence[str]) -> int:
         marks = ",".join("?" * len(visibilities))
@@ -468,37 +396,38 @@ class Store:
         row = await self._one("SELECT value FROM meta WHERE key = 'generation'")
         return row[0] if row else "0"
 
-    async def entity_names(self, visibilities: Sequence[str]) -> list[tuple[int, str, str]]:
-        """(entity id, name or alias, canonical name) of every visible entity, for autocomplete."""
+    async def entity_names(self, visibilities: Sequence[str]) -> list[EntityName]:
+        """Every name and alias of every visible entity, for autocomplete."""
         marks = ",".join("?" * len(visibilities))
-        return await self._all(
+        rows = await self._all(
             f"SELECT a.entity_id, a.alias, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id"
             f" WHERE e.visibility = ? AND a.visibility IN ({marks}) ORDER BY e.name, a.alias",
             (compendium_view(visibilities), *visibilities),
         )
+        return [EntityName(*r) for r in rows]
 
-    async def entity(self, entity_id: int, visibilities: Sequence[str]) -> tuple[str, str, list[str], list[tuple]] | None:
-        """(name, kind, visible aliases, mentions as (label, path, start, end, count)) of one entity."""
+    async def entity(self, entity_id: int, visibilities: Sequence[str]) -> EntityRecord | None:
+        """One entity as a reader may see it: its visible aliases and the visible chunks mentioning it."""
         marks = ",".join("?" * len(visibilities))
         row = await self._one(
             "SELECT name, kind FROM entities WHERE id = ? AND visibility = ?", (entity_id, compendium_view(visibilities))
         )
         if row is None:
             return None
-        aliases = [
+        aliases = tuple(
             r[0]
             for r in await self._all(
                 f"SELECT alias FROM aliases WHERE entity_id = ? AND visibility IN ({marks}) ORDER BY alias",
                 (entity_id, *visibilities),
             )
             if r[0] != row[0]
-        ]
+        )
         mentions = await self._all(
             f"SELECT c.label, c.path, c.start_line, c.end_line, m.count FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
             f" WHERE m.entity_id = ? AND m.visibility IN ({marks}) AND c.visibility IN ({marks}) ORDER BY c.n",
             (entity_id, *visibilities, *visibilities),
         )
-        return row[0], row[1], aliases, mentions
+        return EntityRecord(row[0], row[1], aliases, tuple(Mentioned(*r) for r in mentions))
 
     # -- the one write of an ingest --------------------------------------------------------------
 
@@ -507,10 +436,7 @@ class Store:
         db = self.db
         await db.execute("BEGIN IMMEDIATE")
         try:
-            removed = list(changes.remove_chunks)
-            for i in range(0, len(removed), 500):
-                batch = removed[i : i + 500]
-                marks = ",".join("?" * len(batch))
+            for batch, marks in batches(changes.remove_chunks):
                 await db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
                 await db.execute(f"DELETE FROM windows WHERE chunk_id IN ({marks})", batch)
             await db.executemany(
@@ -586,27 +512,23 @@ class Store:
 
     # -- annotation cache ----------------------------------------------------------------------
 
-    async def annotations(self, model: str, prompt_version: str) -> dict[str, tuple[str, list[dict]]]:
+    async def annotations(self, model: str, prompt_version: str) -> dict[str, CachedAnnotation]:
+        """The cached annotations of one model and prompt, by text hash."""
         rows = await self._all(
             "SELECT text_hash, summary, entities FROM annotations WHERE model = ? AND prompt_version = ?",
             (model, prompt_version),
         )
-        return {r[0]: (r[1], json.loads(r[2])) for r in rows}
+        return {r[0]: CachedAnnotation(r[1], json.loads(r[2])) for r in rows}
 
     async def annotations_of(self, hashes: Sequence[str], model: str, prompt_version: str) -> dict[str, str]:
         """Cached annotations by text hash, for the chunks of one question."""
-        out: dict[str, str] = {}
-        unique = list(dict.fromkeys(hashes))
-        for i in range(0, len(unique), 500):
-            batch = unique[i : i + 500]
-            marks = ",".join("?" * len(batch))
-            rows = await self._all(
-                f"SELECT text_hash, summary FROM annotations WHERE model = ? AND prompt_version = ?"
-                f" AND text_hash IN ({marks})",
-                (model, prompt_version, *batch),
-            )
-            out.update(dict(rows))
-        return out
+        rows = await self._all_in(
+            "SELECT text_hash, summary FROM annotations"
+            " WHERE model = ? AND prompt_version = ? AND text_hash IN ({ids})",
+            list(dict.fromkeys(hashes)),
+            before=(model, prompt_version),
+        )
+        return dict(rows)
 
     async def put_annotation(
         self, text_hash: str, model: str, prompt_version: str, summary: str, entities: list[dict]

@@ -95,14 +95,6 @@ class VectorStore:
         return sum(c.count() for c in self.collections.values())
 
     @_guarded
-    def existing(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for collection in self.collections.values():
-            for i in range(0, len(ids), _BATCH):
-                found.update(collection.get(ids=list(ids[i : i + _BATCH]), include=[])["ids"])
-        return found
-
-    @_guarded
     def all_ids(self) -> set[str]:
         ids: set[str] = set()
         for collection in self.collections.values():

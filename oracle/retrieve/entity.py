@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..index.index import Index
 from ..index.seam import off_loop
-from ..index.store import Store
+from ..index.store import MentionWeight, Store, VisibleAlias
 from ..text import STOPWORDS, normalize_text
 from ..types import Scored, readable
 
@@ -32,11 +32,11 @@ class EntityMatch:
 class EntityMatcher:
     """The Compendium names one reader may see, compiled for matching questions."""
 
-    def __init__(self, aliases: Sequence[tuple[int, str, str, str | None]]) -> None:
+    def __init__(self, aliases: Sequence[VisibleAlias]) -> None:
         self.by_norm: dict[str, list[tuple[int, str, str | None]]] = defaultdict(list)
-        for entity_id, norm, name, note_path in aliases:
-            if len(norm) >= 2 and norm not in STOPWORDS:
-                self.by_norm[norm].append((entity_id, name, note_path))
+        for a in aliases:
+            if len(a.norm) >= 2 and a.norm not in STOPWORDS:
+                self.by_norm[a.norm].append((a.entity_id, a.name, a.note_path))
         self.single_words = [n for n in self.by_norm if " " not in n and len(n) >= 4]
         # The last word of a noted entity's name alone, when no other entity's name ends in or is
         # that word: players say "the archduke" for "the Lost Archduke", "the monk" for "the Candle
@@ -99,6 +99,12 @@ class MentionStats:
         return self.total, {i: self.df[i] for i in sorted(set(entity_ids)) if self.df[i]}
 
 
+def mention_weight(entity_id: int, idf: float, own_note: str | None, own_only: bool) -> MentionWeight:
+    """A mention made `count` times adds idf · (1 + ln count); a mention in the entity's own note
+    (its sheet) another 2 · idf + 1, so the sheet comes first among equals."""
+    return MentionWeight(entity_id, idf, own_note, 2 * idf + 1, own_only)
+
+
 async def entity_path(
     store: Store,
     matches: Sequence[EntityMatch],
@@ -107,12 +113,13 @@ async def entity_path(
     ubiquity: float = 0.5,
     stats: MentionStats | None = None,
 ) -> Scored:
-    """Chunks mentioning the matched entities, scored Σ idf(entity) · (1 + ln count).
+    """Chunks mentioning the matched entities, scored Σ over the entities they mention of
+    idf(entity) · (1 + ln count), plus 2 · idf + 1 in the entity's own note (`mention_weight`).
 
     idf = ln((N + 1) / df): an entity mentioned in every chunk adds almost nothing, a rare one a lot.
     An entity named in more than `ubiquity` of the chunks (the player characters) contributes only
-    its own note: listing every session it appears in would put an arbitrary order into fusion. An
-    entity's own note (its sheet) comes first among equals. Scored in SQL (`Store.entity_scores`).
+    its own note: listing every session it appears in would put an arbitrary order into fusion.
+    The sum is taken in SQL (`Store.mention_scores`) with the weights set here.
     `stats` are the counts of the store's generation and these visibilities, kept between questions.
     """
     if not matches:
@@ -120,11 +127,11 @@ async def entity_path(
     total, df = await (stats or MentionStats()).read(store, [m.entity_id for m in matches], visibilities)
     own_note = {m.entity_id: m.note_path for m in matches}
     weights = [
-        (entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
+        mention_weight(entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
         for entity_id, count in df.items()
         if count <= ubiquity * total or own_note.get(entity_id)  # an everywhere-entity brings its own note only
     ]
-    return await store.entity_scores(weights, visibilities, depth)
+    return [(r.chunk_id, r.score) for r in await store.mention_scores(weights, visibilities, depth)]
 
 
 class Matchers:

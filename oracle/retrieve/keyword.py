@@ -7,13 +7,27 @@ Returns (chunk id, score) pairs, best first, for visible chunks only."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
+
+import snowballstemmer
 
 from ..index.store import Store
 from ..text import STOPWORDS, normalize
 from ..types import Scored
 
 _TERM = re.compile(r"[^\s]+")
+_local = threading.local()
+
+
+def stem(words: Sequence[str]) -> list[str]:
+    """Porter stems of lower-cased words, as FTS_TOKENIZE stems the index (Snowball's Porter differs
+    from FTS5's on a few words in a thousand)."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:  # a Snowball stemmer keeps state while it works: one per thread
+        stemmer = _local.stemmer = snowballstemmer.stemmer("porter")
+    return stemmer.stemWords(list(words))
+
 
 def fts_terms(text: str) -> list[str]:
     """The user's literal terms, each a quoted FTS5 string; stopwords dropped unless nothing else is left."""
@@ -32,6 +46,18 @@ def fts_query(text: str) -> str:
     return " OR ".join(fts_terms(text))
 
 
+async def common_words(store: Store, words: Sequence[str], share: float = 0.5) -> set[str]:
+    """The words (lower-cased, one token each) found in more than `share` of all chunks. FTS5's
+    bm25 gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite
+    read its long posting list and score every chunk that holds it. A word whose stem differs from
+    the index's merely stays in the query."""
+    if not words:
+        return set()
+    stems = dict(zip(words, stem(words)))
+    common = await store.frequent_terms(list(stems.values()), share)
+    return {w for w, s in stems.items() if s in common}
+
+
 async def keyword_path(
     store: Store, text: str, visibilities: Sequence[str], depth: int, weights: tuple[float, float] = (2.0, 1.0)
 ) -> Scored:
@@ -41,11 +67,12 @@ async def keyword_path(
     tail is ranked, as always, by the common terms (a small campaign, mostly)."""
     terms = fts_terms(text)
     folded = {t: normalize(t[1:-1].replace('""', '"')) for t in terms}
-    common = await store.common_terms(sorted({f for f in folded.values() if " " not in f}))
+    common = await common_words(store, sorted({f for f in folded.values() if " " not in f}))
     rare = [t for t in terms if folded[t] not in common]
     if rare and len(rare) < len(terms):
         found = await store.keyword_search(" OR ".join(rare), visibilities, depth, weights)
         if len(found) >= depth:
-            return found
-    return await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)
+            return [(r.chunk_id, r.score) for r in found]
+    found = await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)
+    return [(r.chunk_id, r.score) for r in found]
 

@@ -33,21 +33,22 @@ async def linked_path(
         return []
     rank = {cid: r for r, cid in enumerate(seeds, 1)}
     ties: dict[tuple[str, str], float] = {}
-    for seed, other, degree in await store.references(seeds, visibilities):
-        if other in rank:
+    for ref in await store.references(seeds, visibilities):
+        if ref.chunk_id in rank:
             continue
-        weight = 1.0 / rank[seed] / math.sqrt(max(degree, 1))
-        ties[(seed, other)] = max(ties.get((seed, other), 0.0), weight)  # one tie per pair, by any key
+        weight = 1.0 / rank[ref.seed] / math.sqrt(max(ref.degree, 1))
+        pair = (ref.seed, ref.chunk_id)
+        ties[pair] = max(ties.get(pair, 0.0), weight)  # one tie per pair, by any key
     scores: dict[str, float] = defaultdict(float)
     for (_, other), weight in ties.items():
         scores[other] += weight
-    places = await store.chunk_places(list(scores))  # id -> (label, n)
+    places = await store.chunk_places(list(scores))
     known = set(candidates)
-    ranked = sorted((c for c in scores if places[c][0] not in known), key=lambda c: (-scores[c], places[c][1]))
+    ranked = sorted((c for c in scores if places[c].label not in known), key=lambda c: (-scores[c], places[c].order))
     labels: list[str] = []
     out: Scored = []
     for cid in ranked:
-        label = places[cid][0]
+        label = places[cid].label
         if label not in labels:
             if len(labels) == limit:
                 continue

@@ -1,0 +1,181 @@
+"""The index's schema and its migrations, kept apart from the queries that use the tables.
+
+`migrate` takes a file from the version it records (`PRAGMA user_version`; 0 for a new file) to
+`SCHEMA_VERSION` in one transaction: the script steps of `MIGRATIONS`, and the one step SQL alone
+cannot take (filling `refs` from the stored chunks, schema 5). A new step is a new entry in
+`MIGRATIONS` and a new `SCHEMA_VERSION`; the `SCHEMA` of a new file stays the first version's.
+"""
+from __future__ import annotations
+
+import json
+
+import aiosqlite
+
+from ..notes.refs import chunk_refs
+from .seam import off_loop
+
+SCHEMA_VERSION = 6
+
+# FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
+# "camping"; terms are still the user's own words, stemmed alike on both sides.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    path TEXT PRIMARY KEY,
+    hash TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'note',
+    title TEXT NOT NULL DEFAULT '',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    visibility TEXT NOT NULL DEFAULT 'public',
+    status TEXT NOT NULL DEFAULT 'ok',
+    reason TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE chunks (
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    label TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    parts INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    head TEXT NOT NULL,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    words INTEGER NOT NULL,
+    links TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX chunks_path ON chunks(path);
+CREATE INDEX chunks_label ON chunks(label);
+-- Schema 4 rebuilds it with FTS_TOKENIZE (stemmed).
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
+END;
+CREATE TABLE windows (id TEXT PRIMARY KEY, chunk_id TEXT NOT NULL);
+CREATE INDEX windows_chunk ON windows(chunk_id);
+CREATE TABLE annotations (
+    text_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    entities TEXT NOT NULL DEFAULT '[]',
+    created TEXT NOT NULL,
+    PRIMARY KEY (text_hash, model, prompt_version)
+);
+CREATE TABLE entities (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    note_path TEXT,
+    visibility TEXT NOT NULL
+);
+CREATE TABLE aliases (
+    entity_id INTEGER NOT NULL,
+    alias TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    PRIMARY KEY (entity_id, norm)
+);
+CREATE INDEX aliases_norm ON aliases(norm);
+CREATE TABLE mentions (
+    entity_id INTEGER NOT NULL,
+    chunk_id TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    visibility TEXT NOT NULL,
+    PRIMARY KEY (entity_id, chunk_id)
+);
+CREATE INDEX mentions_chunk ON mentions(chunk_id);
+"""
+
+# Each step takes the schema from the version before it to its own number.
+MIGRATIONS = {
+    # Covering indexes: visibility filters and the FTS join no longer read whole chunk rows (text).
+    2: """
+CREATE INDEX IF NOT EXISTS chunks_visibility ON chunks(visibility, id);
+CREATE INDEX IF NOT EXISTS chunks_n_visibility ON chunks(n, visibility, id);
+CREATE INDEX IF NOT EXISTS mentions_entity_visibility ON mentions(entity_id, visibility, chunk_id);
+""",
+    # The entity path's join: a chunk's visibility, note and order without its text.
+    3: """
+CREATE INDEX IF NOT EXISTS chunks_id_cover ON chunks(id, visibility, path, n);
+""",
+    # Stemmed keyword search. The triggers name the table, not its tokenizer, so they stay; the
+    # external-content table is refilled from the chunks.
+    4: f"""
+DROP TABLE chunks_fts;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    head, text, content='chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
+);
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+""",
+    # References between notes (see notes/refs.py): 'name' rows are the keys a chunk is known by, 'to'
+    # rows the keys it refers to. Filled from the chunks already stored (`_fill_refs`).
+    5: """
+CREATE TABLE IF NOT EXISTS refs (
+    chunk_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('name', 'to')),
+    key TEXT NOT NULL,
+    PRIMARY KEY (chunk_id, kind, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refs_key ON refs(key, kind, chunk_id);
+CREATE TRIGGER IF NOT EXISTS chunks_refs_ad AFTER DELETE ON chunks BEGIN
+    DELETE FROM refs WHERE chunk_id = old.id;
+END;
+""",
+    # Two Compendiums: an entity's `visibility` is now whose Compendium it belongs to (players' or
+    # the game master's; see ingest.build_compendium). The old one merged GM names into public
+    # entities, so it is kept for the game master only, and the next ingest builds both.
+    6: """
+UPDATE entities SET visibility = 'gm';
+DELETE FROM meta WHERE key = 'compendium';
+CREATE TABLE IF NOT EXISTS withheld (at TEXT NOT NULL, question TEXT NOT NULL, reason TEXT NOT NULL);
+""",
+}
+
+
+async def user_version(db: aiosqlite.Connection) -> int:
+    """The schema version the file records; 0 for a file no Oracle has written yet."""
+    async with db.execute("PRAGMA user_version") as cursor:
+        return (await cursor.fetchone())[0]
+
+
+async def migrate(db: aiosqlite.Connection, version: int) -> None:
+    """Bring a file at schema `version` (at most `SCHEMA_VERSION`) up to `SCHEMA_VERSION`."""
+    if version == SCHEMA_VERSION:
+        return
+    # One transaction: a kill mid-way leaves no half-made schema.
+    steps = [SCHEMA] if version == 0 else []
+    steps += [MIGRATIONS[v] for v in range(max(version, 1) + 1, SCHEMA_VERSION + 1)]
+    script = "\n".join(steps)
+    try:
+        await db.executescript(f"BEGIN IMMEDIATE;\n{script}")
+        if version < 5:
+            await _fill_refs(db)
+        await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        await db.commit()
+    except BaseException:
+        await db.rollback()
+        raise
+
+
+async def _fill_refs(db: aiosqlite.Connection) -> None:
+    """Schema 5: the references of the chunks already stored, as an ingest would have written them."""
+    async with db.execute("SELECT id, label, path, text, links FROM chunks") as cursor:
+        rows = await cursor.fetchall()
+    refs = await off_loop(
+        chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+    )
+    await db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)
