@@ -72,12 +72,21 @@ class Oracle:
     visibilities = staticmethod(readable)
 
     async def search(
-        self, question: str, *, history: Sequence[str] = (), gm: bool = False, k: int | None = None
+        self,
+        question: str,
+        *,
+        history: Sequence[str] = (),
+        gm: bool = False,
+        k: int | None = None,
+        store: Store | None = None,
     ) -> Retrieval:
+        """Retrieval alone. `store`: the snapshot of the question it is part of, else one of its own."""
         vectors = await self.index.vectors()
         embedder = await self.index.embedder()  # loaded once per process, not a cost of the question
-        async with self.index.snapshot() as store:
+        if store is not None:
             return await self._search(store, vectors, embedder, question, history, gm, k or self.settings.k)
+        async with self.index.snapshot() as snapshot:
+            return await self._search(snapshot, vectors, embedder, question, history, gm, k or self.settings.k)
 
     async def _search(
         self,
@@ -206,8 +215,7 @@ class Oracle:
     ) -> Answer:
         await stage("searching")
         user_turns = [t.content for t in history if t.role == "user"]
-        vectors, embedder = await self.index.vectors(), await self.index.embedder()
-        retrieval = await self._search(store, vectors, embedder, question, user_turns, gm, self.settings.k)
+        retrieval = await self.search(question, history=user_turns, gm=gm, store=store)
         if not retrieval.fused:
             return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval=retrieval)
         if self.settings.reranker == "llm" and self.llm_slots.locked():

@@ -906,7 +906,10 @@ async def test_a_failed_follow_up_is_one_short_sentence_in_the_thread(world, fak
     async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
         await run(fake, client, "oracle ask", {"question": QUESTION})
         thread_id = int(fake.threads[0]["id"])
-        await (await index.store()).close()  # from now on every question fails inside the Oracle
+        async def broken(*args, **kwargs):
+            raise RuntimeError("the index went away")
+
+        client.oracle.ask = broken  # from now on every question fails inside the Oracle
         await fake.message(thread_id, fake.player, "and then what?")
         [reply] = await fake.wait_until(lambda: bot_messages(fake, thread_id), 2, "a reply in the thread")
     assert reply.content == ERROR_SENTENCE
