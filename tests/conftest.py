@@ -1,4 +1,12 @@
-"""Shared fixtures: the real bundled model (loaded once), settings in temporary folders, a fake Ollama."""
+"""Shared fixtures: the real bundled model (loaded once), settings in temporary folders, a fake Ollama.
+
+The folders mirror the code: notes/, index/, retrieve/ and answer/ for the core's layers, bot/ for the
+Discord layer (and the fake Discord it runs against), secrets/ for the secrets kept from players; the
+tests that cross every layer (bad input, faults, kills, load, eval, layers, the context window, the
+base modules) sit here at the top. The folders have no `__init__.py`: every test file's name must be
+unique, and a folder named like a package (bot/, secrets/) never shadows that package, because a
+folder without `__init__.py` yields to a real module of the same name.
+"""
 from __future__ import annotations
 
 import socket

@@ -31,6 +31,10 @@ from tests.fakes.ollama_server import FakeModel, FakeOllama, tokenize
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
+# Every test here reads one of two sweeps (a real ingest, then every question of a bank), about 20 s
+# each: leaving one test out would only move its sweep into the next, so the whole module is slow.
+pytestmark = pytest.mark.slow
+
 MODEL = "qwen2.5:14b"
 CRD3_LOG = Path("/work/shared/eval/crd3/notes/campaign-log.md")
 CRD3_SESSIONS = 30  # the slice ingested: one real-embedder ingest of the whole log takes minutes

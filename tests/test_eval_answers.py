@@ -186,6 +186,7 @@ def data(tmp_path_factory):
     return tmp_path_factory.mktemp("answers") / "data"
 
 
+@pytest.mark.slow  # ingests, annotates and answers the whole sample bank: about 30 s
 def test_eval_answers_over_the_sample_bank_against_the_fake(data, monkeypatch, capsys):
     with FakeOllama(models=["qwen2.5:14b"], responder=scripted) as fake:
         monkeypatch.setenv("OLLAMA_HOST", fake.url)

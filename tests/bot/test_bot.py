@@ -1,5 +1,5 @@
 """The Discord bot end to end: the real, unmodified discord.py client (`OracleBot`) against the fake
-Discord (tests/fakes/discord_server.py), answering from a real index (SQLite, Chroma, the bundled
+Discord (tests/fakes/discord/), answering from a real index (SQLite, Chroma, the bundled
 embedding model) with the fake Ollama over real HTTP recording every request.
 
 The campaign (the mini campaign with its GM secrets, plus a `compendium.yaml` of 40 public names and
@@ -42,7 +42,7 @@ from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.conftest import request_kind as kind
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     EPHEMERAL,
     FakeDiscord,
     FakeInteraction,

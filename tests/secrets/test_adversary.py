@@ -29,7 +29,7 @@ from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
-from tests.test_secrets_vault import extracting_responder
+from tests.secrets.test_vault import extracting_responder
 
 SYLLABLES = ["ka", "lo", "mer", "vin", "tor", "sa", "qua", "zel", "dru", "fen", "gor", "thi", "bex", "nor", "pul"]
 

@@ -1,0 +1,337 @@
+"""Channels, threads and the messages in them: the message store, mentions as allowed_mentions
+lets them ping, edits, attachments, a user posting in a channel, and the REST routes for channel
+messages, reactions, typing and threads (each new thread announced as THREAD_CREATE).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import TYPE_CHECKING, Any
+
+from .constants import (
+    GUILD_TEXT,
+    INTENT_GUILDS,
+    LOADING,
+    PRIVATE_THREAD,
+    PUBLIC_THREAD,
+    SUPPRESS_EMBEDS,
+    SUPPRESS_NOTIFICATIONS,
+    THREAD_TYPES,
+)
+from .models import FakeMember, FakeMessage, RecordedFile, _now_iso
+from .rest import ApiError, RecordedRequest, _err, _invalid_form
+
+if TYPE_CHECKING:
+    from .interactions import FakeInteraction
+
+
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&(\d+)>")
+
+
+class Channels:
+    """The message store and the channel, message and thread routes."""
+
+    def messages(self, channel_id: int | None = None, *, include_deleted: bool = False) -> list[FakeMessage]:
+        """Messages in a channel (or all), oldest first; ephemeral ones included (see ``.ephemeral``)."""
+        pool = self._channel_messages.get(channel_id, []) if channel_id is not None else list(self._messages.values())
+        return [m for m in pool if include_deleted or not m.deleted]
+
+    def get_message(self, message_id: int) -> FakeMessage | None:
+        return self._messages.get(int(message_id))
+
+    @property
+    def threads(self) -> list[dict[str, Any]]:
+        """Thread channel objects, in creation order (current state)."""
+        return [self.channels[t] for t in self.thread_ids]
+
+    async def message(
+        self,
+        channel_id: int,
+        author: FakeMember | int,
+        content: str = "",
+        *,
+        mentions: list[FakeMember | int] | None = None,
+        embeds: list[dict] | None = None,
+        reply_to: FakeMessage | int | None = None,
+    ) -> FakeMessage:
+        """A user posts in a channel or thread: stored, and sent as MESSAGE_CREATE.
+
+        ``mentions`` defaults to the ``<@id>`` mentions found in ``content``."""
+        session = await self._require_session()
+        author = self._member(author)
+        if channel_id not in self.channels:
+            raise ValueError(f"unknown channel {channel_id}")
+        body: dict[str, Any] = {"content": content, "embeds": embeds or []}
+        if reply_to is not None:
+            ref = reply_to if isinstance(reply_to, FakeMessage) else self._messages[int(reply_to)]
+            body["message_reference"] = {"message_id": str(ref.id), "channel_id": str(ref.channel_id)}
+        msg = self._new_message(channel_id, author, body, source="user", record_body=False,
+                                explicit_mentions=None if mentions is None else [self._member(m) for m in mentions])
+        await self._announce(msg, "MESSAGE_CREATE", session=session)
+        return msg
+
+    def _mentions(self, content: str, allowed: dict | None, reply_author: int | None
+                  ) -> tuple[list[FakeMember], list[int], bool]:
+        user_ids = list(dict.fromkeys(int(m) for m in _USER_MENTION.findall(content)))
+        role_ids = list(dict.fromkeys(int(m) for m in _ROLE_MENTION.findall(content)))
+        everyone = "@everyone" in content or "@here" in content
+        if allowed is None:
+            parse, allowed_users, allowed_roles, replied = {"users", "roles", "everyone"}, set(), set(), True
+        else:
+            parse = set(allowed.get("parse") or [])
+            allowed_users = {int(u) for u in allowed.get("users") or []}
+            allowed_roles = {int(r) for r in allowed.get("roles") or []}
+            replied = bool(allowed.get("replied_user", False))
+        users = [u for u in user_ids if "users" in parse or u in allowed_users]
+        roles = [r for r in role_ids if ("roles" in parse or r in allowed_roles) and r in self.roles]
+        if reply_author is not None and replied and reply_author not in users:
+            users.append(reply_author)
+        return [self.members[u] for u in users if u in self.members], roles, everyone and "everyone" in parse
+
+    @staticmethod
+    def _embeds(embeds: list[dict] | None) -> list[dict]:
+        out = []
+        for embed in embeds or []:
+            embed = copy.deepcopy(embed)
+            embed.setdefault("type", "rich")
+            embed.setdefault("content_scan_version", 0)
+            out.append(embed)
+        return out
+
+    def _attachments(self, channel_id: int, files: list[RecordedFile], body: dict) -> list[dict]:
+        out = []
+        described = {str(a.get("id")): a for a in body.get("attachments") or [] if isinstance(a, dict)}
+        for index, f in enumerate(files):
+            attachment_id = self._ids.next()
+            filename = f.filename or f"file{index}"
+            meta = described.get(str(index), {})
+            url = f"{self.url}/attachments/{channel_id}/{attachment_id}/{filename}"
+            out.append({
+                "id": str(attachment_id), "filename": filename, "size": len(f.data), "url": url,
+                "proxy_url": url, "content_type": f.content_type, "description": meta.get("description"),
+                "_field": f.field,
+            })
+        return out
+
+    def _new_message(self, channel_id: int, author: FakeMember, body: dict, *, source: str, msg_type: int = 0,
+                     flags: int = 0, interaction: FakeInteraction | None = None, files: list[RecordedFile] = (),
+                     record_body: bool = True, explicit_mentions: list[FakeMember] | None = None) -> FakeMessage:
+        channel = self.channels[channel_id]
+        content = body.get("content") or ""
+        reference = body.get("message_reference")
+        referenced: FakeMessage | None = None
+        if reference and reference.get("message_id"):
+            referenced = self._messages.get(int(reference["message_id"]))
+            if referenced is None and reference.get("fail_if_not_exists", True):
+                raise _invalid_form({"message_reference": _err("MESSAGE_REFERENCE_UNKNOWN_MESSAGE",
+                                                               "Unknown message")})
+            if msg_type == 0:
+                msg_type = 19
+        users, roles, everyone = self._mentions(
+            content, body.get("allowed_mentions"), referenced.author_id if referenced else None)
+        if explicit_mentions is not None:
+            users = explicit_mentions
+        attachments = self._attachments(channel_id, list(files), body)
+        data: dict[str, Any] = {
+            "id": str(self._ids.next()), "type": msg_type, "channel_id": str(channel_id),
+            "author": author.user_payload(), "content": content, "timestamp": _now_iso(),
+            "edited_timestamp": None, "tts": bool(body.get("tts", False)), "mention_everyone": everyone,
+            "mentions": [u.user_payload() for u in users], "mention_roles": [str(r) for r in roles],
+            "attachments": [{k: v for k, v in a.items() if not k.startswith("_")} for a in attachments],
+            "embeds": self._embeds(body.get("embeds")), "pinned": False, "flags": flags,
+            "components": copy.deepcopy(body.get("components") or []),
+        }
+        if body.get("nonce") is not None:
+            data["nonce"] = body["nonce"]
+        if referenced is not None:
+            data["message_reference"] = {"type": 0, "message_id": str(referenced.id),
+                                         "channel_id": str(referenced.channel_id), "guild_id": str(self.guild_id)}
+            data["referenced_message"] = copy.deepcopy(referenced.data)
+        if channel["type"] in THREAD_TYPES:
+            data["position"] = channel["total_message_sent"]
+        if interaction is not None:
+            data["webhook_id"] = str(self.app_id)
+            data["application_id"] = str(self.app_id)
+            data["interaction_metadata"] = {
+                "id": str(interaction.id), "type": interaction.type, "user": interaction.member.user_payload(),
+                "authorizing_integration_owners": {"0": str(self.guild_id)}, "name": interaction.name,
+                "command_type": 1,
+            }
+            data["interaction"] = {"id": str(interaction.id), "type": interaction.type, "name": interaction.name,
+                                   "user": interaction.member.user_payload()}
+        msg = FakeMessage(data, source, copy.deepcopy(body) if record_body else None,
+                          interaction_id=interaction.id if interaction else None, files=list(files))
+        self._messages[msg.id] = msg
+        self._channel_messages.setdefault(channel_id, []).append(msg)
+        if not msg.ephemeral:
+            channel["last_message_id"] = str(msg.id)
+            if channel["type"] in THREAD_TYPES:
+                channel["message_count"] += 1
+                channel["total_message_sent"] += 1
+        self._notify()
+        return msg
+
+    def _apply_edit(self, msg: FakeMessage, body: dict, files: list[RecordedFile] = (), *,
+                    resolve_loading: bool = True, mark_edited: bool = True) -> None:
+        data = copy.deepcopy(msg.data)
+        if "content" in body:
+            data["content"] = body["content"] or ""
+        if "embeds" in body:
+            data["embeds"] = self._embeds(body["embeds"])
+        if "components" in body:
+            data["components"] = copy.deepcopy(body["components"] or [])
+        if "attachments" in body or files:
+            keep = {str(a.get("id")) for a in body.get("attachments") or [] if isinstance(a, dict)}
+            kept = [a for a in data["attachments"] if a["id"] in keep] if "attachments" in body else data["attachments"]
+            new = self._attachments(msg.channel_id, list(files), body)
+            data["attachments"] = kept + [{k: v for k, v in a.items() if not k.startswith("_")} for a in new]
+        if body.get("flags") is not None:
+            data["flags"] = (data["flags"] & ~SUPPRESS_EMBEDS) | (int(body["flags"]) & SUPPRESS_EMBEDS)
+        was_loading = bool(data["flags"] & LOADING)
+        if resolve_loading:
+            data["flags"] &= ~LOADING
+        if not (data["content"] or data["embeds"] or data["components"] or data["attachments"]):
+            raise ApiError(400, 50006, "Cannot send an empty message")
+        allowed = body["allowed_mentions"] if "allowed_mentions" in body else msg.allowed_mentions
+        users, roles, everyone = self._mentions(data["content"], allowed, None)
+        data["mentions"] = [u.user_payload() for u in users]
+        data["mention_roles"] = [str(r) for r in roles]
+        data["mention_everyone"] = everyone
+        if mark_edited and not was_loading:
+            data["edited_timestamp"] = _now_iso()
+        msg.data = data
+        msg.edits.append(copy.deepcopy(body))
+        msg.files.extend(files)
+        self._notify()
+
+    def _channel(self, channel_id: str) -> dict:
+        channel = self.channels.get(self._snowflake(channel_id, 10003, "Unknown Channel"))
+        if channel is None:
+            raise ApiError(404, 10003, "Unknown Channel")
+        return channel
+
+    def _channel_message(self, channel: dict, message_id: str) -> FakeMessage:
+        msg = self._messages.get(self._snowflake(message_id, 10008, "Unknown Message"))
+        if msg is None or msg.deleted or msg.ephemeral or msg.channel_id != int(channel["id"]):
+            raise ApiError(404, 10008, "Unknown Message")
+        return msg
+
+    async def _r_get_channel(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
+        return 200, self._channel(channel_id)
+
+    async def _r_list_messages(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
+        channel = self._channel(channel_id)
+        pool = [m for m in self._channel_messages.get(int(channel["id"]), []) if not m.deleted and not m.ephemeral]
+        q = req.query
+        if "before" in q:
+            pool = [m for m in pool if m.id < int(q["before"])]
+        if "after" in q:
+            pool = [m for m in pool if m.id > int(q["after"])]
+        limit = max(1, min(100, int(q.get("limit", 50))))
+        if "after" in q:
+            pool = pool[:limit]
+        else:
+            pool = pool[-limit:]
+        return 200, [m.data for m in reversed(pool)]
+
+    async def _r_create_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
+        channel = self._channel(channel_id)
+        body = self._check_message_body(req.json, files=len(req.files))
+        flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+        msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags, files=req.files)
+        await self._announce(msg, "MESSAGE_CREATE")
+        return 200, msg.data
+
+    async def _r_get_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
+        return 200, self._channel_message(self._channel(channel_id), message_id).data
+
+    async def _r_edit_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
+        msg = self._channel_message(self._channel(channel_id), message_id)
+        body = self._check_message_body(req.json, files=len(req.files), require_content=False)
+        if msg.author_id != self.app_id and set(body) - {"flags"}:
+            raise ApiError(403, 50005, "Cannot edit a message authored by another user")
+        self._apply_edit(msg, body, req.files)
+        await self._announce(msg, "MESSAGE_UPDATE")
+        return 200, msg.data
+
+    async def _r_delete_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
+        msg = self._channel_message(self._channel(channel_id), message_id)
+        msg.deleted = True
+        self._notify()
+        await self._announce(msg, "MESSAGE_DELETE")
+        return 204, None
+
+    async def _r_react(self, req: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> tuple[int, Any]:
+        msg = self._channel_message(self._channel(channel_id), message_id)
+        msg.reactions.append(emoji)
+        self._notify()
+        return 204, None
+
+    async def _r_typing(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
+        self._channel(channel_id)
+        return 204, None
+
+    async def _r_no_content(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
+        self._channel(channel_id)
+        return 204, None
+
+    def _thread_payload(self, thread_id: int, parent: dict, name: Any, kind: int, body: dict) -> dict:
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            raise _invalid_form({"name": _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
+        now = _now_iso()
+        metadata: dict[str, Any] = {
+            "archived": False, "auto_archive_duration": int(body.get("auto_archive_duration") or 4320),
+            "archive_timestamp": now, "locked": False, "create_timestamp": now,
+        }
+        if kind == PRIVATE_THREAD:
+            metadata["invitable"] = bool(body.get("invitable", True))
+        return {
+            "id": str(thread_id), "type": kind, "guild_id": str(self.guild_id), "parent_id": parent["id"],
+            "owner_id": str(self.app_id), "name": name, "last_message_id": None,
+            "rate_limit_per_user": int(body.get("rate_limit_per_user") or 0), "flags": 0,
+            "message_count": 0, "member_count": 1, "total_message_sent": 0, "thread_metadata": metadata,
+            "member": {"id": str(thread_id), "user_id": str(self.app_id), "join_timestamp": now, "flags": 1},
+        }
+
+    async def _open_thread(self, thread: dict) -> dict:
+        thread_id = int(thread["id"])
+        self.channels[thread_id] = thread
+        self.thread_ids.append(thread_id)
+        self._notify()
+        session = self.session
+        if session is not None and session.has(INTENT_GUILDS):
+            await self._dispatch(session, "THREAD_CREATE", {**copy.deepcopy(thread), "newly_created": True})
+        return thread
+
+    async def _r_thread_from_message(self, req: RecordedRequest, channel_id: str,
+                                     message_id: str) -> tuple[int, Any]:
+        parent = self._channel(channel_id)
+        if parent["type"] != GUILD_TEXT:
+            raise ApiError(400, 50024, "Cannot execute action on this channel type")
+        msg = self._channel_message(parent, message_id)
+        if msg.thread_id is not None:
+            raise ApiError(400, 160004, "A thread has already been created for this message")
+        body = req.json or {}
+        thread = self._thread_payload(msg.id, parent, body.get("name"), PUBLIC_THREAD, body)
+        msg.data["thread"] = copy.deepcopy(thread)
+        await self._open_thread(thread)
+        return 201, thread
+
+    async def _r_thread_without_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
+        parent = self._channel(channel_id)
+        if parent["type"] != GUILD_TEXT:
+            raise ApiError(400, 50024, "Cannot execute action on this channel type")
+        body = req.json or {}
+        kind = int(body.get("type") or PRIVATE_THREAD)
+        if kind not in (PUBLIC_THREAD, PRIVATE_THREAD):
+            raise _invalid_form({"type": _err("BASE_TYPE_CHOICES", "Value must be one of {11, 12}.")})
+        thread = self._thread_payload(self._ids.next(), parent, body.get("name"), kind, body)
+        await self._open_thread(thread)
+        if kind == PUBLIC_THREAD:
+            system = self._new_message(int(parent["id"]), self.bot, {"content": thread["name"]}, source="system",
+                                       msg_type=18, record_body=False)
+            system.data["message_reference"] = {"type": 0, "channel_id": thread["id"], "guild_id": str(self.guild_id)}
+            await self._announce(system, "MESSAGE_CREATE")
+        return 201, thread

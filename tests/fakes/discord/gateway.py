@@ -1,0 +1,360 @@
+"""The gateway websocket: HELLO, IDENTIFY (token, intents, privileged intents: 4014), RESUME with
+replay of missed events, heartbeats, member chunks, dispatch of events in sequence, and the test's
+levers on a live connection (RECONNECT, INVALID_SESSION, a dropped socket).
+
+Messages come back to the bot as MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE through
+``_announce``, as this session's intents let it see them (no MESSAGE_CONTENT: blanked unless the
+bot is the author or is mentioned).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+import secrets
+import time
+import zlib
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from .constants import API_VERSION, INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, PRIVILEGED_INTENTS
+from .models import FakeMessage
+from .rest import RecordedRequest
+
+
+class GatewayConnection:
+    """One websocket connection to the fake gateway."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, ws: web.WebSocketResponse, request: web.Request) -> None:
+        self.id = next(self._ids)
+        self.ws = ws
+        self.path = request.path
+        self.query = dict(request.query)
+        self.compress = self.query.get("compress")
+        self._zlib = zlib.compressobj() if self.compress == "zlib-stream" else None
+        self.session: GatewaySession | None = None
+        self.kind: str | None = None  # "identify" or "resume" once the client said which
+        self.received: list[dict] = []
+        self.sent: list[dict] = []
+        self.heartbeats = 0
+        self.replayed = 0  # events replayed on RESUME
+        self.opened_at = time.monotonic()
+        self.closed_at: float | None = None
+        self.close_code: int | None = None  # the code the client closed with (or answered)
+        self.closed_by_server: int | None = None  # the code the fake closed with, if it did
+        self._lock = asyncio.Lock()
+
+    @property
+    def closed(self) -> bool:
+        return self.ws.closed or self.closed_at is not None
+
+    async def send(self, payload: dict) -> bool:
+        async with self._lock:
+            if self.closed:
+                return False
+            text = json.dumps(payload, separators=(",", ":"))
+            try:
+                if self._zlib is not None:
+                    chunk = self._zlib.compress(text.encode()) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
+                    await self.ws.send_bytes(chunk)
+                else:
+                    await self.ws.send_str(text)
+            except (ConnectionError, RuntimeError):
+                return False
+            self.sent.append(payload)
+            return True
+
+    async def close(self, code: int = 1000, message: str = "") -> None:
+        if not self.ws.closed:
+            self.closed_by_server = code
+            await self.ws.close(code=code, message=message.encode())
+
+    def __repr__(self) -> str:
+        return f"<GatewayConnection id={self.id} path={self.path} kind={self.kind} closed={self.closed}>"
+
+
+class GatewaySession:
+    """A gateway session (created by IDENTIFY, continued by RESUME)."""
+
+    def __init__(self, session_id: str, identify: dict) -> None:
+        self.id = session_id
+        self.identify = identify
+        self.intents = int(identify.get("intents", 0))
+        self.seq = 0
+        self.log: list[dict] = []  # every dispatch, for replay on RESUME
+        self.conn: GatewayConnection | None = None
+        self.lock = asyncio.Lock()
+        self.resumes = 0
+        self.invalidated = False
+
+    def has(self, intent: int) -> bool:
+        return bool(self.intents & intent)
+
+    def __repr__(self) -> str:
+        return f"<GatewaySession id={self.id} seq={self.seq} resumes={self.resumes}>"
+
+
+class Gateway:
+    """The gateway's handlers, dispatch, and the sessions the tests inspect and disturb."""
+
+    def _ready_payload(self, session: GatewaySession) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "v": API_VERSION, "user": self.bot_user_payload(), "user_settings": {},
+            "guilds": [{"id": str(self.guild_id), "unavailable": True}],
+            "session_id": session.id, "session_type": "normal",
+            "resume_gateway_url": self.resume_gateway_url,
+            "application": {"id": str(self.app_id), "flags": self.application_payload()["flags"]},
+            "private_channels": [], "relationships": [], "presences": [], "guild_join_requests": [],
+            "geo_ordered_rtc_regions": ["local"], "auth_session_id_hash": "fake", "_trace": ["fake-discord"],
+        }
+        shard = session.identify.get("shard")
+        if shard is not None:
+            data["shard"] = shard
+        return data
+
+    @property
+    def session(self) -> GatewaySession | None:
+        """The current gateway session (latest one not invalidated)."""
+        for session in reversed(self.sessions):
+            if not session.invalidated:
+                return session
+        return None
+
+    @property
+    def identify(self) -> dict | None:
+        return self.sessions[-1].identify if self.sessions else None
+
+    @property
+    def intents(self) -> int | None:
+        return self.sessions[-1].intents if self.sessions else None
+
+    def dispatched(self, event: str | None = None) -> list[dict]:
+        """Every DISPATCH payload sent (op 0), across sessions, optionally of one event type."""
+        return [p for s in self.sessions for p in s.log if event is None or p["t"] == event]
+
+    async def _handle_gateway(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(max_msg_size=0, autoping=True)
+        if not ws.can_prepare(request).ok:
+            return self._json_response(404, {"message": "404: Not Found", "code": 0})
+        await ws.prepare(request)
+        conn = GatewayConnection(ws, request)
+        self.gateway_connections.append(conn)
+        self._notify()
+        try:
+            if request.query.get("encoding", "json") != "json":
+                await conn.close(4002, "Decode error.")
+                return ws
+            await conn.send({"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms,
+                                             "_trace": ["fake-discord"]}})
+            async for msg in ws:
+                if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    break
+                try:
+                    payload = json.loads(msg.data)
+                except ValueError:
+                    await conn.close(4002, "Decode error.")
+                    break
+                conn.received.append(payload)
+                await self._on_gateway_payload(conn, payload)
+                self._notify()
+        finally:
+            conn.closed_at = time.monotonic()
+            conn.close_code = ws.close_code
+            session = conn.session
+            if session is not None and session.conn is conn:
+                session.conn = None
+            self._notify()
+        return ws
+
+    async def _on_gateway_payload(self, conn: GatewayConnection, payload: dict) -> None:
+        op = payload.get("op")
+        d = payload.get("d")
+        if op == 1:
+            conn.heartbeats += 1
+            if self.ack_heartbeats:
+                await conn.send({"op": 11})
+        elif op == 2:
+            await self._on_identify(conn, d or {})
+        elif op == 6:
+            await self._on_resume(conn, d or {})
+        elif op == 8:
+            await self._on_request_members(conn, d or {})
+        elif op == 3:
+            self.presence_updates.append(d)
+
+    async def _on_identify(self, conn: GatewayConnection, d: dict) -> None:
+        if conn.session is not None:
+            await conn.close(4005, "Already authenticated.")
+            return
+        if d.get("token") != self.token:
+            await conn.close(4004, "Authentication failed.")
+            return
+        if "intents" not in d:
+            await conn.close(4013, "Invalid intent(s).")
+            return
+        if int(d["intents"]) & PRIVILEGED_INTENTS & ~self.privileged_intents:
+            await conn.close(4014, "Disallowed intent(s).")
+            return
+        session = GatewaySession(secrets.token_hex(16), d)
+        self.sessions.append(session)
+        conn.session = session
+        conn.kind = "identify"
+        async with session.lock:
+            session.conn = conn
+            await self._dispatch_locked(session, "READY", self._ready_payload(session))
+            await self._dispatch_locked(session, "GUILD_CREATE", self.guild_payload())
+
+    async def _on_resume(self, conn: GatewayConnection, d: dict) -> None:
+        session = next((s for s in self.sessions if s.id == d.get("session_id")), None)
+        if session is None or session.invalidated or d.get("token") != self.token:
+            await conn.send({"op": 9, "d": False})
+            return
+        conn.session = session
+        conn.kind = "resume"
+        async with session.lock:
+            old, session.conn = session.conn, conn
+            last = d.get("seq") or 0
+            for payload in session.log:
+                if payload["s"] > last:
+                    await conn.send(payload)
+                    conn.replayed += 1
+            session.seq += 1
+            await conn.send({"op": 0, "t": "RESUMED", "s": session.seq, "d": {"_trace": ["fake-discord"]}})
+            session.resumes += 1
+        if old is not None and old is not conn:
+            await old.close(4000, "Resumed elsewhere.")
+
+    async def _on_request_members(self, conn: GatewayConnection, d: dict) -> None:
+        session = conn.session
+        if session is None:
+            return
+        members = list(self.members.values())
+        if d.get("user_ids"):
+            wanted = {int(u) for u in d["user_ids"]}
+            members = [m for m in members if m.id in wanted]
+        elif d.get("query"):
+            members = [m for m in members if m.username.lower().startswith(str(d["query"]).lower())]
+        if d.get("limit"):
+            members = members[: int(d["limit"])]
+        chunk: dict[str, Any] = {"guild_id": str(self.guild_id), "members": [m.member_payload() for m in members],
+                                 "chunk_index": 0, "chunk_count": 1, "not_found": []}
+        if d.get("presences"):
+            chunk["presences"] = []
+        if d.get("nonce") is not None:
+            chunk["nonce"] = d["nonce"]
+        await self._dispatch(session, "GUILD_MEMBERS_CHUNK", chunk)
+
+    async def _dispatch_locked(self, session: GatewaySession, event: str, data: Any) -> dict:
+        session.seq += 1
+        payload = {"op": 0, "t": event, "s": session.seq, "d": data}
+        session.log.append(payload)
+        conn = session.conn
+        if conn is not None and not await conn.send(payload):
+            session.conn = None  # kept in the log: replayed when the client resumes
+        self._notify()
+        return payload
+
+    async def _dispatch(self, session: GatewaySession, event: str, data: Any) -> dict:
+        async with session.lock:
+            return await self._dispatch_locked(session, event, data)
+
+    async def _require_session(self, timeout: float = 5.0) -> GatewaySession:
+        return await self.wait_until(lambda: self.session, timeout, "a gateway session (IDENTIFY)")
+
+    async def dispatch(self, event: str, data: Any, *, timeout: float = 5.0) -> dict:
+        """Send any DISPATCH event to the current session (buffered if it is reconnecting)."""
+        return await self._dispatch(await self._require_session(timeout), event, data)
+
+    async def reconnect(self, *, wait: bool = True, timeout: float = 5.0) -> GatewayConnection | None:
+        """Send op 7 RECONNECT; with ``wait`` return the connection the client RESUMEd on."""
+        session = await self._require_session()
+        before = session.resumes
+        async with session.lock:
+            conn, session.conn = session.conn, None
+            if conn is None:
+                raise RuntimeError("no live gateway connection to send RECONNECT on")
+            await conn.send({"op": 7, "d": None})
+        if not wait:
+            return None
+        await self.wait_until(lambda: session.resumes > before, timeout, "RESUME after RECONNECT")
+        return session.conn
+
+    async def invalidate_session(self, *, resumable: bool = False, wait: bool = True,
+                                 timeout: float = 10.0) -> GatewaySession | None:
+        """Send op 9 INVALID_SESSION; with ``wait`` return the session the client continued with.
+
+        Slow on purpose when not resumable: discord.py's ``before_identify_hook`` sleeps 5 s
+        before every IDENTIFY but the first, so the new READY comes ~5 s later."""
+        session = await self._require_session()
+        count, resumes = len(self.sessions), session.resumes
+        async with session.lock:
+            conn, session.conn = session.conn, None
+            if not resumable:
+                session.invalidated = True
+            if conn is not None:
+                await conn.send({"op": 9, "d": resumable})
+        if not wait:
+            return None
+        if resumable:
+            await self.wait_until(lambda: session.resumes > resumes, timeout, "RESUME after INVALID_SESSION")
+            return session
+        await self.wait_until(lambda: len(self.sessions) > count and self.sessions[-1].conn, timeout,
+                              "IDENTIFY after INVALID_SESSION")
+        return self.sessions[-1]
+
+    async def drop_connection(self, code: int = 4000, *, wait: bool = True, timeout: float = 5.0) -> None:
+        """Close the live gateway socket with ``code`` (4000: client resumes)."""
+        session = await self._require_session()
+        before = session.resumes
+        async with session.lock:
+            conn, session.conn = session.conn, None
+        if conn is not None:
+            await conn.close(code, "dropped by test")
+        if wait:
+            await self.wait_until(lambda: session.resumes > before, timeout, "RESUME after drop")
+
+    def _gateway_message(self, msg: FakeMessage, session: GatewaySession) -> dict | None:
+        """The message as this session's MESSAGE_CREATE/UPDATE carries it, or None if not sent."""
+        if msg.ephemeral or not session.has(INTENT_GUILD_MESSAGES):
+            return None
+        data = copy.deepcopy(msg.data)
+        data["guild_id"] = str(self.guild_id)
+        author = self.members.get(msg.author_id)
+        if author is not None:
+            data["member"] = author.member_payload(with_user=False)
+        for user in data["mentions"]:
+            member = self.members.get(int(user["id"]))
+            if member is not None:
+                user["member"] = member.member_payload(with_user=False)
+        bot_involved = msg.author_id == self.app_id or self.app_id in msg.mention_ids
+        if not session.has(INTENT_MESSAGE_CONTENT) and not bot_involved:
+            data.update(content="", embeds=[], attachments=[], components=[])
+            data.pop("poll", None)
+        return data
+
+    async def _announce(self, msg: FakeMessage, event: str, *, session: GatewaySession | None = None) -> None:
+        if msg.source != "user" and not self.echo_bot_messages:
+            return
+        session = session or self.session
+        if session is None:
+            return
+        if event == "MESSAGE_DELETE":
+            if not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES):
+                await self._dispatch(session, event, {"id": str(msg.id), "channel_id": str(msg.channel_id),
+                                                      "guild_id": str(self.guild_id)})
+            return
+        view = self._gateway_message(msg, session)
+        if view is not None:
+            await self._dispatch(session, event, view)
+
+    async def _r_gateway(self, req: RecordedRequest) -> tuple[int, Any]:
+        return 200, {"url": self.ws_url}
+
+    async def _r_gateway_bot(self, req: RecordedRequest) -> tuple[int, Any]:
+        return 200, {"url": self.ws_url, "shards": 1, "session_start_limit": {
+            "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1}}

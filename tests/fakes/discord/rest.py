@@ -1,0 +1,374 @@
+"""The REST API: the route table, request recording, Discord's JSON errors, rate limits (429s
+with Retry-After and X-RateLimit-* headers), message and embed limits, and the routes for the
+bot user, the application and the guild.
+
+Every response carries ``Content-Type: application/json`` exactly (discord.py only parses JSON for
+that exact value) and ``Via: 1.1 google`` (without it discord.py takes a 429 for a Cloudflare ban).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from aiohttp import web
+
+from .constants import THREAD_TYPES
+from .models import RecordedFile
+
+
+def _flatten(data: Any) -> Any:
+    """A JSON round trip: a detached, plain copy."""
+    return json.loads(json.dumps(data))
+
+
+class ApiError(Exception):
+    """Raised inside route handlers; becomes Discord's JSON error body."""
+
+    def __init__(self, status: int, code: int, message: str, errors: dict | None = None) -> None:
+        super().__init__(f"{status} {code} {message}")
+        self.status = status
+        self.body: dict[str, Any] = {"message": message, "code": code}
+        if errors:
+            self.body["errors"] = errors
+
+
+def _invalid_form(errors: dict) -> ApiError:
+    return ApiError(400, 50035, "Invalid Form Body", errors)
+
+
+def _err(code: str, message: str) -> dict:
+    return {"_errors": [{"code": code, "message": message}]}
+
+
+@dataclass
+class RecordedRequest:
+    """One REST request as the fake saw it, and what it answered."""
+
+    method: str
+    path: str  # after /api/v10, e.g. "/channels/123/messages"
+    query: dict[str, str]
+    headers: dict[str, str]
+    json: Any  # the JSON body (for multipart: the payload_json part), or None
+    files: list[RecordedFile]
+    at: float  # time.monotonic() on arrival
+    route: str | None = None  # template, e.g. "/channels/{channel_id}/messages"; None if unknown
+    status: int | None = None
+    response: Any = None
+    rate_limited: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.route or self.path}"
+
+
+@dataclass
+class RateLimitRule:
+    """The next ``remaining`` requests matching method and route/path get a 429."""
+
+    method: str
+    route: str
+    remaining: int
+    retry_after: float
+    is_global: bool = False
+    scope: str = "user"
+    hits: list[RecordedRequest] = field(default_factory=list)
+
+    def matches(self, req: RecordedRequest) -> bool:
+        if self.method not in ("*", req.method):
+            return False
+        return self.route in (req.route, req.path) or fnmatch.fnmatchcase(req.path, self.route)
+
+
+class Rest:
+    """The HTTP side: routing, recording, rate limits, body limits and the simple read routes."""
+
+    async def wait_for_request(self, method: str, route: str, *, count: int = 1,
+                               timeout: float = 5.0) -> list[RecordedRequest]:
+        """Wait until ``count`` requests matched (route template, exact path or glob)."""
+        await self.wait_until(lambda: len(self.requests_for(method, route)) >= count, timeout,
+                              f"{count} x {method} {route}")
+        return self.requests_for(method, route)
+
+    def requests_for(self, method: str | None = None, route: str | None = None) -> list[RecordedRequest]:
+        out = []
+        for req in self.requests:
+            if method is not None and req.method != method:
+                continue
+            if route is not None and route not in (req.route, req.path) and not fnmatch.fnmatchcase(req.path, route):
+                continue
+            out.append(req)
+        return out
+
+    @property
+    def unknown_requests(self) -> list[RecordedRequest]:
+        """Requests to routes the fake does not implement (answered 404/405)."""
+        return [r for r in self.requests if r.route is None]
+
+    def _build_routes(self) -> list[tuple[str, str, re.Pattern, Callable[..., Awaitable[Any]], bool]]:
+        table: list[tuple[str, str, Callable[..., Awaitable[Any]], bool]] = [
+            # (method, template, handler, needs bot auth)
+            ("GET", "/gateway", self._r_gateway, False),
+            ("GET", "/gateway/bot", self._r_gateway_bot, True),
+            ("GET", "/users/@me", self._r_me, True),
+            ("GET", "/users/{user_id}", self._r_user, True),
+            ("GET", "/oauth2/applications/@me", self._r_app_info, True),
+            ("GET", "/applications/@me", self._r_app_info, True),
+            ("GET", "/applications/{application_id}/commands", self._r_get_commands, True),
+            ("PUT", "/applications/{application_id}/commands", self._r_put_commands, True),
+            ("POST", "/applications/{application_id}/commands", self._r_post_command, True),
+            ("DELETE", "/applications/{application_id}/commands/{command_id}", self._r_delete_command, True),
+            ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_get_commands, True),
+            ("PUT", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_put_commands, True),
+            ("POST", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_post_command, True),
+            ("DELETE", "/applications/{application_id}/guilds/{guild_id}/commands/{command_id}",
+             self._r_delete_command, True),
+            ("POST", "/interactions/{interaction_id}/{token}/callback", self._r_callback, False),
+            ("GET", "/webhooks/{application_id}/{token}/messages/@original", self._r_get_wh_message, False),
+            ("PATCH", "/webhooks/{application_id}/{token}/messages/@original", self._r_edit_wh_message, False),
+            ("DELETE", "/webhooks/{application_id}/{token}/messages/@original", self._r_delete_wh_message, False),
+            ("GET", "/webhooks/{application_id}/{token}/messages/{message_id}", self._r_get_wh_message, False),
+            ("PATCH", "/webhooks/{application_id}/{token}/messages/{message_id}", self._r_edit_wh_message, False),
+            ("DELETE", "/webhooks/{application_id}/{token}/messages/{message_id}", self._r_delete_wh_message,
+             False),
+            ("POST", "/webhooks/{application_id}/{token}", self._r_followup, False),
+            ("GET", "/channels/{channel_id}", self._r_get_channel, True),
+            ("GET", "/channels/{channel_id}/messages", self._r_list_messages, True),
+            ("POST", "/channels/{channel_id}/messages", self._r_create_message, True),
+            ("GET", "/channels/{channel_id}/messages/{message_id}", self._r_get_message, True),
+            ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._r_edit_message, True),
+            ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._r_delete_message, True),
+            ("POST", "/channels/{channel_id}/messages/{message_id}/threads", self._r_thread_from_message, True),
+            ("PUT", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_react, True),
+            ("POST", "/channels/{channel_id}/threads", self._r_thread_without_message, True),
+            ("POST", "/channels/{channel_id}/typing", self._r_typing, True),
+            ("PUT", "/channels/{channel_id}/thread-members/@me", self._r_no_content, True),
+            ("DELETE", "/channels/{channel_id}/thread-members/@me", self._r_no_content, True),
+            ("GET", "/guilds/{guild_id}", self._r_get_guild, True),
+            ("GET", "/guilds/{guild_id}/channels", self._r_guild_channels, True),
+            ("GET", "/guilds/{guild_id}/roles", self._r_guild_roles, True),
+            ("GET", "/guilds/{guild_id}/members/{user_id}", self._r_guild_member, True),
+        ]
+        compiled = []
+        for method, template, handler, auth in table:
+            parts = re.split(r"(\{\w+\})", template)
+            rx = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
+            compiled.append((method, template, re.compile(f"^{rx}/?$"), handler, auth))
+        return compiled
+
+    def rate_limit(self, method: str, route: str, *, times: int = 1, retry_after: float = 0.2,
+                   is_global: bool = False, scope: str = "user") -> RateLimitRule:
+        """The next ``times`` requests matching ``method`` (or "*") and ``route`` (a route
+        template like "/webhooks/{application_id}/{token}", an exact path, or a glob) get
+        429 with Retry-After / X-RateLimit-* headers and Discord's JSON body."""
+        rule = RateLimitRule(method.upper() if method != "*" else "*", route, times, retry_after, is_global, scope)
+        self.rate_limits.append(rule)
+        return rule
+
+    @staticmethod
+    def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> web.Response:
+        all_headers = {"Via": "1.1 google", **(headers or {})}
+        if body is None:
+            return web.Response(status=status, headers=all_headers)
+        all_headers["Content-Type"] = "application/json"
+        return web.Response(status=status, body=json.dumps(body).encode(), headers=all_headers)
+
+    async def _read_body(self, request: web.Request, rec: RecordedRequest) -> None:
+        if request.content_type.startswith("multipart/"):
+            reader = await request.multipart()
+            async for part in reader:
+                if part.name == "payload_json":
+                    rec.json = json.loads(await part.text())
+                else:
+                    rec.files.append(RecordedFile(part.name or "", part.filename,
+                                                  part.headers.get("Content-Type"), bytes(await part.read())))
+            return
+        raw = await request.read()
+        if raw:
+            try:
+                rec.json = json.loads(raw)
+            except ValueError:
+                raise ApiError(400, 50109, "The request body contains invalid JSON.") from None
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        rec = RecordedRequest(request.method, "/" + request.match_info["tail"], dict(request.query),
+                              dict(request.headers), None, [], time.monotonic())
+        self.requests.append(rec)
+        status, body, headers = 500, None, {}
+        try:
+            try:
+                body_error: ApiError | None = None
+                try:
+                    await self._read_body(request, rec)
+                except ApiError as exc:
+                    body_error = exc
+                matched = self._match(rec)
+                if body_error is not None:
+                    raise body_error
+                rule = next((r for r in self.rate_limits if r.remaining > 0 and r.matches(rec)), None)
+                if rule is not None:
+                    status, body, headers = self._rate_limited(rule, rec)
+                else:
+                    handler, params, auth = matched
+                    if auth and request.headers.get("Authorization") != f"Bot {self.token}":
+                        raise ApiError(401, 0, "401: Unauthorized")
+                    status, body = await handler(rec, **params)
+            except ApiError as exc:
+                status, body = exc.status, exc.body
+            except Exception as exc:  # a bug in the fake: fail fast (a 5xx would be retried) and keep it
+                self.errors.append(exc)
+                status, body = 400, {"message": f"fake discord internal error: {exc!r}", "code": -1}
+        finally:
+            rec.status = status
+            rec.response = _flatten(body) if body is not None else None
+            self._notify()
+        return self._json_response(status, body, headers)
+
+    def _match(self, rec: RecordedRequest) -> tuple[Callable[..., Awaitable[Any]], dict[str, str], bool]:
+        path_matched = False
+        for method, template, rx, handler, auth in self._routes:
+            m = rx.match(rec.path)
+            if m is None:
+                continue
+            path_matched = True
+            if method == rec.method:
+                rec.route = template
+                return handler, m.groupdict(), auth
+        if path_matched:
+            raise ApiError(405, 0, "405: Method Not Allowed")
+        raise ApiError(404, 0, "404: Not Found")
+
+    def _rate_limited(self, rule: RateLimitRule, rec: RecordedRequest) -> tuple[int, dict, dict[str, str]]:
+        rule.remaining -= 1
+        rule.hits.append(rec)
+        rec.rate_limited = True
+        bucket = hashlib.sha1(f"{rec.method} {rec.route or rec.path}".encode()).hexdigest()[:32]
+        headers = {
+            "Retry-After": str(max(1, math.ceil(rule.retry_after))),
+            "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": f"{time.time() + rule.retry_after:.3f}",
+            "X-RateLimit-Reset-After": f"{rule.retry_after:.3f}",
+            "X-RateLimit-Bucket": bucket,
+            "X-RateLimit-Scope": "global" if rule.is_global else rule.scope,
+        }
+        if rule.is_global:
+            headers["X-RateLimit-Global"] = "true"
+        body = {"message": "You are being rate limited.", "retry_after": rule.retry_after, "global": rule.is_global}
+        return 429, body, headers
+
+    async def _handle_attachment(self, request: web.Request) -> web.Response:
+        attachment_id = request.match_info["attachment_id"]
+        for msg in self._messages.values():
+            for attachment, f in zip(msg.data["attachments"], msg.files):
+                if attachment["id"] == attachment_id:
+                    return web.Response(body=f.data, content_type=f.content_type or "application/octet-stream")
+        return web.Response(status=404)
+
+    @staticmethod
+    def _check_message_body(body: Any, *, files: int = 0, require_content: bool = True) -> dict:
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise _invalid_form(_err("DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"))
+        errors: dict[str, Any] = {}
+        content = body.get("content")
+        if content is not None and not isinstance(content, str):
+            errors["content"] = _err("BASE_TYPE_STRING", "Must be a string.")
+        elif isinstance(content, str) and len(content) > 2000:
+            errors["content"] = _err("BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
+        embeds = body.get("embeds") or []
+        if len(embeds) > 10:
+            errors["embeds"] = _err("BASE_TYPE_MAX_LENGTH", "Must be 10 or fewer in length.")
+        total = 0
+        embed_errors: dict[str, Any] = {}
+        limits = {"title": 256, "description": 4096}
+        for index, embed in enumerate(embeds):
+            e: dict[str, Any] = {}
+            for key, limit in limits.items():
+                value = embed.get(key) or ""
+                total += len(value)
+                if len(value) > limit:
+                    e[key] = _err("BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+            for key, sub, limit in (("footer", "text", 2048), ("author", "name", 256)):
+                value = (embed.get(key) or {}).get(sub) or ""
+                total += len(value)
+                if len(value) > limit:
+                    e[key] = {sub: _err("BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")}
+            fields = embed.get("fields") or []
+            if len(fields) > 25:
+                e["fields"] = _err("BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+            field_errors: dict[str, Any] = {}
+            for fi, fld in enumerate(fields):
+                fe: dict[str, Any] = {}
+                for key, limit in (("name", 256), ("value", 1024)):
+                    value = fld.get(key) or ""
+                    total += len(value)
+                    if not value:
+                        fe[key] = _err("BASE_TYPE_REQUIRED", "This field is required")
+                    elif len(value) > limit:
+                        fe[key] = _err("BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+                if fe:
+                    field_errors[str(fi)] = fe
+            if field_errors:
+                e["fields"] = field_errors
+            if e:
+                embed_errors[str(index)] = e
+        if embed_errors:
+            errors["embeds"] = embed_errors
+        elif total > 6000:
+            errors["embeds"] = _err("MAX_EMBED_SIZE_EXCEEDED", "Embed size exceeds maximum size of 6000")
+        if errors:
+            raise _invalid_form(errors)
+        if require_content and not (content or embeds or body.get("components") or files
+                                    or body.get("sticker_ids") or body.get("poll")):
+            raise ApiError(400, 50006, "Cannot send an empty message")
+        return body
+
+    async def _r_me(self, req: RecordedRequest) -> tuple[int, Any]:
+        return 200, self.bot_user_payload()
+
+    async def _r_user(self, req: RecordedRequest, user_id: str) -> tuple[int, Any]:
+        member = self.members.get(self._snowflake(user_id, 10013, "Unknown User"))
+        if member is None:
+            raise ApiError(404, 10013, "Unknown User")
+        return 200, member.user_payload()
+
+    async def _r_app_info(self, req: RecordedRequest) -> tuple[int, Any]:
+        return 200, self.application_payload()
+
+    @staticmethod
+    def _snowflake(value: str, code: int, message: str) -> int:
+        try:
+            return int(value)
+        except ValueError:
+            raise ApiError(404, code, message) from None
+
+    def _guild(self, guild_id: str) -> None:
+        if guild_id != str(self.guild_id):
+            raise ApiError(404, 10004, "Unknown Guild")
+
+    async def _r_get_guild(self, req: RecordedRequest, guild_id: str) -> tuple[int, Any]:
+        self._guild(guild_id)
+        return 200, self.guild_payload(full=False)
+
+    async def _r_guild_channels(self, req: RecordedRequest, guild_id: str) -> tuple[int, Any]:
+        self._guild(guild_id)
+        return 200, [c for c in self.channels.values() if c["type"] not in THREAD_TYPES]
+
+    async def _r_guild_roles(self, req: RecordedRequest, guild_id: str) -> tuple[int, Any]:
+        self._guild(guild_id)
+        return 200, list(self.roles.values())
+
+    async def _r_guild_member(self, req: RecordedRequest, guild_id: str, user_id: str) -> tuple[int, Any]:
+        self._guild(guild_id)
+        member = self.members.get(self._snowflake(user_id, 10007, "Unknown Member"))
+        if member is None:
+            raise ApiError(404, 10007, "Unknown Member")
+        return 200, member.member_payload()
