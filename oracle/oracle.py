@@ -18,8 +18,9 @@ from .answer.excerpts import Excerpt, choose_excerpts, query_terms
 from .answer.leaks import SecretGuard
 from .answer.prompt import Turn
 from .answer.rerank import Candidate, make_reranker
-from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, Mode, Selection, passages_text
-from .answer.trace import build_trace
+from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, passages_text
+from .answer.selection import Selection
+from .answer.trace import Mode, build_trace
 from .dossier import Dossiers
 from .index import annotate
 from .index.index import Index

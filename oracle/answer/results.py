@@ -1,34 +1,17 @@
-"""What reranking, packing and answering produce: frozen results, free of storage and transport objects."""
+"""What answering produces: the Answer, and the passages shown when there is no written answer."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
 from ..types import Chunk
 from .citations import Citation
-from .context import Context, Summary
+from .context import Summary
 from .excerpts import Excerpt
-from .rerank import Reranked
-
-if TYPE_CHECKING:
-    from .trace import Trace
-
-# What an answer is: written by the model, the best passages shown instead, or nothing found.
-Mode = Literal["llm", "passages", "not_found"]
+from .trace import Mode, Trace
 
 PASSAGES_SHOWN = 5
 NOT_FOUND = "The notes hold nothing on that."
-
-
-@dataclass
-class Selection:
-    """What reranking and packing made of a retrieval."""
-
-    final: list[Chunk]  # reranked k, then the rest of the pool
-    context: Context
-    rerank: Reranked
-    annotations: dict[str, str]  # chunk id -> annotation, for the pool
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,13 @@ for an empty question, a rerank when nothing matched) is left out.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from ..retrieve.results import Hit, Retrieval
-from .results import Mode, Selection
+from .selection import Selection
+
+# What an answer is: written by the model, the best passages shown instead, or nothing found.
+Mode = Literal["llm", "passages", "not_found"]
 
 
 def _ids(hits: list[Hit]) -> list[list]:
