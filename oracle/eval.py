@@ -301,7 +301,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
         pool = [h.chunk for h in retrieval.pool]
         selection = await oracle.select(retrieval, k)
         final = selection.final
-        context = [*selection.context.fragments, *(s.chunk for s in selection.context.summaries)]
+        context = [*selection.context.fragments, *(s.chunk for s in selection.context.headlines)]
         reranks += selection.rerank.used
         answer_terms = first_words = None
         if q.answer:

@@ -90,7 +90,7 @@ def supported(claim: str, sources: Iterable[str], share: float = SUPPORT_SHARE) 
 
 def source_texts(answer: Answer) -> dict[str, str]:
     """The text a label stands for in the answer's context: the fragment, else its headline."""
-    texts = {s.chunk.label: s.text for s in answer.summaries}
+    texts = {s.chunk.label: s.text for s in answer.headlines}
     texts.update({c.label: c.text for c in answer.fragments})
     return texts
 

@@ -366,7 +366,7 @@ class Oracle:
         """`trace`: what the answer stage adds to the stages' own record (see `answer.trace`)."""
         record = build_trace(mode, reason, retrieval, selection, self.settings.reranker, **(trace or {}))
         fragments = selection.context.fragments if selection else ()
-        summaries = selection.context.summaries if selection else ()
+        summaries = selection.context.headlines if selection else ()
         return Answer(question, text, mode, reason, citations, fragments, summaries, record)
 
     async def secret_guard(self, store: Store) -> SecretGuard:

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from oracle.answer.citations import Citation
-from oracle.answer.context import Summary
+from oracle.answer.context import Headline
 from oracle.answer.results import Answer
 from oracle.answer.trace import Trace
 from oracle.cli import main
@@ -29,7 +29,7 @@ CHAPEL = chunk("Session 9", "sessions/log.md", "The whole text of session 9, whi
 
 
 def answer(text: str, mode: str = "llm", trace: dict | None = None, citations: tuple = ()) -> Answer:
-    return Answer("q", text, mode, "", citations, (MARKET, PELL), (Summary(CHAPEL, "The party found a coat in a chapel."),),
+    return Answer("q", text, mode, "", citations, (MARKET, PELL), (Headline(CHAPEL, "The party found a coat in a chapel."),),
                   Trace(mode, "", **(trace or {})))  # fmt: skip
 
 

@@ -61,6 +61,6 @@ async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, ope
     assert len(QUESTIONS) == len(answers)
     assert all(a.mode == "llm" and a.text for a in answers)
     for answer in answers:
-        used = {c.id for c in answer.fragments} | {s.chunk.id for s in answer.summaries}
+        used = {c.id for c in answer.fragments} | {s.chunk.id for s in answer.headlines}
         assert used <= old or used <= new, f"{answer.question!r} mixed two indexes"
     assert 2 == most  # the questions' rerank and answer calls: never more than ORACLE_LLM_CONCURRENCY

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, trim_to_tokens
 from ..types import Chunk
-from .context import Context, Summary
+from .context import Context, Headline
 from .prompt import SYSTEM, Turn, build_answer_prompt, fragment_header
 
 TRIMMED = "[…]"
@@ -36,7 +36,7 @@ def fit_answer_prompt(
 ) -> Fitted:
     budget = num_ctx - reply_tokens
     fragments = list(context.fragments)
-    summaries: list[Summary] = list(context.summaries)
+    summaries: list[Headline] = list(context.headlines)
     turns = [t for t in history if t.content.strip()]
     dropped_headlines: list[str] = []
     dropped_fragments: list[str] = []

@@ -15,7 +15,7 @@ from ..types import Chunk
 
 
 @dataclass(frozen=True)
-class Summary:
+class Headline:
     """A candidate left out of the full fragments, shown by its one-line annotation (a headline)."""
 
     chunk: Chunk
@@ -25,15 +25,15 @@ class Summary:
 @dataclass(frozen=True)
 class Context:
     fragments: tuple[Chunk, ...]
-    summaries: tuple[Summary, ...]
+    headlines: tuple[Headline, ...]  # "summaries" in the JSON, as it always was
 
     @property
     def labels(self) -> set[str]:
-        return {c.label for c in self.fragments} | {s.chunk.label for s in self.summaries}
+        return {c.label for c in self.fragments} | {s.chunk.label for s in self.headlines}
 
     def chunk_for(self, label: str) -> Chunk | None:
         """The fragment (else the summarised chunk) a citation label points at."""
-        for chunk in [*self.fragments, *(s.chunk for s in self.summaries)]:
+        for chunk in [*self.fragments, *(s.chunk for s in self.headlines)]:
             if chunk.label == label:
                 return chunk
         return None
@@ -52,12 +52,12 @@ def pack_context(
             fragments.append(chunk)
         else:
             rest.append(chunk)
-    summaries: list[Summary] = []
+    summaries: list[Headline] = []
     for chunk in rest:
         if len(summaries) == max_summaries:
             break
         annotation = annotations.get(chunk.id)
         if annotation and chunk.label not in taken:
             taken.add(chunk.label)
-            summaries.append(Summary(chunk, annotation))
+            summaries.append(Headline(chunk, annotation))
     return Context(tuple(fragments), tuple(summaries))

@@ -40,8 +40,8 @@ def render_context(context: Context) -> str:
     blocks = ["NOTES IN FULL (cite by label):"]
     for c in context.fragments:
         blocks.append(f"{fragment_header(c.label, c.path, c.start_line, c.end_line, c.part, c.parts)}\n{c.text}")
-    if context.summaries:
-        headlines = "\n".join(f"[{s.chunk.label}] {s.text}" for s in context.summaries)
+    if context.headlines:
+        headlines = "\n".join(f"[{s.chunk.label}] {s.text}" for s in context.headlines)
         blocks.append(f"HEADLINES ONLY (other notes, not shown in full):\n{headlines}")
     return "\n\n---\n\n".join(blocks)
 

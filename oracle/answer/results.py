@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..types import Chunk
 from .citations import Citation
-from .context import Summary
+from .context import Headline
 from .excerpts import Excerpt
 from .trace import Mode, Trace
 
@@ -22,7 +22,7 @@ class Answer:
     reason: str
     citations: tuple[Citation, ...]
     fragments: tuple[Chunk, ...]
-    summaries: tuple[Summary, ...]
+    headlines: tuple[Headline, ...]
     trace: Trace
 
     def to_json(self) -> dict:
@@ -32,7 +32,7 @@ class Answer:
             "reason": self.reason,
             "citations": [c.to_json() for c in self.citations],
             "fragments": [c.label for c in self.fragments],
-            "summaries": [s.chunk.label for s in self.summaries],
+            "summaries": [s.chunk.label for s in self.headlines],
             "trace": self.trace.to_json(),
         }
 

@@ -83,7 +83,7 @@ def build_trace(
             },
             "packed": {
                 "fragments": [[c.id, c.label] for c in selection.context.fragments],
-                "summaries": [[s.chunk.id, s.chunk.label] for s in selection.context.summaries],
+                "summaries": [[s.chunk.id, s.chunk.label] for s in selection.context.headlines],
             },
         }
     return Trace(mode, reason, **(parts | answer))

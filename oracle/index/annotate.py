@@ -39,7 +39,7 @@ class AnnotationReply(BaseModel):
 
 @dataclass(frozen=True)
 class Annotation:
-    summary: str
+    text: str  # one or two sentences: who, where, what happens
     entities: tuple[NamedThing, ...]
 
 
@@ -73,8 +73,8 @@ async def annotate(llm: LLM, chunk: Chunk) -> Annotation:
     window = await llm.window()
     messages = annotation_messages(chunk, window.num_ctx - REPLY_TOKENS)
     reply = await llm.chat_model(messages, AnnotationReply, num_predict=REPLY_TOKENS)
-    summary = " ".join(reply.summary.split())
-    return Annotation(summary, tuple(reply.entities))
+    text = " ".join(reply.summary.split())  # "summary" is the field the model is asked for
+    return Annotation(text, tuple(reply.entities))
 
 
 def grounded_entities(chunk_text: str, named: list[dict], visibility: str) -> list[EntitySource]:

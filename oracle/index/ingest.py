@@ -444,8 +444,8 @@ async def _annotate(
                 break
             continue
         entities = [e.model_dump() for e in annotation.entities]
-        await store.put_annotation(chunk.text_hash, settings.model, annotate_mod.PROMPT_VERSION, annotation.summary, entities)
-        cache[chunk.text_hash] = CachedAnnotation(annotation.summary, entities)
+        await store.put_annotation(chunk.text_hash, settings.model, annotate_mod.PROMPT_VERSION, annotation.text, entities)
+        cache[chunk.text_hash] = CachedAnnotation(annotation.text, entities)
         new += 1
         progress(Progress("annotate", i, len(missing_ids), chunk.label))
     done = sum(1 for t in chunks if hashes[t.id] in cache)

@@ -139,7 +139,7 @@ class EntityRecord:
 
 @dataclass(frozen=True)
 class CachedAnnotation:
-    summary: str  # the annotation's one-line description
+    text: str  # the annotation's one- or two-sentence description
     entities: list[dict]  # the names the model found, as it gave them
 
 

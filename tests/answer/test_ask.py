@@ -362,7 +362,7 @@ async def test_the_answer_request_holds_eight_fragments_then_the_headlines(campa
     labels = [label for label, _ in shown]
     assert len(set(labels)) == len(labels)  # one per session label
     assert set() == set(labels) & {label for label, _, _ in headers}  # none for a label in full
-    assert [s.chunk.label for s in answer.summaries] == labels
+    assert [s.chunk.label for s in answer.headlines] == labels
     # The blocks in order: fragments, then headlines, then the question.
     content = request["messages"][-1]["content"]
     assert content.startswith("NOTES IN FULL (cite by label):\n\n---\n\n")
@@ -405,7 +405,7 @@ async def test_a_label_in_parts_gets_one_headline(campaign, fake):
     first_part = pool[parts[0] - 1]
     assert 1 == [label for label, _ in shown].count("Session 20")
     assert ("Session 20", campaign.annotations[campaign.chunks[first_part]["text_hash"]]) in shown
-    assert [s.chunk.label for s in answer.summaries] == [label for label, _ in shown]
+    assert [s.chunk.label for s in answer.headlines] == [label for label, _ in shown]
 
 
 @module_loop
@@ -462,7 +462,7 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
     reason = answer.trace.rerank["reason"]
     assert reason.startswith("off: 1 of ") and "no annotation" in reason
     assert ("llm", 1, 1) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
-    assert missing.id not in [s.chunk.id for s in answer.summaries]  # no headline without a note
+    assert missing.id not in [s.chunk.id for s in answer.headlines]  # no headline without a note
 
 
 @module_loop
@@ -732,7 +732,7 @@ async def test_a_player_question_never_sends_a_secret(campaign, fake, failure):
     async with campaign.oracle() as oracle:
         for question in PROBES:
             answer = await oracle.ask(question)
-            assert {PUBLIC} == {c.visibility for c in answer.fragments} | {s.chunk.visibility for s in answer.summaries}
+            assert {PUBLIC} == {c.visibility for c in answer.fragments} | {s.chunk.visibility for s in answer.headlines}
             assert "SECRET-" not in json.dumps(answer.to_json()), question
             assert ("passages" if failure else "llm") == answer.mode
     requests = fake.chat_requests()
@@ -890,7 +890,7 @@ async def test_a_small_window_drops_headlines_then_fragments_and_the_trace_names
     dropped = tokens["dropped"]
     [request] = requests_of(fake, "answer")
     assert request["options"]["num_ctx"] == 1024 and tokens["total"] <= tokens["budget"] == 1024 - 384
-    assert dropped["headlines"] and not answer.summaries  # every headline went before any fragment
+    assert dropped["headlines"] and not answer.headlines  # every headline went before any fragment
     assert 1 <= len(answer.fragments) < 8 and dropped["fragments"]
     assert [c.label for c in answer.fragments] == [label for label, _, _ in fragment_headers(request)]
     assert not {c.label for c in answer.fragments} & set(dropped["fragments"])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from oracle.answer.budget import TRIMMED, fit_answer_prompt
-from oracle.answer.context import Context, Summary
+from oracle.answer.context import Context, Headline
 from oracle.answer.prompt import SYSTEM, Turn, build_answer_prompt
 from oracle.tokens import message_tokens
 from oracle.types import Chunk
@@ -20,7 +20,7 @@ def chunk(n: int, paragraphs: int = 3) -> Chunk:
 
 
 FRAGMENTS = tuple(chunk(n) for n in range(1, 5))
-SUMMARIES = tuple(Summary(chunk(n), f"Headline of session {n}.") for n in range(10, 14))
+SUMMARIES = tuple(Headline(chunk(n), f"Headline of session {n}.") for n in range(10, 14))
 HISTORY = (Turn("user", "Who is the harbourmaster?"), Turn("assistant", "Orrin Hale keeps the harbour."))
 
 
@@ -57,7 +57,7 @@ def test_a_prompt_that_fits_is_sent_whole_and_counted():
 def test_headlines_go_first_the_last_one_first():
     fitted = fit(size(summaries=SUMMARIES[:2]) + REPLY)
 
-    assert labels(fitted.context.summaries) == ["Session 10", "Session 11"]
+    assert labels(fitted.context.headlines) == ["Session 10", "Session 11"]
     assert fitted.context.fragments == FRAGMENTS and fitted.history == HISTORY
     assert fitted.tokens["dropped"] == {"headlines": ["Session 13", "Session 12"], "fragments": [], "trimmed": None}
     assert fitted.tokens["total"] <= fitted.tokens["budget"]
@@ -70,7 +70,7 @@ def test_then_the_oldest_history_then_the_lowest_fragments():
     assert fitted.tokens["dropped"]["headlines"] == ["Session 13", "Session 12", "Session 11", "Session 10"]
 
     fitted = fit(size(fragments=FRAGMENTS[:2], summaries=(), history=()) + REPLY)
-    assert (fitted.history, fitted.context.fragments, fitted.context.summaries) == ((), FRAGMENTS[:2], ())
+    assert (fitted.history, fitted.context.fragments, fitted.context.headlines) == ((), FRAGMENTS[:2], ())
     assert fitted.tokens["dropped"]["fragments"] == ["Session 4", "Session 3"]
     assert fitted.tokens["dropped"]["trimmed"] is None
     assert fitted.tokens["history"] == 0

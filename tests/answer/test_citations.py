@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from oracle.answer.citations import Citation, Verified, verify
-from oracle.answer.context import Context, Summary
+from oracle.answer.context import Context, Headline
 from oracle.types import Chunk
 
 
@@ -32,7 +32,7 @@ KAT = chunk("Sheet: Kat", "sheets/Kat.md", 1, 12)
 GODS = chunk("World: GODS", "world/GODS.md", 2, 8)
 S7 = chunk("Session 7", "sessions/Session 7.md", 1, 30)  # a headline only
 
-CONTEXT = Context(fragments=(S1, S1_PART_2, S2, S3, KAT, GODS), summaries=(Summary(S7, "Kat duels the reeve."),))
+CONTEXT = Context(fragments=(S1, S1_PART_2, S2, S3, KAT, GODS), headlines=(Headline(S7, "Kat duels the reeve."),))
 
 
 def cite(c: Chunk) -> Citation:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle.answer.context import Context, Summary, pack_context
+from oracle.answer.context import Context, Headline, pack_context
 from oracle.answer.prompt import SYSTEM, Turn, build_answer_prompt, render_context
 from oracle.types import Chunk
 
@@ -37,7 +37,7 @@ def test_the_first_k_are_the_fragments_in_order():
     ranked = [chunk(n) for n in (5, 3, 9, 1, 2, 8, 7, 4, 6, 10)]
     context = pack_context(ranked, notes_for(ranked))
     assert ["c5", "c3", "c9", "c1", "c2", "c8", "c7", "c4"] == ids(context.fragments)
-    assert [("c6", "note c6"), ("c10", "note c10")] == [(s.chunk.id, s.text) for s in context.summaries]
+    assert [("c6", "note c6"), ("c10", "note c10")] == [(s.chunk.id, s.text) for s in context.headlines]
 
 
 def test_fewer_chunks_than_k_are_all_fragments():
@@ -50,14 +50,14 @@ def test_fragments_do_not_need_annotations():
     ranked = [chunk(n) for n in range(1, 12)]
     context = pack_context(ranked, {})
     assert ids(ranked[:8]) == ids(context.fragments)
-    assert () == context.summaries
+    assert () == context.headlines
 
 
 def test_summaries_only_for_chunks_with_annotations():
     ranked = [chunk(n) for n in range(1, 15)]
     annotations = {"c9": "nine", "c11": "eleven", "c14": "fourteen", "c3": "three (a fragment)", "c12": ""}
     context = pack_context(ranked, annotations)
-    assert [("c9", "nine"), ("c11", "eleven"), ("c14", "fourteen")] == [(s.chunk.id, s.text) for s in context.summaries]
+    assert [("c9", "nine"), ("c11", "eleven"), ("c14", "fourteen")] == [(s.chunk.id, s.text) for s in context.headlines]
 
 
 def test_one_summary_per_label_and_none_for_a_label_in_full():
@@ -70,7 +70,7 @@ def test_one_summary_per_label_and_none_for_a_label_in_full():
         chunk(14, "Session 21"),
     ]
     context = pack_context(ranked, notes_for(ranked))
-    assert [("c10", "Session 20"), ("c12", "Session 21")] == [(s.chunk.id, s.chunk.label) for s in context.summaries]
+    assert [("c10", "Session 20"), ("c12", "Session 21")] == [(s.chunk.id, s.chunk.label) for s in context.headlines]
 
 
 def test_a_chunk_without_annotation_leaves_its_label_to_a_later_part():
@@ -79,15 +79,15 @@ def test_a_chunk_without_annotation_leaves_its_label_to_a_later_part():
         chunk(11, "Session 20", part=2, parts=2),
     ]
     context = pack_context(ranked, {"c11": "the second part"})
-    assert [("c11", "the second part")] == [(s.chunk.id, s.text) for s in context.summaries]
+    assert [("c11", "the second part")] == [(s.chunk.id, s.text) for s in context.headlines]
 
 
 def test_at_most_max_summaries_in_order():
     ranked = [chunk(n) for n in range(1, 41)]
     context = pack_context(ranked, notes_for(ranked))
     assert ids(ranked[:8]) == ids(context.fragments)
-    assert ids(ranked[8:24]) == [s.chunk.id for s in context.summaries]
-    assert 16 == len(context.summaries)
+    assert ids(ranked[8:24]) == [s.chunk.id for s in context.headlines]
+    assert 16 == len(context.headlines)
 
 
 @pytest.mark.parametrize("k, max_summaries", [(1, 0), (3, 2), (8, 16), (5, 40)])
@@ -95,7 +95,7 @@ def test_k_and_max_summaries(k, max_summaries):
     ranked = [chunk(n) for n in range(1, 31)]
     context = pack_context(ranked, notes_for(ranked), k=k, max_summaries=max_summaries)
     assert ids(ranked[:k]) == ids(context.fragments)
-    assert ids(ranked[k : k + max_summaries]) == [s.chunk.id for s in context.summaries]
+    assert ids(ranked[k : k + max_summaries]) == [s.chunk.id for s in context.headlines]
 
 
 def test_labels_and_chunk_for():
@@ -113,7 +113,7 @@ def test_labels_and_chunk_for():
 
 def test_render_context_marks_parts_and_headlines():
     fragments = (chunk(1), chunk(2, "Session 20", part=2, parts=3))
-    context = Context(fragments, (Summary(chunk(3), "A headline."),))
+    context = Context(fragments, (Headline(chunk(3), "A headline."),))
     assert (
         "NOTES IN FULL (cite by label):\n\n---\n\n"
         "[Session 1] (sessions/Session 1.md, lines 1–3)\nText of chunk 1.\n\n---\n\n"

@@ -14,8 +14,8 @@ import pytest_asyncio
 
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
-from oracle.oracle import Oracle
 from oracle.index.store import VisibleAlias
+from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatcher, entity_path, mention_weight
 from oracle.retrieve.keyword import common_words, fts_query, fts_terms, keyword_path
 from oracle.retrieve.results import Retrieval

@@ -14,7 +14,6 @@ from .constants import ALL_PERMS, THREAD_TYPES
 from .models import FakeMember
 from .rest import ApiError, RecordedRequest, _err, _invalid_form
 
-
 _CHAT_NAME = re.compile(r"^[-_'\w\u0900-\u097F\u0E00-\u0E7F]{1,32}$")
 
 

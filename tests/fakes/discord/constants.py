@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import discord
 
-
 API_VERSION = 10
 DISCORD_EPOCH_MS = 1_420_070_400_000
 

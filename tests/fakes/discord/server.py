@@ -18,7 +18,7 @@ from .commands import Commands
 from .constants import API_VERSION, BOT_PERMS, EVERYONE_PERMS, GM_PERMS, PRIVILEGED_INTENTS
 from .gateway import Gateway, GatewayConnection, GatewaySession
 from .interactions import FakeInteraction, Interactions
-from .models import FakeMember, FakeMessage, _Snowflakes, World
+from .models import FakeMember, FakeMessage, World, _Snowflakes
 from .rest import RateLimitRule, RecordedRequest, Rest
 
 
