@@ -481,6 +481,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
     try:
         store = await index.store()
         vectors = await index.vectors()
+        embeddings = await index.embedder()  # the async facade the paths take
         oracle = Oracle(index)
         stats = await store.stats(settings.model, "")
         built.chunks, built.windows, built.entities = stats["chunks"], stats["windows"], stats["entities"]
@@ -518,7 +519,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
             kw = await keyword_path(store, question, visibilities, depth, (settings.fts_head_weight, 1.0))
             t_kw = _ms(t)
             t = time.perf_counter()
-            sem = await semantic_path(store, vectors, embedder, question, visibilities, depth)
+            sem = await semantic_path(store, vectors, embeddings, question, visibilities, depth)
             t_sem = _ms(t)
             t = time.perf_counter()
             ent = await entity_path(store, entities, visibilities, depth, stats=mention_stats)
