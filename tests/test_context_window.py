@@ -25,7 +25,7 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
 from oracle.settings import Settings
-from tests.conftest import REPO, SAMPLE_NOTES
+from tests.conftest import REPO, SAMPLE_NOTES, SHARED_EVAL
 from tests.conftest import request_kind as kind
 from tests.fakes.ollama_server import FakeModel, FakeOllama, tokenize
 
@@ -36,7 +36,7 @@ module_loop = pytest.mark.asyncio(loop_scope="module")
 pytestmark = pytest.mark.slow
 
 MODEL = "qwen2.5:14b"
-CRD3_LOG = Path("/work/shared/eval/crd3/notes/campaign-log.md")
+CRD3_LOG = SHARED_EVAL / "crd3" / "notes" / "campaign-log.md"
 CRD3_SESSIONS = 30  # the slice ingested: one real-embedder ingest of the whole log takes minutes
 
 

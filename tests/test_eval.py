@@ -30,7 +30,7 @@ from oracle.eval import (
     recall,
 )
 from oracle.types import Chunk
-from tests.conftest import MINI_CAMPAIGN, closed_port_url, request_kind, write_notes
+from tests.conftest import MINI_CAMPAIGN, SHARED_EVAL, closed_port_url, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
 
@@ -379,7 +379,7 @@ def test_search_prints_a_panel_per_path_and_the_fused_panel(campaign, ollama_dow
 # The banks' gold answers: every key term is in the public text of the question's gold notes, or
 # no passage could ever show it (a typo, or words the notes do not use).
 
-CRD3_NOTES = Path("/work/shared/eval/crd3/notes")
+CRD3_NOTES = SHARED_EVAL / "crd3" / "notes"
 
 
 def public_chunks(notes: Path) -> list[Chunk]:

@@ -17,10 +17,10 @@ from oracle.notes.chunking import chunk_note
 from oracle.notes.parse import parse_note
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.tokens import estimate_tokens, message_tokens, trim_to_tokens
-from tests.conftest import SAMPLE_NOTES
+from tests.conftest import SAMPLE_NOTES, SHARED_EVAL
 from tests.fakes.ollama_server import REPLY_OPENING, render_chatml, tokenize
 
-CRD3_LOG = Path("/work/shared/eval/crd3/notes/campaign-log.md")
+CRD3_LOG = SHARED_EVAL / "crd3" / "notes" / "campaign-log.md"
 
 
 def chunks_of(root: Path, files: list[Path]) -> list[str]:
