@@ -10,6 +10,7 @@ import discord
 
 from oracle.errors import OracleError
 from oracle.index.index import Index
+from oracle.index.status import is_indexed
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 
@@ -34,6 +35,13 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         except OracleError as exc:
             log.error("%s", exc)
             return 2
+        if not await is_indexed(index):
+            # The bot still starts, so a game master can run /oracle reingest; every question says so.
+            log.error(
+                "the index at %s is empty: nothing has been ingested from %s. Run `oracle ingest`, or "
+                "/oracle reingest as a game master, before players ask.",
+                settings.data_dir, settings.notes_dir,
+            )
         # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
         # all holding the GIL (300+ ms, measured by bench/load.py) and stalls the gateway heartbeat.
         # Frozen, they are never walked again.

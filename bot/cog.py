@@ -15,7 +15,7 @@ from discord.ext import commands
 from oracle.answer.prompt import Turn
 from oracle.index.index import Index
 from oracle.index.ingest import IngestBusy, IngestError, ingest
-from oracle.index.status import index_status
+from oracle.index.status import index_status, is_indexed
 from oracle.llm import describe_loaded, describe_window
 from oracle.oracle import Oracle
 from oracle.types import INGEST_STAGES, IngestReport, Progress
@@ -76,6 +76,12 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             return False
         return private or interaction.channel_id in self.bot.settings.gm_channels
 
+    def not_indexed(self) -> str:
+        """What to say while the notes have never been indexed, and who can fix it."""
+        roles = ", ".join(self.bot.settings.gm_roles)
+        who = f"a game master (role {roles}, or Manage Server)" if roles else "a member with Manage Server"
+        return f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {who} can run `/oracle reingest`."
+
     def check_cooldown(self, user_id: int) -> None:
         now = time.monotonic()
         wait = self.bot.settings.cooldown_seconds - (now - self.last_ask.get(user_id, -1e9))
@@ -101,6 +107,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         self, interaction: discord.Interaction, question: app_commands.Range[str, 1, 1000], private: bool = False
     ) -> None:
         self.check_cooldown(interaction.user.id)
+        if not await is_indexed(self.bot.index):
+            raise UserError(self.not_indexed())
         await interaction.response.defer(ephemeral=private, thinking=True)
         gm = self.clearance(interaction, private)
 
@@ -221,6 +229,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                "intent for this application in the Discord Developer Portal (Bot → Privileged Gateway Intents) "
                "and restart the bot."),
         ]
+        if status["last_ingest"] is None:
+            lines.insert(0, f"⚠️ {self.not_indexed()}")
         if gm:
             withheld = status["withheld"]
             lines.append(

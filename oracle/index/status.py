@@ -45,3 +45,8 @@ async def index_status(index: Index, *, gm: bool = True) -> dict:
         "model_loaded": loaded,
         "withheld": await store.withheld(),
     }
+
+
+async def is_indexed(index: Index) -> bool:
+    """Whether an ingest has ever committed: an empty index answers every question with nothing."""
+    return (await (await index.store()).meta()).get("last_ingest") is not None

@@ -873,15 +873,15 @@ async def test_an_unexpected_error_is_one_ephemeral_sentence_and_a_log_line(worl
     caplog.set_level(logging.INFO)
     broken = indexes()
     store = await broken.store()
-    await store.close()  # every question now fails inside the Oracle
+    await store.close()  # every question now fails, on the first read of the index
     async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=broken) as client:
         inter = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
         await inter.settle(idle=0.5)
         assert inter.id not in client.completed
 
-    assert (5, []) == (inter.response.type, inter.rejected)
-    [message] = inter.followups
-    assert (message.content, message.ephemeral) == (ERROR_SENTENCE, True)
+    # It fails before the answer is deferred, so the sentence is the interaction's own reply.
+    assert (4, [], []) == (inter.response.type, inter.rejected, inter.followups)
+    assert (inter.response.data["content"], inter.response.data["flags"]) == (ERROR_SENTENCE, EPHEMERAL)
     for m in fake.messages(include_deleted=True):
         assert not re.search(r"Traceback|Error|Exception|File \"|no active connection", m.content), m.content
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "bot.cog"]
@@ -1007,3 +1007,28 @@ async def test_a_follow_up_is_streamed_into_one_message_of_the_thread(world, fak
     assert reply.body["content"].endswith(WRITING_MARK)
     assert reply.content == streamed_answer(request).content
     assert reply.embeds[0]["title"] == "Sources"
+
+
+# ---------------------------------------------------------------------------------------------
+# An index never ingested
+
+
+NOT_INDEXED = (
+    "The notes have not been indexed yet, so the Oracle has nothing to answer from: a game master "
+    "(role gm, or Manage Server) can run `/oracle reingest`."
+)
+
+
+async def test_on_an_empty_index_ask_tells_the_asker_privately_and_status_says_so(world, fake, tmp_path, indexes):
+    empty = indexes(data_dir=tmp_path / "never-ingested")
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=empty) as client:
+        answers = spy(client, "ask")
+        inter = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
+        await inter.settle(idle=0.5)
+        status = await run(fake, client, "oracle status", member=fake.player)
+    # Refused before anything public: no "thinking", no answer, no thread.
+    assert (4, NOT_INDEXED, EPHEMERAL) == (inter.response.type, inter.response.data["content"], inter.response.data["flags"])
+    assert [] == answers and [] == fake.threads
+    assert [] == [m for m in bot_messages(fake, fake.channel_id) if not m.ephemeral]
+    assert status.original.content.split("\n")[0] == f"⚠️ {NOT_INDEXED}"
+    assert "**Last ingest:** never" in status.original.content
