@@ -27,6 +27,7 @@ from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from tests.conftest import request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
+from tests.secrets.test_secrets import annotation_or_answer
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -157,17 +158,14 @@ PUBLIC_NAMES = ["Aldric", "Lord Vesper", "Mirelle", "Orsk", "Ashen Road", "Gilde
 
 
 def extracting_responder(request: dict) -> object:
-    """Annotations echo the passage's first words and 'extract' every capitalised pair of words,
-    as a model would (so a GM chunk's annotation holds its names); answers cite every fragment."""
-    user = request["messages"][-1]["content"]
+    """`annotation_or_answer`, with annotations that also 'extract' every capitalised pair of words,
+    as a model would (so a GM chunk's annotation holds its names)."""
+    reply = annotation_or_answer(request)
     if request_kind(request) == "annotate":
-        passage = user.split("\n\n", 1)[1] if "\n\n" in user else user
+        passage = request["messages"][-1]["content"].split("\n\n", 1)[-1]
         names = sorted(set(re.findall(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b", passage)))
-        return {"summary": " ".join(passage.split()[:14]), "entities": [{"name": n, "aliases": []} for n in names]}
-    if request_kind(request) == "rerank":
-        return {"best": [1, 2, 3]}
-    labels = re.findall(r"^\[([^\]]+)\] \(", user, re.M)
-    return " ".join(f"The notes speak of it [{label}]." for label in labels) or "The notes do not say."
+        reply["entities"] = [{"name": n, "aliases": []} for n in names]
+    return reply
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
