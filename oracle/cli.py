@@ -25,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from .answer.prompt import Turn
+from .answer.results import Answer
 from .errors import OracleError
 from .eval import load_bank, run_eval
 from .eval_answers import run_answers
@@ -32,6 +33,7 @@ from .index.index import Index
 from .index.ingest import ingest
 from .index.status import index_status
 from .index.store import StoreError
+from .journal import Journal
 from .llm import describe_loaded, describe_window
 from .oracle import Oracle
 from .retrieve.results import Hit
@@ -258,19 +260,28 @@ async def cmd_ask(args: argparse.Namespace) -> int:
             if not args.json:
                 console.print(f"[dim]{name}…[/]")
 
-        streamed = ""
-
-        async def show_text(text: str) -> None:
-            """Print what the model adds as it writes it."""
-            nonlocal streamed
-            sys.stdout.write(text[len(streamed):])
-            sys.stdout.flush()
-            streamed = text
-
+        stream = _Stream()
+        show_text = stream
         history = [Turn("user", h) for h in args.history]
         answer = await oracle.ask(
             args.question, history=history, gm=args.gm, on_stage=show_stage, on_text=None if args.json else show_text
         )
+    return print_answer(answer, stream.text, args)
+
+
+class _Stream:
+    """What the model writes, printed as it comes; `text` is what was printed."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    async def __call__(self, text: str) -> None:
+        sys.stdout.write(text[len(self.text):])
+        sys.stdout.flush()
+        self.text = text
+
+
+def print_answer(answer: Answer, streamed: str, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(answer.to_json(), ensure_ascii=False))
         return 0
@@ -291,8 +302,61 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         for c in answer.citations:
             sources.add_row(c.label, c.path, f"{c.start_line}–{c.end_line}")
         out.print(sources)
-    if args.trace:
+    if getattr(args, "trace", False):
         out.print_json(json.dumps(answer.trace.to_json(), ensure_ascii=False))
+    return 0
+
+
+async def cmd_recap(args: argparse.Namespace) -> int:
+    settings = build_settings(args)
+    async with Index(settings) as index:
+        await ensure_index(index, quiet=args.json)
+        stream = _Stream()
+        answer = await Oracle(index).recap(args.session, gm=args.gm, on_text=None if args.json else stream)
+    return print_answer(answer, stream.text, args)
+
+
+async def cmd_questions(args: argparse.Namespace) -> int:
+    settings = build_settings(args)
+    async with await Journal.open(settings.journal_path) as journal:
+        if args.confirm is not None:
+            await journal.confirm(args.confirm, args.label, by="oracle questions")
+            console.print(f"confirmed question {args.confirm}: "
+                          + (", ".join(args.label) if args.label else "the notes do not hold the answer"))
+        if args.bank:
+            bank = await journal.bank()
+            Path(args.bank).write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in bank))
+            console.print(f"wrote {len(bank)} confirmed questions to {args.bank}")
+            if not args.unanswered:
+                return 0
+        if args.unanswered:
+            groups = await journal.unanswered(limit=args.limit)
+            if args.json:
+                print(json.dumps({"unanswered": [g.to_json() for g in groups]}, ensure_ascii=False))
+                return 0
+            table = Table(title="what the notes could not answer, newest first", title_justify="left")
+            for col in ("asked", "last", "why", "question", "ids"):
+                table.add_column(col)
+            for g in groups:
+                table.add_row(str(g.asked), g.last, ", ".join(sorted(g.why)), g.question, " ".join(map(str, g.ids)))
+            out.print(table)
+            return 0
+        if args.confirm is not None:
+            return 0
+        recent = await journal.recent(args.limit)
+    if args.json:
+        print(json.dumps({"questions": [
+            {"id": r.id, "created": r.created, "kind": r.kind, "question": r.question, "mode": r.mode,
+             "abstained": r.abstained, "citations": list(r.citations), "asker": r.asker} for r in recent
+        ]}, ensure_ascii=False))
+        return 0
+    table = Table(title="questions asked, newest first", title_justify="left")
+    for col in ("id", "when", "who", "question", "mode", "cited"):
+        table.add_column(col)
+    for r in recent:
+        table.add_row(str(r.id), r.created, r.asker, r.question, r.mode,
+                      ", ".join(dict.fromkeys(c["label"] for c in r.citations)))
+    out.print(table)
     return 0
 
 
@@ -496,6 +560,21 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--k", type=int, help="the final k (default ORACLE_K, 8)")
     evaluate.add_argument("--answers", action="store_true",
                           help="ask every question end to end and measure the answers (needs Ollama for `llm` answers)")
+
+    recap = sub.add_parser("recap", help="\"previously on…\": the last session (or SESSION) retold for players")
+    recap.add_argument("session", nargs="?", help="a session number or a word of its title (default: the last)")
+    common(recap)
+    recap.add_argument("--gm", action="store_true", help="retell it with game-master-only notes")
+
+    questions = sub.add_parser("questions", help="the questions asked in Discord: unanswered ones, a bank of them")
+    common(questions, notes=False)
+    questions.add_argument("--unanswered", action="store_true",
+                           help="what the notes could not answer (and 👎 answers), grouped, newest first")
+    questions.add_argument("--bank", metavar="FILE", help="write the confirmed questions as an evaluation bank")
+    questions.add_argument("--confirm", type=int, metavar="ID", help="confirm the sources of question ID")
+    questions.add_argument("--label", action="append", default=[],
+                           help="with --confirm: a gold source label (repeatable; none: the notes do not hold it)")
+    questions.add_argument("--limit", type=int, default=50, help="how many rows (default 50)")
     return p
 
 
@@ -506,6 +585,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "ask": cmd_ask,
     "who": cmd_who,
     "eval": cmd_eval,
+    "recap": cmd_recap,
+    "questions": cmd_questions,
 }
 
 

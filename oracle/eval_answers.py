@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from .answer.citations import cited_sentences
 from .answer.excerpts import content_terms
 from .answer.prompt import Turn
-from .answer.results import Answer
+from .answer.results import Answer, abstains
 from .eval import Question, answer_terms_shown, matches_place
 
 if TYPE_CHECKING:
@@ -40,13 +40,6 @@ if TYPE_CHECKING:
 
 MODES = ("llm", "passages", "not_found")
 SUPPORT_SHARE = 0.5
-# "The notes do not say", "the notes don't mention", "nothing in the notes", "no mention of".
-ABSTAINS = re.compile(
-    r"\bnotes?\b[^.\n]{0,40}\b(?:do not|don't|does not|doesn't|never)\b[^.\n]{0,20}"
-    r"\b(?:say|mention|tell|record|hold|answer|cover)|\bnothing (?:in|on|about)\b[^.\n]{0,30}\bnotes?\b"
-    r"|\bnotes hold nothing\b|\bno mention of\b",
-    re.I,
-)
 _BRACKETS = re.compile(r"\[[^\[\]\n]*\]")
 
 
@@ -74,9 +67,6 @@ class AnswerRecord:
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
-
-def abstains(answer: Answer) -> bool:
-    return answer.mode == "not_found" or (answer.mode == "llm" and bool(ABSTAINS.search(answer.text)))
 
 
 def supported(claim: str, sources: Iterable[str], share: float = SUPPORT_SHARE) -> bool | None:

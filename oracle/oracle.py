@@ -9,15 +9,16 @@ import asyncio
 import logging
 import re
 import time
+from dataclasses import dataclass
 from collections.abc import Awaitable, Callable, Sequence
 
 from .answer.budget import fit_answer_prompt
 from .answer.citations import Citation, verify
-from .answer.context import pack_context
+from .answer.context import Context, pack_context
 from .answer.excerpts import Excerpt, choose_excerpts, query_terms
 from .answer.leaks import SecretGuard
 from .answer.prompt import Turn
-from .answer.rerank import Candidate, make_reranker
+from .answer.rerank import Candidate, Reranked, make_reranker
 from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, passages_text
 from .answer.selection import Selection
 from .answer.trace import Mode, build_trace
@@ -181,22 +182,7 @@ class Oracle:
         `on_text` gets the answer so far (the whole text each time) while the model writes it; the
         Answer returned is the verified one, which may differ (unknown citations removed)."""
 
-        async def stage(name: str) -> None:
-            if on_stage is not None:
-                await on_stage(name)
-
-        async def show_text(text: str) -> None:
-            """The text so far, to whoever shows it; a display that fails stops showing, the answer goes on."""
-            nonlocal on_text
-            if on_text is None:
-                return
-            try:
-                await on_text(text)
-            except Exception:
-                log.warning("showing the answer to %r as it is written failed; it is shown when done", question,
-                            exc_info=True)
-                on_text = None
-
+        stage, show_text = _stager(on_stage), _shower(on_text, question)
         started = time.perf_counter()
         question = " ".join(question.split())
         if not question:
@@ -223,10 +209,34 @@ class Oracle:
             await stage("queued")
         await stage("ranking")
         selection = await self.select(retrieval, store=store)
+
+        async def fallback(reason: str, extra: dict, t: float) -> Answer:
+            return await self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm)
+
+        return await self._write(store, question, question, history, gm, started, stage, show_text,
+                                 retrieval, selection, fallback)
+
+    async def _write(
+        self,
+        store: Store,
+        question: str,
+        prompt: str,
+        history: Sequence[Turn],
+        gm: bool,
+        started: float,
+        stage: StageFn,
+        show_text: TextFn,
+        retrieval: Retrieval,
+        selection: Selection,
+        fallback: Callable[[str, dict, float], Awaitable[Answer]],
+    ) -> Answer:
+        """The model writes the answer to `prompt` from the selection's context, streamed; its
+        citations are checked and a player's answer is guarded against secrets. When the model gives
+        nothing usable, `fallback(reason, trace, started writing)` answers instead."""
         calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
         window = await self.index.llm.window()
         fitted = fit_answer_prompt(
-            question, selection.context, history, num_ctx=window.num_ctx, reply_tokens=window.answer_tokens
+            prompt, selection.context, history, num_ctx=window.num_ctx, reply_tokens=window.answer_tokens
         )
         selection.context = context = fitted.context
         tokens = dict(fitted.tokens)
@@ -258,12 +268,12 @@ class Oracle:
                 if len(text.split()) < MIN_PARTIAL_WORDS:
                     written = len(exc.partial.split())
                     reason = f"the answer stopped after {written} word{'' if written == 1 else 's'}: {exc}"
-                    return await self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm)
+                    return await fallback(reason, extra, t)
                 incomplete = str(exc)
                 incomplete_shown = incomplete if gm else "the language model stopped before the end"
                 log.warning("answer to %r cut after %d words: %s", question, len(text.split()), exc)
             except LLMError as exc:
-                return await self._failed(question, str(exc), retrieval, selection, extra, t, started, gm=gm)
+                return await fallback(str(exc), extra, t)
         retrieval.timings_ms["answer"] = _ms(t)
         verified = verify(text, context)
         if not gm and (await self.secret_guard(store)).leaks(verified.text):
@@ -271,7 +281,7 @@ class Oracle:
             # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
             await self._record_withheld(question, WITHHELD)
-            return await self._passages(question, PLAYER_REASON, retrieval, selection, extra, gm=False)
+            return await fallback(PLAYER_REASON, extra, t)
         retrieval.timings_ms["total"] = _ms(started)
         shown = verified.text
         if incomplete:
@@ -369,6 +379,78 @@ class Oracle:
         summaries = selection.context.headlines if selection else ()
         return Answer(question, text, mode, reason, citations, fragments, summaries, record)
 
+    async def recap(
+        self,
+        session: str | None = None,
+        *,
+        gm: bool = False,
+        on_stage: StageFn | None = None,
+        on_text: TextFn | None = None,
+    ) -> Answer:
+        """"Previously on…": the last session (or the one `session` names: "12", "Session 12", a word
+        of its title) retold from the text its reader may read, cited like an answer. Without the
+        model, the session's annotation and opening lines as passages."""
+        started = time.perf_counter()
+        stage, show_text = _stager(on_stage), _shower(on_text, f"recap {session or ''}")
+        async with self.index.snapshot() as store:
+            parts = pick_session(await store.session_chunks(self.visibilities(gm)), session)
+            if not parts:
+                text = f"The notes hold no session matching “{session}”." if session else "The notes hold no session yet."
+                return self._answer(f"Recap of {session or 'the last session'}", text, "not_found", "no session")
+            label = parts[0].label
+            question = f"Recap of {label}"
+            prompt = (f"Previously on… Retell {label} for the players: what happened, in order, in a few "
+                      "short paragraphs, citing the session after every claim.")
+            annotations = await self._annotations(store, parts)
+            fragments = tuple(parts[: self.settings.k])
+            selection = Selection(
+                list(fragments), Context(fragments, ()),
+                Reranked([c.id for c in fragments], False, "recap: the session in note order", []), annotations,
+            )
+            retrieval = Retrieval(question, question, [], {}, [])
+            await stage("writing")
+
+            async def fallback(reason: str, extra: dict, t: float) -> Answer:
+                log.warning("recap of %s without the LLM: %s", label, reason)
+                return self._session_passages(question, reason if gm else PLAYER_REASON, parts, annotations,
+                                              retrieval, selection, extra)
+
+            return await self._write(store, question, prompt, (), gm, started, stage, show_text,
+                                     retrieval, selection, fallback)
+
+    def _session_passages(
+        self, question: str, reason: str, parts: Sequence[Chunk], annotations: dict[str, str],
+        retrieval: Retrieval, selection: Selection, extra: dict,
+    ) -> Answer:
+        first = parts[0]
+        offset, opening = opening_lines(first.text.splitlines())
+        start = first.start_line + offset
+        end = start + max(len(opening), 1) - 1
+        summary = annotations.get(first.id)
+        blocks = [f"The Oracle could not write the recap ({reason}). {first.label} in the notes:"]
+        if summary:
+            blocks.append(f"*{summary}*")
+        blocks.append(f"[{first.label}] ({first.path}, lines {start}–{end})\n> " + "\n> ".join(opening))
+        citation = Citation(first.label, first.path, start, end)
+        return self._answer(question, "\n\n".join(blocks), "passages", reason, retrieval=retrieval,
+                            selection=selection, citations=(citation,), trace=extra)
+
+    async def _annotations(self, store: Store, chunks: Sequence[Chunk]) -> dict[str, str]:
+        by_hash = await store.annotations_of([c.text_hash for c in chunks], self.settings.model, annotate.PROMPT_VERSION)
+        return {c.id: by_hash[c.text_hash] for c in chunks if c.text_hash in by_hash}
+
+    async def cited(self, citations: Sequence[Citation], *, gm: bool) -> list[CitedText]:
+        """What each citation points at, read again from the index as it is now and only as far as
+        the reader's clearance goes: the lines of a public chunk, a secret's chunk for a game master.
+        A citation whose text the reader may not read (or that is gone) comes back with no text."""
+        out: list[CitedText] = []
+        async with self.index.snapshot() as store:
+            for c in citations:
+                chunks = await store.chunks_at(c.path, c.start_line, c.end_line, self.visibilities(gm))
+                chunks = [ch for ch in chunks if ch.label == c.label] or chunks
+                out.append(CitedText(c, cited_lines(chunks, c.start_line, c.end_line)))
+        return out
+
     async def secret_guard(self, store: Store) -> SecretGuard:
         """The guard of `store`'s index: built once per committed ingest, off the event loop, by one
         question while the others wait."""
@@ -392,3 +474,104 @@ def _whole_sentences(text: str) -> str:
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
+
+
+def _stager(on_stage: StageFn | None) -> StageFn:
+    async def stage(name: str) -> None:
+        if on_stage is not None:
+            await on_stage(name)
+
+    return stage
+
+
+def _shower(on_text: TextFn | None, what: str) -> TextFn:
+    """The text so far, to whoever shows it; a display that fails stops showing, the answer goes on."""
+    show: list[TextFn] = [on_text] if on_text is not None else []
+
+    async def show_text(text: str) -> None:
+        if not show:
+            return
+        try:
+            await show[0](text)
+        except Exception:
+            log.warning("showing the answer to %r as it is written failed; it is shown when done", what,
+                        exc_info=True)
+            show.clear()
+
+    return show_text
+
+
+@dataclass(frozen=True)
+class CitedText:
+    citation: Citation
+    text: str  # empty: nothing there the reader may read
+
+
+def cited_lines(chunks: Sequence[Chunk], start: int, end: int) -> str:
+    """The lines `start`–`end` of the file, from the chunks that hold them. A public chunk's text is
+    its file lines; a secret's chunk (joined secrets, lines no longer the file's) is shown whole."""
+    pieces: list[str] = []
+    seen: set[int] = set()
+    for chunk in chunks:
+        lines = chunk.text.splitlines()
+        if chunk.end_line - chunk.start_line + 1 != len(lines):
+            pieces.append(chunk.text.strip())
+            continue
+        for number in range(max(start, chunk.start_line), min(end, chunk.end_line) + 1):
+            if number not in seen:
+                seen.add(number)
+                pieces.append(lines[number - chunk.start_line])
+    return "\n".join(pieces).strip()
+
+
+OPENING_WORDS = 60
+
+
+def opening_lines(lines: Sequence[str], words: int = OPENING_WORDS) -> tuple[int, list[str]]:
+    """Where a passage's opening starts (0-based line) and its lines: the heading and blank lines
+    before the text left out, then whole lines until `words` words are shown."""
+    first = 0
+    while first < len(lines) - 1 and (not lines[first].strip() or lines[first].lstrip().startswith("#")):
+        first += 1
+    shown: list[str] = []
+    count = 0
+    for line in lines[first:]:
+        if count >= words:
+            break
+        shown.append(line)
+        count += len(line.split())
+    while shown and not shown[-1].strip():
+        shown.pop()
+    return first, shown
+
+
+_SESSION_NUMBER = re.compile(r"(\d+)")
+
+
+def pick_session(chunks: Sequence[Chunk], wanted: str | None) -> list[Chunk]:
+    """The parts of one session: the highest-numbered one, or the one `wanted` names by number
+    ("12", "Session 12") or by a word of its label or heading."""
+    sessions: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        sessions.setdefault(chunk.label, []).append(chunk)
+
+    def number(label: str) -> int:
+        found = _SESSION_NUMBER.search(label)
+        return int(found.group(1)) if found else -1
+
+    if not sessions:
+        return []
+    if wanted and wanted.strip():
+        text = " ".join(wanted.split()).casefold()
+        digits = _SESSION_NUMBER.search(text)
+        if digits:
+            matches = [label for label in sessions if number(label) == int(digits.group(1))]
+        else:
+            matches = [label for label, parts in sessions.items()
+                       if text in label.casefold() or any(text in p.heading.casefold() for p in parts)]
+        if not matches:
+            return []
+        label = max(matches, key=number)
+    else:
+        label = max(sessions, key=number)
+    return sorted(sessions[label], key=lambda c: (c.path, c.start_line, c.part))

@@ -121,6 +121,11 @@ class Settings(BaseSettings):
         return self.data_dir / "oracle.sqlite3"
 
     @property
+    def journal_path(self) -> Path:
+        """The questions asked in Discord, their answers and votes (`oracle.journal`)."""
+        return self.data_dir / "journal.sqlite3"
+
+    @property
     def chroma_path(self) -> Path:
         return self.data_dir / "chroma"
 

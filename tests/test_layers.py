@@ -18,7 +18,7 @@ LAYERS = {
     "index": 2,
     "retrieve": 3,
     "answer": 4, "dossier": 4,
-    "oracle": 5,
+    "oracle": 5, "journal": 5,
     "eval": 6, "eval_answers": 6, "cli": 6,
 }
 # Parsing notes is pure text: no storage, network or event loop.

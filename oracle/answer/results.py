@@ -1,6 +1,7 @@
 """What answering produces: the Answer, and the passages shown when there is no written answer."""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +13,13 @@ from .trace import Mode, Trace
 
 PASSAGES_SHOWN = 5
 NOT_FOUND = "The notes hold nothing on that."
+# "The notes do not say", "the notes don't mention", "nothing in the notes", "no mention of".
+ABSTAINS = re.compile(
+    r"\bnotes?\b[^.\n]{0,40}\b(?:do not|don't|does not|doesn't|never)\b[^.\n]{0,20}"
+    r"\b(?:say|mention|tell|record|hold|answer|cover)|\bnothing (?:in|on|about)\b[^.\n]{0,30}\bnotes?\b"
+    r"|\bnotes hold nothing\b|\bno mention of\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -49,3 +57,8 @@ def passage_blocks(excerpts: Sequence[Excerpt]) -> list[str]:
         f"[{e.chunk.label}] ({e.chunk.path}, lines {e.start_line}–{e.end_line})\n> {e.text}"
         for e in excerpts[:PASSAGES_SHOWN]
     ]
+
+
+def abstains(answer: Answer) -> bool:
+    """The answer says the notes hold nothing on the question: nothing matched, or the model said so."""
+    return answer.mode == "not_found" or (answer.mode == "llm" and bool(ABSTAINS.search(answer.text)))

@@ -29,6 +29,13 @@ from .compendium import Entity, Mention
 Compendium = dict[str, tuple[Sequence[Entity], Sequence[Mention]]]
 
 
+@dataclass(frozen=True)
+class Titled:
+    path: str
+    label: str
+    title: str  # "Session 34 — The Fall": the label and the heading it sits under
+
+
 def compendium_view(visibilities: Sequence[str]) -> str:
     """The Compendium a reader with these visibilities reads: the game master's, or the players'."""
     return GM if GM in visibilities else PUBLIC
@@ -271,6 +278,43 @@ class Store:
         out = [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
         order = {cid: i for i, cid in enumerate(ids)}
         return sorted(out, key=lambda c: order[c.id])
+
+    async def chunks_at(self, path: str, start: int, end: int, visibilities: Sequence[str]) -> list[Chunk]:
+        """The chunks of `path` readable by `visibilities` whose lines overlap `start`–`end`, in note order:
+        what a citation points at, read again from the index as it is now."""
+        marks = ",".join("?" * len(visibilities))
+        rows = await self._all(
+            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
+            f" visibility, links FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?"
+            f" AND visibility IN ({marks}) ORDER BY start_line, part",
+            (path, end, start, *visibilities),
+        )
+        return [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
+
+    async def titles(self, visibilities: Sequence[str]) -> list[Titled]:
+        """Each note's labels readable by `visibilities`, with their titles, in note order: what a
+        reingest summary names ("Session 34 — The Fall") and what players are told is new."""
+        marks = ",".join("?" * len(visibilities))
+        rows = await self._all(
+            f"SELECT path, label, heading FROM chunks WHERE visibility IN ({marks}) ORDER BY path, start_line, part",
+            tuple(visibilities),
+        )
+        seen: dict[tuple[str, str], Titled] = {}
+        for path, label, heading in rows:
+            title = heading.split(" > ")[0].strip() or label
+            seen.setdefault((path, label), Titled(path, label, title if label in title else f"{label} — {title}"))
+        return list(seen.values())
+
+    async def session_chunks(self, visibilities: Sequence[str]) -> list[Chunk]:
+        """Every session chunk readable by `visibilities`, in note order."""
+        marks = ",".join("?" * len(visibilities))
+        rows = await self._all(
+            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
+            f" visibility, links FROM chunks WHERE kind = 'session' AND visibility IN ({marks})"
+            " ORDER BY path, start_line, part",
+            tuple(visibilities),
+        )
+        return [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
 
     # -- retrieval reads -------------------------------------------------------------------------
 
