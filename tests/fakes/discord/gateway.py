@@ -5,6 +5,10 @@ levers on a live connection (RECONNECT, INVALID_SESSION, a dropped socket).
 Messages come back to the bot as MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE through
 ``_announce``, as this session's intents let it see them (no MESSAGE_CONTENT: blanked unless the
 bot is the author or is mentioned).
+
+A synchronous change to the world while a client is connected (a channel added, an overwrite set,
+a forum post) schedules its events with ``_soon``: they go out in order, before any later dispatch,
+and the change returns a ``Pending`` / ``PendingId`` the test may ``await`` to wait for them.
 """
 
 from __future__ import annotations
@@ -16,11 +20,17 @@ import json
 import secrets
 import time
 import zlib
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
-from .constants import API_VERSION, INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, PRIVILEGED_INTENTS
+from .constants import (
+    API_VERSION,
+    INTENT_DIRECT_MESSAGES,
+    INTENT_GUILD_MESSAGES,
+    INTENT_MESSAGE_CONTENT,
+    PRIVILEGED_INTENTS,
+)
 from .models import FakeMessage
 from .rest import RecordedRequest
 
@@ -260,8 +270,45 @@ class Gateway:
         return payload
 
     async def _dispatch(self, session: GatewaySession, event: str, data: Any) -> dict:
+        await self._after_soon()
         async with session.lock:
             return await self._dispatch_locked(session, event, data)
+
+    async def _after_soon(self) -> None:
+        """Let the events a synchronous world change scheduled (``_soon``) go out first."""
+        last = self._last_soon
+        if last is not None and not last.done() and asyncio.current_task() not in self._soon_tasks:
+            await asyncio.wait([last])
+
+    def _soon(self, announce: Callable[[GatewaySession], Awaitable[Any]]) -> asyncio.Task | None:
+        """Run ``announce(session)`` for a synchronous world change (a channel added, an overwrite
+        set) if a client is connected: in a task, after the ones scheduled before it, and before
+        any later dispatch. Returns the task (None when nothing is connected)."""
+        session = self.session
+        if session is None:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        previous = self._last_soon
+
+        async def run() -> None:
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])
+            await announce(session)
+
+        task = loop.create_task(run(), name="fake-discord-announce")
+        self._soon_tasks.add(task)
+        self._last_soon = task
+
+        def done(t: asyncio.Task) -> None:
+            self._soon_tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                self.errors.append(t.exception())
+
+        task.add_done_callback(done)
+        return task
 
     async def _require_session(self, timeout: float = 5.0) -> GatewaySession:
         return await self.wait_until(lambda: self.session, timeout, "a gateway session (IDENTIFY)")
