@@ -338,3 +338,75 @@ async def test_clean_shutdown_leaves_no_unclosed_sessions(fake, caplog):
         await asyncio.sleep(0)
     assert [str(w.message) for w in caught if "nclosed" in str(w.message)] == []
     assert [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()] == []
+
+
+# ----- channel kinds, threads and forum posts -----------------------------------------------
+
+
+async def test_channels_added_while_connected_reach_the_cache_with_channel_create(fake, bot):
+    category = await fake.add_category("Campaign")
+    text = await fake.add_text_channel("lore", topic="Old tales", parent_id=category)
+    voice = await fake.add_voice_channel("table", parent_id=category)
+    forum = await fake.add_forum_channel("questions", parent_id=category)
+    assert [d["d"]["type"] for d in fake.dispatched("CHANNEL_CREATE")] == [4, 0, 2, 15]
+    await fake.wait_until(lambda: bot.get_channel(forum), 3, "the forum in the cache")
+    cat = bot.get_channel(category)
+    assert isinstance(cat, discord.CategoryChannel)
+    assert isinstance(bot.get_channel(text), discord.TextChannel) and bot.get_channel(text).category == cat
+    assert isinstance(bot.get_channel(voice), discord.VoiceChannel) and bot.get_channel(voice).category == cat
+    assert isinstance(bot.get_channel(forum), discord.ForumChannel)
+    assert sorted(c.id for c in cat.channels) == sorted([text, voice, forum])
+    with pytest.raises(ValueError):
+        fake.add_text_channel("nowhere", parent_id=text)
+
+
+async def test_forum_post_and_member_thread_reach_the_cache(fake, bot):
+    forum = await fake.add_forum_channel("questions")
+    post = await fake.add_forum_post(forum, fake.player, "Where is the bell?", "It rang at dawn.")
+    thread = await fake.add_thread(fake.channel_id, "side talk", owner=fake.gm)
+    assert [p["t"] for p in fake.dispatched() if p["t"] in ("THREAD_CREATE", "MESSAGE_CREATE")] == [
+        "THREAD_CREATE", "MESSAGE_CREATE", "THREAD_CREATE"]
+    await fake.wait_until(lambda: bot.get_channel(thread) and bot.seen, 3, "both threads and the starter")
+    cached = bot.get_channel(post)
+    assert isinstance(cached, discord.Thread) and cached.parent_id == forum and cached.owner_id == fake.player.id
+    assert isinstance(cached.parent, discord.ForumChannel)
+    [starter] = bot.seen
+    assert (starter.id, starter.channel.id, starter.content) == (post, post, "It rang at dawn.")
+    assert fake.get_message(post).channel_id == post
+    side = bot.get_channel(thread)
+    assert (side.parent_id, side.owner_id, side.name) == (fake.channel_id, fake.gm.id, "side talk")
+    assert [t.id for t in bot.thread_events] == [post, thread]
+    assert await cached.send("The bell is in the lake.")  # the bot answers in the post
+
+
+async def test_forum_post_made_before_connecting_comes_with_guild_create(fake):
+    forum = fake.add_forum_channel("questions")
+    post = fake.add_forum_post(forum, fake.gm, "Session zero", "Read this first.")
+    client = EchoBot(fake.guild_id)
+    async with fake.run_client(client):
+        assert isinstance(client.get_channel(post), discord.Thread)
+        assert client.get_channel(post).parent_id == forum
+    assert fake.dispatched("THREAD_CREATE") == []
+
+
+async def test_threads_cannot_open_in_threads_forum_posts_or_voice_chats(fake, bot):
+    forum = await fake.add_forum_channel("questions")
+    voice = await fake.add_voice_channel("table")
+    post = await fake.add_forum_post(forum, fake.player, "Question", "What now?")
+    thread = await fake.add_thread(fake.channel_id, "side talk")
+    await fake.wait_until(lambda: bot.get_channel(post) and bot.get_channel(thread), 3, "threads cached")
+    in_thread = await bot.get_channel(thread).send("in a thread")
+    in_voice = await bot.get_channel(voice).send("in the voice chat")  # text-in-voice works
+    said = await fake.message(voice, fake.player, "hello from voice")
+    assert fake.messages(voice) == [fake.get_message(in_voice.id), said]
+    in_post = await bot.get_channel(post).fetch_message(post)
+    for message in (in_thread, in_voice, in_post):
+        with pytest.raises(discord.HTTPException) as info:
+            await message.create_thread(name="nested")
+        assert (info.value.status, info.value.code, info.value.text) == (
+            400, 50024, "Cannot execute action on this channel type")
+    with pytest.raises(discord.HTTPException) as info:
+        await bot.http.send_message(forum, params=discord.http.handle_message_parameters(content="hi"))
+    assert (info.value.status, info.value.code) == (400, 50008)
+    with pytest.raises(ValueError):
+        await fake.message(forum, fake.player, "straight into the forum")

@@ -367,17 +367,19 @@ class Gateway:
 
     def _gateway_message(self, msg: FakeMessage, session: GatewaySession) -> dict | None:
         """The message as this session's MESSAGE_CREATE/UPDATE carries it, or None if not sent."""
-        if msg.ephemeral or not session.has(INTENT_GUILD_MESSAGES):
+        in_guild = msg.channel_id not in self.dm_channels
+        if msg.ephemeral or not session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES):
             return None
         data = copy.deepcopy(msg.data)
-        data["guild_id"] = str(self.guild_id)
-        author = self.members.get(msg.author_id)
-        if author is not None:
-            data["member"] = author.member_payload(with_user=False)
-        for user in data["mentions"]:
-            member = self.members.get(int(user["id"]))
-            if member is not None:
-                user["member"] = member.member_payload(with_user=False)
+        if in_guild:
+            data["guild_id"] = str(self.guild_id)
+            author = self.members.get(msg.author_id)
+            if author is not None:
+                data["member"] = author.member_payload(with_user=False)
+            for user in data["mentions"]:
+                member = self.members.get(int(user["id"]))
+                if member is not None:
+                    user["member"] = member.member_payload(with_user=False)
         bot_involved = msg.author_id == self.app_id or self.app_id in msg.mention_ids
         if not session.has(INTENT_MESSAGE_CONTENT) and not bot_involved:
             data.update(content="", embeds=[], attachments=[], components=[])
@@ -391,9 +393,12 @@ class Gateway:
         if session is None:
             return
         if event == "MESSAGE_DELETE":
-            if not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES):
-                await self._dispatch(session, event, {"id": str(msg.id), "channel_id": str(msg.channel_id),
-                                                      "guild_id": str(self.guild_id)})
+            in_guild = msg.channel_id not in self.dm_channels
+            if not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES):
+                deleted = {"id": str(msg.id), "channel_id": str(msg.channel_id)}
+                if in_guild:
+                    deleted["guild_id"] = str(self.guild_id)
+                await self._dispatch(session, event, deleted)
             return
         view = self._gateway_message(msg, session)
         if view is not None:

@@ -146,6 +146,8 @@ class Rest:
             ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._r_delete_message, True),
             ("POST", "/channels/{channel_id}/messages/{message_id}/threads", self._r_thread_from_message, True),
             ("PUT", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_react, True),
+            ("DELETE", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_unreact, True),
+            ("POST", "/users/@me/channels", self._r_open_dm, True),
             ("POST", "/channels/{channel_id}/threads", self._r_thread_without_message, True),
             ("POST", "/channels/{channel_id}/typing", self._r_typing, True),
             ("PUT", "/channels/{channel_id}/thread-members/@me", self._r_no_content, True),
