@@ -410,3 +410,116 @@ async def test_threads_cannot_open_in_threads_forum_posts_or_voice_chats(fake, b
     assert (info.value.status, info.value.code) == (400, 50008)
     with pytest.raises(ValueError):
         await fake.message(forum, fake.player, "straight into the forum")
+
+
+# ----- permission overwrites ----------------------------------------------------------------
+
+P = discord.Permissions
+
+
+async def test_overwrites_change_permissions_in_the_fake_and_in_the_clients_cache(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    assert channel.permissions_for(channel.guild.me).create_public_threads
+    assert fake.permissions_in(fake.bot, fake.channel_id) == fake.permissions_for(fake.bot)
+
+    await fake.set_overwrite(fake.channel_id, fake.bot_role_id, deny=P(create_public_threads=True).value)
+    await fake.set_overwrite(fake.channel_id, fake.guild_id, deny=P(send_messages=True).value)
+    await fake.set_overwrite(fake.channel_id, fake.gm, allow=P(send_messages=True).value)
+    stored = fake.channels[fake.channel_id]["permission_overwrites"]
+    assert {(o["id"], o["type"]) for o in stored} == {
+        (str(fake.bot_role_id), 0), (str(fake.guild_id), 0), (str(fake.gm.id), 1)}
+    await fake.wait_until(lambda: len(channel.overwrites) == 3, 3, "CHANNEL_UPDATE in the cache")
+
+    for member in (fake.bot, fake.gm, fake.player, fake.owner):
+        cached = channel.permissions_for(await channel.guild.fetch_member(member.id))
+        # discord.py leaves voice permissions out of a text channel's; Discord's algorithm does not
+        assert cached.value == fake.permissions_in(member, fake.channel_id) & ~P.voice().value, member.username
+    assert not channel.permissions_for(channel.guild.me).create_public_threads
+    assert not P(fake.permissions_in(fake.player, fake.channel_id)).send_messages
+    assert P(fake.permissions_in(fake.gm, fake.channel_id)).send_messages  # member overwrite wins
+    assert fake.permissions_in(fake.owner, fake.channel_id) == P.all().value
+
+    thread = await fake.add_thread(fake.channel_id, "side talk")  # a thread follows its parent
+    assert fake.permissions_in(fake.player, thread) == fake.permissions_in(fake.player, fake.channel_id)
+
+    await fake.set_overwrite(fake.channel_id, fake.guild_id)  # allow = deny = 0 removes it
+    assert len(fake.channels[fake.channel_id]["permission_overwrites"]) == 2
+
+
+async def test_missing_permissions_are_refused_with_50013(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    message = await channel.send("the bot may still post here")
+    await fake.set_overwrite(fake.channel_id, fake.bot_role_id,
+                             deny=P(create_public_threads=True, add_reactions=True).value)
+    with pytest.raises(discord.Forbidden) as info:
+        await message.create_thread(name="not allowed")
+    assert (info.value.status, info.value.code, info.value.text) == (403, 50013, "Missing Permissions")
+    with pytest.raises(discord.Forbidden) as info:
+        await message.add_reaction("🔔")
+    assert info.value.code == 50013
+    await message.edit(content="editing its own message needs nothing more")
+
+    await fake.set_overwrite(fake.channel_id, fake.bot, deny=P(send_messages=True).value)
+    with pytest.raises(discord.Forbidden) as info:
+        await channel.send("silenced")
+    assert info.value.code == 50013
+    secret = await fake.add_text_channel("gm-screen")
+    await fake.set_overwrite(secret, fake.guild_id, deny=P(view_channel=True).value)
+    await fake.wait_until(lambda: bot.get_channel(secret), 3, "the new channel")
+    with pytest.raises(discord.Forbidden):
+        await bot.get_channel(secret).send("cannot see it")
+    assert fake.permissions_in(fake.player, secret) == 0
+
+
+async def test_interaction_carries_the_permissions_in_its_channel(fake, bot):
+    await fake.set_overwrite(fake.channel_id, fake.bot_role_id, deny=P(embed_links=True).value)
+    await fake.set_overwrite(fake.channel_id, fake.player, deny=P(attach_files=True).value)
+    inter = await fake.interaction("oracle slow", member=fake.player)
+    await inter.wait_acknowledged()
+    assert int(inter.payload["app_permissions"]) == fake.permissions_in(fake.bot, fake.channel_id)
+    assert not P(int(inter.payload["app_permissions"])).embed_links
+    assert not P(int(inter.payload["channel"]["permissions"])).attach_files
+    assert inter.payload["member"]["permissions"] == inter.payload["channel"]["permissions"]
+
+
+# ----- DMs and reactions --------------------------------------------------------------------
+
+
+async def test_dms_are_stored_editable_and_refused_once_closed(fake, bot):
+    user = await bot.fetch_user(fake.player.id)
+    sent = await user.send("A private word.")
+    again = await user.send("And another.")
+    [opened] = fake.requests_for("POST", "/users/@me/channels")  # discord.py caches the DM channel
+    assert opened.json == {"recipient_id": fake.player.id}
+    assert opened.response["type"] == 1 and opened.response["recipients"][0]["id"] == str(fake.player.id)
+    assert (await bot.http.start_private_message(fake.player.id))["id"] == opened.response["id"]  # stable
+    assert sent.channel.id == again.channel.id == int(opened.response["id"])
+    await sent.edit(content="A private word, amended.")
+    assert [m.content for m in fake.dm_messages(fake.player)] == ["A private word, amended.", "And another."]
+    assert fake.dm_messages(fake.gm) == []
+    assert fake.channels.get(sent.channel.id) is None  # not a guild channel
+
+    fake.close_dms(fake.player)
+    with pytest.raises(discord.Forbidden) as info:
+        await user.send("Are you there?")
+    assert (info.value.status, info.value.code, info.value.text) == (
+        403, 50007, "Cannot send messages to this user")
+    assert len(fake.dm_messages(fake.player)) == 2
+
+
+async def test_reactions_are_added_and_removed(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    message = await channel.send("react to me")
+    await message.add_reaction("🔔")
+    await message.add_reaction("🔔")
+    await message.add_reaction("✅")
+    assert fake.get_message(message.id).reactions == ["🔔", "✅"]
+    await message.remove_reaction("🔔", bot.user)
+    assert fake.get_message(message.id).reactions == ["✅"]
+    assert fake.requests_for("DELETE")[-1].status == 204
+    with pytest.raises(discord.NotFound) as info:
+        await channel.get_partial_message(1234).add_reaction("✅")
+    assert info.value.code == 10008
+    with pytest.raises(discord.NotFound) as info:
+        await channel.get_partial_message(1234).remove_reaction("✅", bot.user)
+    assert info.value.code == 10008
