@@ -523,3 +523,181 @@ async def test_reactions_are_added_and_removed(fake, bot):
     with pytest.raises(discord.NotFound) as info:
         await channel.get_partial_message(1234).remove_reaction("✅", bot.user)
     assert info.value.code == 10008
+
+
+# ----- components, clicks, context menus and simulated time --------------------------------
+
+
+async def test_invalid_components_are_refused_with_the_error_tree(fake, bot):
+    route = discord.http.Route("POST", "/channels/{channel_id}/messages", channel_id=fake.channel_id)
+
+    def button(custom_id: str | None = "b", **extra) -> dict:
+        data = {"type": 2, "style": 1, "label": "Ring", **extra}
+        if custom_id is not None:
+            data["custom_id"] = custom_id
+        return data
+
+    def row(*children: dict) -> dict:
+        return {"type": 1, "components": list(children)}
+
+    bad = {
+        "six rows": ([row(button(f"b{i}")) for i in range(6)],
+                     {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 5 or fewer in length."}]}),
+        "six buttons": ([row(*[button(f"b{i}") for i in range(6)])],
+                        {"0": {"components": {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH",
+                                                           "message": "Must be between 1 and 5 in length."}]}}}),
+        "bare button": ([button()], {"0": {"type": {"_errors": [{"code": "UNION_TYPE_CHOICES",
+                                                                   "message": 'Value of field "type" must be one of (1,).'}]}}}),
+        "no custom_id": ([row(button(None))], {"0": {"components": {"0": {"custom_id": {
+            "_errors": [{"code": "BASE_TYPE_REQUIRED", "message": "This field is required"}]}}}}}),
+        "duplicate": ([row(button("same"), button("same"))], {"0": {"components": {"1": {"custom_id": {
+            "_errors": [{"code": "COMPONENT_CUSTOM_ID_DUPLICATED",
+                         "message": "Component custom id was already specified"}]}}}}}),
+        "long custom_id": ([row(button("x" * 101))], None),
+        "bad style": ([row(button(style=9))], None),
+        "link with custom_id": ([row(button("b", style=5, url="https://example.com"))], None),
+        "link without url": ([row(button(None, style=5))], None),
+        "no label": ([row({"type": 2, "style": 1, "custom_id": "b"})], None),
+        "long label": ([row(button(label="x" * 81))], None),
+        "select and button": ([row({"type": 3, "custom_id": "s", "options": [{"label": "a", "value": "a"}]},
+                                   button())], None),
+    }
+    for what, (components, tree) in bad.items():
+        with pytest.raises(discord.HTTPException) as info:
+            await bot.http.request(route, json={"content": "x", "components": components})
+        assert (info.value.status, info.value.code) == (400, 50035), what
+        response = fake.requests[-1].response
+        assert response["message"] == "Invalid Form Body" and "components" in response["errors"], what
+        if tree is not None:
+            assert response["errors"]["components"] == tree, what
+
+    ok = [row(button("a"), button(None, style=5, url="https://example.com")),
+          row({"type": 3, "custom_id": "s", "options": [{"label": "a", "value": "a"}]}),
+          row({"type": 2, "style": 2, "custom_id": "e", "emoji": {"name": "🔔"}})]
+    sent = await bot.http.request(route, json={"content": "fine", "components": ok})
+    with pytest.raises(discord.HTTPException) as info:  # edits are checked the same way
+        await bot.http.request(discord.http.Route("PATCH", "/channels/{channel_id}/messages/{message_id}",
+                                                  channel_id=fake.channel_id, message_id=sent["id"]),
+                               json={"components": [row(button("dup"), button("dup"))]})
+    assert info.value.code == 50035
+
+
+class BellButton(discord.ui.DynamicItem[discord.ui.Button], template=r"bell:(?P<n>\d+)"):
+    """A persistent button: its state lives in its custom id, so it works after a restart."""
+
+    rung: list[tuple[int, int]] = []
+
+    def __init__(self, n: int) -> None:
+        super().__init__(discord.ui.Button(label="Ring", style=discord.ButtonStyle.primary, custom_id=f"bell:{n}"))
+        self.n = n
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
+                             match) -> BellButton:
+        return cls(int(match["n"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        BellButton.rung.append((self.n, interaction.user.id))
+        await interaction.response.send_message(f"rang {self.n}", ephemeral=True)
+
+
+async def test_a_persistent_button_click_reaches_the_client_after_a_restart(fake):
+    BellButton.rung = []
+    first = EchoBot(fake.guild_id)
+    async with fake.run_client(first):
+        view = discord.ui.View(timeout=None)
+        view.add_item(BellButton(7))
+        sent = await first.get_channel(fake.channel_id).send("Ring the bell", view=view)
+    message = fake.get_message(sent.id)
+    assert message.components[0]["components"][0]["custom_id"] == "bell:7"
+
+    second = EchoBot(fake.guild_id)
+    second.add_dynamic_items(BellButton)
+    async with fake.run_client(second):
+        with pytest.raises(ValueError, match="no button"):
+            await fake.click(message, "bell:8")
+        inter = await fake.click(message, "bell:7", member=fake.gm)
+        await inter.wait_acknowledged()
+        assert (inter.type, inter.response.type, inter.payload["data"]["custom_id"]) == (3, 4, "bell:7")
+        assert BellButton.rung == [(7, fake.gm.id)]
+        assert inter.original.content == "rang 7" and inter.original.ephemeral
+
+
+async def test_clicks_only_on_what_the_member_can_see(fake, bot):
+    @bot.tree.command(name="bell", description="a private bell", guild=bot.guild_obj)
+    async def bell(interaction: discord.Interaction) -> None:
+        view = discord.ui.View(timeout=None)
+        view.add_item(discord.ui.Button(label="Ring", custom_id="ring"))
+        view.add_item(discord.ui.Button(label="Docs", url="https://example.com"))
+        view.add_item(discord.ui.Button(label="Off", custom_id="off", disabled=True))
+        await interaction.response.send_message("only you", view=view, ephemeral=True)
+
+    await bot.tree.sync(guild=bot.guild_obj)
+    inter = await fake.interaction("bell", member=fake.player)
+    await inter.wait_acknowledged()
+    private = inter.original
+    with pytest.raises(ValueError, match="ephemeral"):
+        await fake.click(private, "ring", member=fake.gm)
+    with pytest.raises(ValueError, match="disabled"):
+        await fake.click(private, "off", member=fake.player)
+    with pytest.raises(ValueError, match="no button"):
+        await fake.click(private, "https://example.com", member=fake.player)
+    click = await fake.click(private, "ring", member=fake.player)
+    assert click.payload["message"]["id"] == str(private.id)
+
+
+async def test_message_context_menu_reaches_the_clients_context_menu(fake, bot):
+    seen: list[tuple[int, str, int]] = []
+
+    @app_commands.context_menu(name="Ask the Oracle")
+    async def ask_about(interaction: discord.Interaction, message: discord.Message) -> None:
+        seen.append((message.id, message.content, interaction.channel_id))
+        await interaction.response.send_message(f"About: {message.content}")
+
+    bot.tree.add_command(ask_about, guild=bot.guild_obj)
+    await bot.tree.sync(guild=bot.guild_obj)
+    registered = next(c for c in fake.commands(fake.guild_id) if c["type"] == 3)
+    thread = await fake.add_thread(fake.channel_id, "lore")
+    said = await fake.message(thread, fake.gm, "The bell sank in 1203.")
+
+    with pytest.raises(ValueError, match="context menu"):
+        await fake.context_menu("Not registered", said)
+    inter = await fake.context_menu("Ask the Oracle", said, member=fake.player)
+    await inter.wait_acknowledged()
+    assert inter.payload["data"] == {
+        "id": registered["id"], "name": "Ask the Oracle", "type": 3, "target_id": str(said.id),
+        "resolved": {"messages": {str(said.id): said.data}}, "guild_id": str(fake.guild_id)}
+    assert inter.channel_id == thread
+    assert seen == [(said.id, "The bell sank in 1203.", thread)]
+    assert inter.original.content == "About: The bell sank in 1203."
+    assert inter.original.data["interaction_metadata"]["target_message_id"] == str(said.id)
+
+
+async def test_advance_expires_the_interaction_token(fake, bot):
+    gate = asyncio.Event()
+    failures: list[Exception] = []
+
+    @bot.tree.command(name="later", description="answers much later", guild=bot.guild_obj)
+    async def later(interaction: discord.Interaction) -> None:
+        await interaction.response.defer(thinking=True)
+        await gate.wait()
+        try:
+            await interaction.followup.send("too late")
+        except discord.HTTPException as exc:
+            failures.append(exc)
+
+    await bot.tree.sync(guild=bot.guild_obj)
+    inter = await fake.interaction("later", member=fake.gm)
+    await inter.wait_acknowledged()
+    fake.advance(fake.token_ttl + 1)
+    assert inter.elapsed() > fake.token_ttl
+    gate.set()
+    await fake.wait_until(lambda: failures, 3, "the followup to fail")
+    [error] = failures
+    assert type(error) is discord.HTTPException  # 401: discord.py has no subclass for it
+    assert (error.status, error.code, error.text) == (401, 50027, "Invalid Webhook Token")
+
+    slow = await fake.interaction("oracle slow", member=fake.gm)
+    fake.advance(fake.ack_deadline)  # past the 3 s before the bot can answer
+    await fake.wait_until(lambda: bot.errors, 3, "the late acknowledgement")
+    assert slow.callbacks[0].status == 404 and not slow.acknowledged

@@ -225,8 +225,13 @@ class Channels:
             data["interaction_metadata"] = {
                 "id": str(interaction.id), "type": interaction.type, "user": interaction.member.user_payload(),
                 "authorizing_integration_owners": {"0": str(self.guild_id)}, "name": interaction.name,
-                "command_type": 1,
+                "command_type": (interaction.payload.get("data") or {}).get("type", 1),
             }
+            target = (interaction.payload.get("data") or {}).get("target_id")
+            if target is not None:  # a context-menu command's answer names what it ran on
+                key = "target_message_id" if interaction.payload["data"]["type"] == 3 else "target_user"
+                data["interaction_metadata"][key] = (
+                    target if key == "target_message_id" else self._member(target).user_payload())
             data["interaction"] = {"id": str(interaction.id), "type": interaction.type, "name": interaction.name,
                                    "user": interaction.member.user_payload()}
         msg = FakeMessage(data, source, copy.deepcopy(body) if record_body else None,
