@@ -701,3 +701,33 @@ async def test_advance_expires_the_interaction_token(fake, bot):
     fake.advance(fake.ack_deadline)  # past the 3 s before the bot can answer
     await fake.wait_until(lambda: bot.errors, 3, "the late acknowledgement")
     assert slow.callbacks[0].status == 404 and not slow.acknowledged
+
+
+async def test_the_bot_posts_in_a_forum(fake, bot):
+    forum_id = await fake.add_forum_channel("questions")
+    await fake.wait_until(lambda: bot.get_channel(forum_id), 3, "the forum in the cache")
+    forum = bot.get_channel(forum_id)
+    thread, message = await forum.create_thread(name="Session recap", content="We found the bell.")
+    assert thread.id == message.id and thread.parent_id == forum_id
+    stored = fake.get_message(message.id)
+    assert (stored.channel_id, stored.content, stored.author_id) == (thread.id, "We found the bell.", fake.app_id)
+    assert fake.channels[thread.id]["owner_id"] == str(fake.app_id)
+    with pytest.raises(discord.HTTPException) as info:
+        await forum.create_thread(name="empty")
+    assert info.value.code in (50006, 50035)
+    await fake.set_overwrite(forum_id, fake.bot_role_id, deny=P(send_messages=True).value)
+    with pytest.raises(discord.Forbidden):
+        await forum.create_thread(name="silenced", content="no")
+
+
+async def test_members_run_commands_only_where_they_can(fake, bot):
+    secret = await fake.add_text_channel("gm-screen")
+    await fake.set_overwrite(secret, fake.guild_id, deny=P(view_channel=True).value)
+    await fake.set_overwrite(secret, fake.gm_role_id, allow=P(view_channel=True).value)
+    with pytest.raises(ValueError, match="cannot use application commands"):
+        await fake.interaction("oracle slow", member=fake.player, channel_id=secret)
+    inter = await fake.interaction("oracle slow", member=fake.gm, channel_id=secret)
+    await inter.wait_acknowledged()
+    category = await fake.add_category("Campaign")
+    with pytest.raises(ValueError, match="category or forum"):
+        await fake.interaction("oracle slow", member=fake.gm, channel_id=category)

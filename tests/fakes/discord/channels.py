@@ -420,6 +420,8 @@ class Channels:
 
     async def _r_thread_without_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
         parent = self._channel(channel_id)
+        if parent["type"] == GUILD_FORUM:
+            return await self._forum_post_by_bot(req, parent)
         if parent["type"] != GUILD_TEXT:
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
         body = req.json or {}
@@ -436,6 +438,37 @@ class Channels:
             system.data["message_reference"] = {"type": 0, "channel_id": thread["id"], "guild_id": str(self.guild_id)}
             await self._announce(system, "MESSAGE_CREATE")
         return 201, thread
+
+    async def _forum_post_by_bot(self, req: RecordedRequest, forum: dict) -> tuple[int, Any]:
+        """The bot posts in a forum: a public thread and its starter message (same id), returned
+        as the thread with the message under ``message``, as Discord does."""
+        body = req.json if isinstance(req.json, dict) else {}
+        self._require(forum, VIEW_CHANNEL | SEND_MESSAGES)
+        starter_body = body.get("message")
+        if not isinstance(starter_body, dict):
+            raise _invalid_form({"message": _err("BASE_TYPE_REQUIRED", "This field is required")})
+        try:
+            self._check_message_body(starter_body, files=len(req.files))
+        except ApiError as exc:
+            if "errors" in exc.body:
+                exc.body["errors"] = {"message": exc.body["errors"]}
+            raise
+        thread_id = self._ids.next()
+        thread = self._thread_payload(thread_id, forum, body.get("name"), PUBLIC_THREAD, body)
+        thread["applied_tags"] = [str(t) for t in body.get("applied_tags") or []]
+        self.channels[thread_id] = thread
+        self.thread_ids.append(thread_id)
+        flags = int(starter_body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+        starter = self._new_message(thread_id, self.bot, starter_body, source="channel", flags=flags,
+                                    files=req.files, message_id=thread_id)
+        thread["message_count"] = 0
+        forum["last_message_id"] = str(thread_id)
+        session = self.session
+        if session is not None:
+            if session.has(INTENT_GUILDS):
+                await self._dispatch(session, "THREAD_CREATE", {**copy.deepcopy(thread), "newly_created": True})
+            await self._announce(starter, "MESSAGE_CREATE", session=session)
+        return 201, {**copy.deepcopy(thread), "message": copy.deepcopy(starter.data)}
 
     # ----- direct messages -------------------------------------------------
 

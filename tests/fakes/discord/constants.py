@@ -71,3 +71,4 @@ CREATE_PUBLIC_THREADS = P(create_public_threads=True).value
 CREATE_PRIVATE_THREADS = P(create_private_threads=True).value
 ADD_REACTIONS = P(add_reactions=True).value
 READ_MESSAGE_HISTORY = P(read_message_history=True).value
+USE_APPLICATION_COMMANDS = P(use_application_commands=True).value

@@ -32,10 +32,12 @@ from .constants import (
     CALLBACKS_ALLOWED,
     EPHEMERAL,
     LOADING,
+    MESSAGEABLE_TYPES,
     MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
+    USE_APPLICATION_COMMANDS,
     USER_COMMAND,
     VIEW_CHANNEL,
 )
@@ -345,6 +347,11 @@ class Interactions:
         channel_id = channel_id or self.channel_id
         if channel_id not in self.channels:
             raise ValueError(f"unknown channel {channel_id}")
+        if self.channels[channel_id]["type"] not in MESSAGEABLE_TYPES:
+            raise ValueError(f"channel {channel_id} is a category or forum: no interaction starts there")
+        if ~self.permissions_in(member, channel_id) & (VIEW_CHANNEL | USE_APPLICATION_COMMANDS):
+            raise ValueError(f"{member.username} cannot use application commands in channel {channel_id}"
+                             " (View Channel / Use Application Commands)")
         payload: dict[str, Any] = {
             "id": str(self._ids.next()),
             "application_id": str(self.app_id),
