@@ -4,7 +4,12 @@ A tiny bot defined here logs in, syncs an ``/oracle`` group to the guild and run
 ``/oracle echo`` end to end: defer, progress edits, followup, a thread on its
 message, a user's message in that thread, autocomplete, a RECONNECT in the
 middle of the command, a rate-limited followup, a late acknowledgement, and a
-clean shutdown.
+clean shutdown. Then the rest of the world the fake models: categories, voice
+and forum channels, forum posts and member threads reaching the client's cache,
+permission overwrites (the fake and discord.py's cache agreeing; 50013 refusals),
+DMs (50007 once closed), reactions, component checks (50035), a persistent
+button clicked after a restart, a message context menu, and interaction tokens
+expiring on the simulated clock (50027).
 """
 
 from __future__ import annotations

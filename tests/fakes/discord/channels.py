@@ -1,6 +1,27 @@
-"""Channels, threads and the messages in them: the message store, mentions as allowed_mentions
-lets them ping, edits, attachments, a user posting in a channel, and the REST routes for channel
-messages, reactions, typing and threads (each new thread announced as THREAD_CREATE).
+"""Channels, threads, forum posts, DMs and the messages in them: the message store, mentions as
+allowed_mentions lets them ping, edits, attachments, a user posting in a channel, and the REST
+routes for channel messages, reactions, typing, threads and DMs (each new thread announced as
+THREAD_CREATE).
+
+* ``add_thread(parent_id, name, owner=)``: a public thread a member opened in a text channel, no
+  starter message. ``add_forum_post(forum_id, author, name, content)``: a public thread in a forum
+  whose starter message has the thread's id (THREAD_CREATE, then MESSAGE_CREATE). Both return a
+  ``PendingId`` (await it to wait for the events). The bot posts in a forum with
+  ``POST /channels/{forum}/threads`` and a ``message``, as on Discord.
+* Refusals: a thread from a message in a thread, a forum post, a voice channel's chat or a DM is
+  400 Cannot execute action on this channel type (50024); a message straight into a forum or a
+  category is 400 Cannot send messages in a non-text channel (50008); what the bot's permissions
+  in the channel do not allow is 403 Missing Permissions (50013): sending needs View Channel and
+  Send Messages (Send Messages in Threads in a thread), a thread from a message Create Public
+  Threads, a reaction Add Reactions and Read Message History. Editing its own messages needs
+  nothing more.
+* Reactions: PUT ``.../reactions/{emoji}/@me`` adds the bot's reaction (once), DELETE removes it;
+  ``FakeMessage.reactions`` is the bot's current reactions. An unknown message is 404 (10008).
+* DMs: ``POST /users/@me/channels`` with ``recipient_id`` opens (once per user) a DM channel
+  (type 1, ``recipients``), kept in ``fake.dm_channels``, not among the guild's channels. The bot's
+  messages there are stored and editable (``dm_messages(member)``); after ``close_dms(member)``
+  sending there is 403 Cannot send messages to this user (50007); ``open_dms`` undoes it.
+  MESSAGE_CREATE for a DM has no ``guild_id`` and needs the DIRECT_MESSAGES intent.
 """
 
 from __future__ import annotations
