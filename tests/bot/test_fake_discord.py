@@ -18,6 +18,7 @@ import asyncio
 import gc
 import logging
 import warnings
+from typing import ClassVar
 
 import aiohttp
 import discord
@@ -590,7 +591,7 @@ async def test_invalid_components_are_refused_with_the_error_tree(fake, bot):
 class BellButton(discord.ui.DynamicItem[discord.ui.Button], template=r"bell:(?P<n>\d+)"):
     """A persistent button: its state lives in its custom id, so it works after a restart."""
 
-    rung: list[tuple[int, int]] = []
+    rung: ClassVar[list[tuple[int, int]]] = []
 
     def __init__(self, n: int) -> None:
         super().__init__(discord.ui.Button(label="Ring", style=discord.ButtonStyle.primary, custom_id=f"bell:{n}"))

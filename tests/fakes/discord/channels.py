@@ -39,17 +39,17 @@ from .constants import (
     GUILD_FORUM,
     GUILD_TEXT,
     INTENT_GUILDS,
+    LOADING,
     MESSAGEABLE_TYPES,
+    PRIVATE_THREAD,
+    PUBLIC_THREAD,
     READ_MESSAGE_HISTORY,
     SEND_MESSAGES,
     SEND_MESSAGES_IN_THREADS,
-    VIEW_CHANNEL,
-    LOADING,
-    PRIVATE_THREAD,
-    PUBLIC_THREAD,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
     THREAD_TYPES,
+    VIEW_CHANNEL,
 )
 from .models import FakeMember, FakeMessage, PendingId, RecordedFile, _now_iso
 from .rest import ApiError, RecordedRequest, _err, _invalid_form

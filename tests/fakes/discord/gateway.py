@@ -20,7 +20,8 @@ import json
 import secrets
 import time
 import zlib
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import WSMsgType, web
 

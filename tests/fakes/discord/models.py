@@ -16,9 +16,10 @@ import asyncio
 import copy
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Generator
+from typing import Any, Self
 
 from .constants import (
     ADMINISTRATOR,
@@ -76,7 +77,7 @@ class PendingId(int):
 
     task: asyncio.Task | None
 
-    def __new__(cls, value: int, task: asyncio.Task | None = None) -> PendingId:
+    def __new__(cls, value: int, task: asyncio.Task | None = None) -> Self:
         obj = super().__new__(cls, value)
         obj.task = task
         return obj

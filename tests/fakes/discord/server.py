@@ -24,8 +24,7 @@ from .rest import RateLimitRule, RecordedRequest, Rest
 
 
 class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, World):
-    """Discord's gateway and REST API for one bot and one guild, on 127.0.0.1 (permissions with
-    overwrites in ``permissions.py``).
+    """Discord's gateway and REST API for one bot and one guild, on 127.0.0.1.
 
     The state every part shares is set here; each base class holds one concern (see the package's
     docstring for which file holds what)."""
