@@ -413,7 +413,8 @@ async def test_threads_cannot_open_in_threads_forum_posts_or_voice_chats(fake, b
             400, 50024, "Cannot execute action on this channel type")
     with pytest.raises(discord.HTTPException) as info:
         await bot.http.send_message(forum, params=discord.http.handle_message_parameters(content="hi"))
-    assert (info.value.status, info.value.code) == (400, 50008)
+    assert (info.value.status, info.value.code, info.value.text) == (
+        400, 50008, "Cannot send messages in a non-text channel")
     with pytest.raises(ValueError):
         await fake.message(forum, fake.player, "straight into the forum")
 
@@ -737,3 +738,22 @@ async def test_members_run_commands_only_where_they_can(fake, bot):
     category = await fake.add_category("Campaign")
     with pytest.raises(ValueError, match="category or forum"):
         await fake.interaction("oracle slow", member=fake.gm, channel_id=category)
+
+
+async def test_user_context_menu_reaches_the_clients_context_menu(fake, bot):
+    seen: list[tuple[int, int]] = []
+
+    @app_commands.context_menu(name="Who is this")
+    async def who(interaction: discord.Interaction, member: discord.Member) -> None:
+        seen.append((member.id, interaction.user.id))
+        await interaction.response.send_message(member.display_name, ephemeral=True)
+
+    bot.tree.add_command(who, guild=bot.guild_obj)
+    await bot.tree.sync(guild=bot.guild_obj)
+    with pytest.raises(ValueError, match="context menu"):
+        await fake.context_menu("Who is this", await fake.message(fake.channel_id, fake.gm, "a message"))
+    inter = await fake.user_context_menu("Who is this", fake.player, member=fake.gm)
+    await inter.wait_acknowledged()
+    assert (inter.payload["data"]["type"], inter.payload["data"]["target_id"]) == (2, str(fake.player.id))
+    assert seen == [(fake.player.id, fake.gm.id)]
+    assert inter.original.content == "Mirela's Player"
