@@ -39,6 +39,7 @@ from .constants import (
     GUILD_FORUM,
     GUILD_TEXT,
     INTENT_GUILDS,
+    IS_COMPONENTS_V2,
     LOADING,
     MESSAGEABLE_TYPES,
     PRIVATE_THREAD,
@@ -343,7 +344,7 @@ class Channels:
         else:
             self._require(channel, VIEW_CHANNEL | SEND_MESSAGES)
         body = self._check_message_body(req.json, files=len(req.files))
-        flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+        flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
         msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags, files=req.files)
         await self._announce(msg, "MESSAGE_CREATE")
         return 200, msg.data
@@ -479,7 +480,7 @@ class Channels:
         thread["applied_tags"] = [str(t) for t in body.get("applied_tags") or []]
         self.channels[thread_id] = thread
         self.thread_ids.append(thread_id)
-        flags = int(starter_body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+        flags = int(starter_body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
         starter = self._new_message(thread_id, self.bot, starter_body, source="channel", flags=flags,
                                     files=req.files, message_id=thread_id)
         thread["message_count"] = 0

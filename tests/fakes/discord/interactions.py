@@ -31,10 +31,11 @@ from .constants import (
     AUTOCOMPLETE,
     CALLBACKS_ALLOWED,
     EPHEMERAL,
+    IS_COMPONENTS_V2,
     LOADING,
-    MESSAGEABLE_TYPES,
     MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
+    MESSAGEABLE_TYPES,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
     USE_APPLICATION_COMMANDS,
@@ -408,7 +409,7 @@ class Interactions:
             message: FakeMessage | None = None
             if ctype == 4:
                 self._check_message_body(data, files=len(req.files))
-                flags = int(data.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+                flags = int(data.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
                 message = self._new_message(inter.channel_id, self.bot, data, source="interaction",
                                             msg_type=20 if inter.type == APPLICATION_COMMAND else 0,
                                             flags=flags, interaction=inter, files=req.files)
@@ -523,7 +524,7 @@ class Interactions:
                 self._apply_edit(original, body, req.files)  # keeps the defer's ephemerality
                 msg, replaced = original, True
             else:
-                flags = int(body.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+                flags = int(body.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
                 msg = self._new_message(inter.channel_id, self.bot, body, source="followup", flags=flags,
                                         interaction=inter, files=req.files)
         except ApiError as exc:

@@ -87,6 +87,9 @@ class PendingId(int):
             await asyncio.wait([self.task])
         return int(self)
 
+    def __reduce__(self) -> tuple[type[int], tuple[int]]:  # copies and pickles are plain ids
+        return int, (int(self),)
+
     def __await__(self) -> Generator[Any, None, int]:
         return self._wait().__await__()
 

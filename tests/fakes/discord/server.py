@@ -142,6 +142,8 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, 
         return self
 
     async def stop(self) -> None:
+        if self._last_soon is not None and not self._last_soon.done():
+            await asyncio.wait([self._last_soon], timeout=1.0)
         for conn in self.gateway_connections:
             if not conn.closed:
                 await conn.close(1001, "fake discord stopping")
