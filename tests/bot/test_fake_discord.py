@@ -757,3 +757,14 @@ async def test_user_context_menu_reaches_the_clients_context_menu(fake, bot):
     assert (inter.payload["data"]["type"], inter.payload["data"]["target_id"]) == (2, str(fake.player.id))
     assert seen == [(fake.player.id, fake.gm.id)]
     assert inter.original.content == "Mirela's Player"
+
+
+async def test_nothing_reaches_the_client_from_a_channel_it_cannot_view(fake, bot):
+    secret = await fake.add_text_channel("gm-screen")
+    await fake.set_overwrite(secret, fake.bot, deny=P(view_channel=True).value)
+    await fake.message(secret, fake.gm, "the twist is the bell")
+    hidden = await fake.add_thread(secret, "more secrets", owner=fake.gm)
+    await fake.message(fake.channel_id, fake.player, "hello")
+    await fake.wait_until(lambda: bot.seen, 3, "the visible message")
+    assert [m.content for m in bot.seen] == ["hello"]
+    assert bot.get_channel(hidden) is None and fake.dispatched("THREAD_CREATE") == []

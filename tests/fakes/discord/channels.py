@@ -111,7 +111,7 @@ class Channels:
         created = {**copy.deepcopy(thread), "newly_created": True}
 
         async def announce(session: Any) -> None:
-            if session.has(INTENT_GUILDS):
+            if session.has(INTENT_GUILDS) and self._bot_sees(forum_id):
                 await self._dispatch(session, "THREAD_CREATE", created)
             await self._announce(starter, "MESSAGE_CREATE", session=session)
 
@@ -125,7 +125,7 @@ class Channels:
         created = {**copy.deepcopy(thread), "newly_created": True}
 
         async def announce(session: Any) -> None:
-            if session.has(INTENT_GUILDS):
+            if session.has(INTENT_GUILDS) and self._bot_sees(thread_id):
                 await self._dispatch(session, "THREAD_CREATE", created)
 
         return self._soon(announce)

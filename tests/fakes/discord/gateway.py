@@ -4,7 +4,7 @@ levers on a live connection (RECONNECT, INVALID_SESSION, a dropped socket).
 
 Messages come back to the bot as MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE through
 ``_announce``, as this session's intents let it see them (no MESSAGE_CONTENT: blanked unless the
-bot is the author or is mentioned).
+bot is the author or is mentioned; nothing from a channel the bot cannot view).
 
 A synchronous change to the world while a client is connected (a channel added, an overwrite set,
 a forum post) schedules its events with ``_soon``: they go out in order, before any later dispatch,
@@ -31,6 +31,7 @@ from .constants import (
     INTENT_GUILD_MESSAGES,
     INTENT_MESSAGE_CONTENT,
     PRIVILEGED_INTENTS,
+    VIEW_CHANNEL,
 )
 from .models import FakeMessage
 from .rest import RecordedRequest
@@ -371,6 +372,8 @@ class Gateway:
         in_guild = msg.channel_id not in self.dm_channels
         if msg.ephemeral or not session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES):
             return None
+        if in_guild and not self._bot_sees(msg.channel_id):
+            return None
         data = copy.deepcopy(msg.data)
         if in_guild:
             data["guild_id"] = str(self.guild_id)
@@ -387,6 +390,10 @@ class Gateway:
             data.pop("poll", None)
         return data
 
+    def _bot_sees(self, channel_id: int) -> bool:
+        """Whether the bot may view a guild channel or thread: events from others never reach it."""
+        return bool(self.permissions_in(self.bot, channel_id) & VIEW_CHANNEL)
+
     async def _announce(self, msg: FakeMessage, event: str, *, session: GatewaySession | None = None) -> None:
         if msg.source != "user" and not self.echo_bot_messages:
             return
@@ -395,7 +402,8 @@ class Gateway:
             return
         if event == "MESSAGE_DELETE":
             in_guild = msg.channel_id not in self.dm_channels
-            if not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES):
+            if (not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES)
+                    and (not in_guild or self._bot_sees(msg.channel_id))):
                 deleted = {"id": str(msg.id), "channel_id": str(msg.channel_id)}
                 if in_guild:
                     deleted["guild_id"] = str(self.guild_id)
