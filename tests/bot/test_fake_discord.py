@@ -768,3 +768,17 @@ async def test_nothing_reaches_the_client_from_a_channel_it_cannot_view(fake, bo
     await fake.wait_until(lambda: bot.seen, 3, "the visible message")
     assert [m.content for m in bot.seen] == ["hello"]
     assert bot.get_channel(hidden) is None and fake.dispatched("THREAD_CREATE") == []
+
+
+async def test_users_act_only_as_their_permissions_allow(fake, bot):
+    forum = await fake.add_forum_channel("questions")
+    await fake.set_overwrite(fake.channel_id, fake.player,
+                             deny=P(send_messages=True, create_public_threads=True).value)
+    await fake.set_overwrite(forum, fake.player, deny=P(send_messages=True).value)
+    with pytest.raises(ValueError, match="may not post"):
+        await fake.message(fake.channel_id, fake.player, "muted")
+    with pytest.raises(ValueError, match="may not open a thread"):
+        fake.add_thread(fake.channel_id, "side talk", owner=fake.player)
+    with pytest.raises(ValueError, match="may not post"):
+        fake.add_forum_post(forum, fake.player, "Question", "muted")
+    await fake.message(fake.channel_id, fake.gm, "the GM still may")

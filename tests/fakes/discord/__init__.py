@@ -107,7 +107,9 @@ Realism notes, kept on purpose because they are what bites in production:
   Threads; a reaction Add Reactions + Read Message History). Interaction callbacks, ``@original``
   edits and followups are webhooks and need none. An interaction's ``app_permissions``,
   ``channel.permissions`` and ``member.permissions`` are computed for its channel; a member who
-  cannot view a channel or use commands there cannot start an interaction in it (ValueError).
+  cannot view a channel or use commands there cannot start an interaction in it, nor post,
+  open a thread or a forum post where their permissions forbid it (ValueError); nothing from a
+  channel the bot cannot view reaches it over the gateway.
 * A thread cannot be opened from a message in a thread, a forum post or a voice channel's chat
   (400, 50024); nothing is posted straight into a forum (400, 50008); a DM to a member who closed
   them is refused (403, 50007).

@@ -87,6 +87,7 @@ class Channels:
         if parent is None or parent["type"] != GUILD_TEXT:
             raise ValueError(f"threads open in text channels; {parent_id} is not one")
         owner = self._member(owner) if owner is not None else self.player
+        self._user_may(owner, int(parent_id), VIEW_CHANNEL | CREATE_PUBLIC_THREADS, "open a thread in")
         thread = self._thread_payload(self._ids.next(), parent, name, PUBLIC_THREAD, {}, owner=owner)
         return PendingId(int(thread["id"]), self._add_thread(thread))
 
@@ -100,6 +101,7 @@ class Channels:
         author = self._member(author)
         if not content:
             raise ValueError("a forum post needs a starter message")
+        self._user_may(author, int(forum_id), VIEW_CHANNEL | SEND_MESSAGES, "post in")
         thread_id = self._ids.next()
         thread = self._thread_payload(thread_id, forum, name, PUBLIC_THREAD, {}, owner=author)
         self.channels[thread_id] = thread
@@ -116,6 +118,11 @@ class Channels:
             await self._announce(starter, "MESSAGE_CREATE", session=session)
 
         return PendingId(thread_id, self._soon(announce))
+
+    def _user_may(self, member: FakeMember, channel_id: int, needed: int, what: str) -> None:
+        """A user cannot do in Discord's client what their permissions do not allow: ValueError."""
+        if needed & ~self.permissions_in(member, channel_id):
+            raise ValueError(f"{member.username} may not {what} channel {channel_id} (missing permissions)")
 
     def _add_thread(self, thread: dict) -> Any:
         thread_id = int(thread["id"])
@@ -150,6 +157,9 @@ class Channels:
         if self.channels[channel_id]["type"] not in MESSAGEABLE_TYPES:
             raise ValueError(f"channel {channel_id} (type {self.channels[channel_id]['type']}) takes no messages;"
                              " a forum takes posts (add_forum_post)")
+        in_thread = self.channels[channel_id]["type"] in THREAD_TYPES
+        self._user_may(author, channel_id, VIEW_CHANNEL | (SEND_MESSAGES_IN_THREADS if in_thread else SEND_MESSAGES),
+                       "post in")
         body: dict[str, Any] = {"content": content, "embeds": embeds or []}
         if reply_to is not None:
             ref = reply_to if isinstance(reply_to, FakeMessage) else self._messages[int(reply_to)]
