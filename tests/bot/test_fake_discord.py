@@ -505,6 +505,11 @@ async def test_dms_are_stored_editable_and_refused_once_closed(fake, bot):
     assert [m.content for m in fake.dm_messages(fake.player)] == ["A private word, amended.", "And another."]
     assert fake.dm_messages(fake.gm) == []
     assert fake.channels.get(sent.channel.id) is None  # not a guild channel
+    with pytest.raises(discord.HTTPException) as info:  # discord.py itself refuses sent.create_thread
+        await bot.http.request(discord.http.Route("POST", "/channels/{channel_id}/messages/{message_id}/threads",
+                                                  channel_id=sent.channel.id, message_id=sent.id),
+                               json={"name": "no threads in DMs"})
+    assert (info.value.status, info.value.code) == (400, 50003)
 
     fake.close_dms(fake.player)
     with pytest.raises(discord.Forbidden) as info:

@@ -8,8 +8,8 @@ THREAD_CREATE).
   whose starter message has the thread's id (THREAD_CREATE, then MESSAGE_CREATE). Both return a
   ``PendingId`` (await it to wait for the events). The bot posts in a forum with
   ``POST /channels/{forum}/threads`` and a ``message``, as on Discord.
-* Refusals: a thread from a message in a thread, a forum post, a voice channel's chat or a DM is
-  400 Cannot execute action on this channel type (50024); a message straight into a forum or a
+* Refusals: a thread from a message in a thread, a forum post or a voice channel's chat is 400
+  Cannot execute action on this channel type (50024), in a DM 400 (50003); a message straight into a forum or a
   category is 400 Cannot send messages in a non-text channel (50008); what the bot's permissions
   in the channel do not allow is 403 Missing Permissions (50013): sending needs View Channel and
   Send Messages (Send Messages in Threads in a thread), a thread from a message Create Public
@@ -438,7 +438,9 @@ class Channels:
     async def _r_thread_from_message(self, req: RecordedRequest, channel_id: str,
                                      message_id: str) -> tuple[int, Any]:
         parent = self._channel(channel_id)
-        if parent["type"] != GUILD_TEXT:  # a thread, a voice channel's chat, a forum post, a DM
+        if parent["type"] == DM:
+            raise ApiError(400, 50003, "Cannot execute action on a DM channel")
+        if parent["type"] != GUILD_TEXT:  # a thread, a voice channel's chat, a forum post
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
         self._require(parent, VIEW_CHANNEL | CREATE_PUBLIC_THREADS)
         msg = self._channel_message(parent, message_id)
@@ -454,6 +456,8 @@ class Channels:
         parent = self._channel(channel_id)
         if parent["type"] == GUILD_FORUM:
             return await self._forum_post_by_bot(req, parent)
+        if parent["type"] == DM:
+            raise ApiError(400, 50003, "Cannot execute action on a DM channel")
         if parent["type"] != GUILD_TEXT:
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
         body = req.json or {}
