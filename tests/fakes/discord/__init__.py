@@ -25,8 +25,9 @@ all sharing the state its ``__init__`` sets):
 
 * ``server.py`` -- ``FakeDiscord``: the aiohttp server, patching discord.py, ``run_client``, waiting.
 * ``gateway.py`` -- the websocket: IDENTIFY/RESUME/heartbeats, dispatch, RECONNECT and friends.
-* ``rest.py`` -- the route table, recorded requests, JSON errors, rate limits, message limits.
-* ``interactions.py`` -- INTERACTION_CREATE, the 3 s acknowledgement, tokens, followups.
+* ``rest.py`` -- the route table, recorded requests, JSON errors, rate limits, message and component limits.
+* ``interactions.py`` -- INTERACTION_CREATE (commands, context menus, clicks), the 3 s acknowledgement,
+  tokens and the simulated clock, followups.
 * ``commands.py`` -- command registration and the options a user's ``/command`` carries.
 * ``channels.py`` -- the message store, mentions, edits, channel messages, threads, forum posts,
   reactions and DMs.
@@ -57,7 +58,8 @@ roles), ``fake.gm`` (GM role), ``fake.player`` (Player role) and ``fake.bot``
 
 Changing the world (models.py, channels.py, permissions.py; each announced to a connected client
 as Discord would, and returning a ``PendingId`` / ``Pending`` one may ``await`` until the events
-were sent -- later dispatches wait for them anyway)::
+were sent -- later dispatches wait for them anyway; the client handles them a moment later, so
+wait for its cache with ``fake.wait_until``)::
 
     category = fake.add_category("Campaign")                          # type 4; CHANNEL_CREATE
     lore = fake.add_text_channel("lore", topic=None, parent_id=category)
