@@ -465,6 +465,12 @@ async def test_missing_permissions_are_refused_with_50013(fake, bot):
         await message.add_reaction("🔔")
     assert info.value.code == 50013
     await message.edit(content="editing its own message needs nothing more")
+    spoken = await channel.send("heard?", tts=True)  # the bot has no Send TTS Messages
+    assert fake.get_message(spoken.id).data["tts"] is False
+    await fake.set_overwrite(fake.channel_id, fake.guild_id, deny=P(read_message_history=True).value)
+    with pytest.raises(discord.Forbidden) as info:
+        await message.reply("a reply needs Read Message History")
+    assert info.value.code == 50013
 
     await fake.set_overwrite(fake.channel_id, fake.bot, deny=P(send_messages=True).value)
     with pytest.raises(discord.Forbidden) as info:

@@ -12,8 +12,9 @@ THREAD_CREATE).
   Cannot execute action on this channel type (50024), in a DM 400 (50003); a message straight into a forum or a
   category is 400 Cannot send messages in a non-text channel (50008); what the bot's permissions
   in the channel do not allow is 403 Missing Permissions (50013): sending needs View Channel and
-  Send Messages (Send Messages in Threads in a thread), a thread from a message Create Public
-  Threads, a reaction Add Reactions and Read Message History. Editing its own messages needs
+  Send Messages (Send Messages in Threads in a thread), a reply Read Message History too (and a
+  ``tts`` message without Send TTS Messages is sent but not spoken), a thread from a message
+  Create Public Threads, a reaction Add Reactions and Read Message History. Editing its own messages needs
   nothing more.
 * Reactions: PUT ``.../reactions/{emoji}/@me`` adds the bot's reaction (once), DELETE removes it;
   ``FakeMessage.reactions`` is the bot's current reactions. An unknown message is 404 (10008).
@@ -47,6 +48,7 @@ from .constants import (
     READ_MESSAGE_HISTORY,
     SEND_MESSAGES,
     SEND_MESSAGES_IN_THREADS,
+    SEND_TTS_MESSAGES,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
     THREAD_TYPES,
@@ -354,6 +356,11 @@ class Channels:
         else:
             self._require(channel, VIEW_CHANNEL | SEND_MESSAGES)
         body = self._check_message_body(req.json, files=len(req.files))
+        if channel["type"] != DM:
+            if (body.get("message_reference") or {}).get("message_id"):
+                self._require(channel, READ_MESSAGE_HISTORY)  # a reply needs to read what it answers
+            if body.get("tts") and not self.permissions_in(self.bot, int(channel["id"])) & SEND_TTS_MESSAGES:
+                body = {**body, "tts": False}  # sent, but not spoken
         flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
         msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags, files=req.files)
         await self._announce(msg, "MESSAGE_CREATE")

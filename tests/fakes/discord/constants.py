@@ -67,6 +67,7 @@ ADMINISTRATOR = P(administrator=True).value
 VIEW_CHANNEL = P(view_channel=True).value
 SEND_MESSAGES = P(send_messages=True).value
 SEND_MESSAGES_IN_THREADS = P(send_messages_in_threads=True).value
+SEND_TTS_MESSAGES = P(send_tts_messages=True).value
 CREATE_PUBLIC_THREADS = P(create_public_threads=True).value
 CREATE_PRIVATE_THREADS = P(create_private_threads=True).value
 ADD_REACTIONS = P(add_reactions=True).value
