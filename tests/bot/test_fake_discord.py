@@ -4,7 +4,12 @@ A tiny bot defined here logs in, syncs an ``/oracle`` group to the guild and run
 ``/oracle echo`` end to end: defer, progress edits, followup, a thread on its
 message, a user's message in that thread, autocomplete, a RECONNECT in the
 middle of the command, a rate-limited followup, a late acknowledgement, and a
-clean shutdown.
+clean shutdown. Then the rest of the world the fake models: categories, voice
+and forum channels, forum posts and member threads reaching the client's cache,
+permission overwrites (the fake and discord.py's cache agreeing; 50013 refusals),
+DMs (50007 once closed), reactions, component checks (50035), a persistent
+button clicked after a restart, a message context menu, and interaction tokens
+expiring on the simulated clock (50027).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import gc
 import logging
 import warnings
+from typing import ClassVar
 
 import aiohttp
 import discord
@@ -338,3 +344,452 @@ async def test_clean_shutdown_leaves_no_unclosed_sessions(fake, caplog):
         await asyncio.sleep(0)
     assert [str(w.message) for w in caught if "nclosed" in str(w.message)] == []
     assert [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()] == []
+
+
+# ----- channel kinds, threads and forum posts -----------------------------------------------
+
+
+async def test_channels_added_while_connected_reach_the_cache_with_channel_create(fake, bot):
+    category = await fake.add_category("Campaign")
+    text = await fake.add_text_channel("lore", topic="Old tales", parent_id=category)
+    voice = await fake.add_voice_channel("table", parent_id=category)
+    forum = await fake.add_forum_channel("questions", parent_id=category)
+    assert [d["d"]["type"] for d in fake.dispatched("CHANNEL_CREATE")] == [4, 0, 2, 15]
+    await fake.wait_until(lambda: bot.get_channel(forum), 3, "the forum in the cache")
+    cat = bot.get_channel(category)
+    assert isinstance(cat, discord.CategoryChannel)
+    assert isinstance(bot.get_channel(text), discord.TextChannel) and bot.get_channel(text).category == cat
+    assert isinstance(bot.get_channel(voice), discord.VoiceChannel) and bot.get_channel(voice).category == cat
+    assert isinstance(bot.get_channel(forum), discord.ForumChannel)
+    assert sorted(c.id for c in cat.channels) == sorted([text, voice, forum])
+    with pytest.raises(ValueError):
+        fake.add_text_channel("nowhere", parent_id=text)
+
+
+async def test_forum_post_and_member_thread_reach_the_cache(fake, bot):
+    forum = await fake.add_forum_channel("questions")
+    post = await fake.add_forum_post(forum, fake.player, "Where is the bell?", "It rang at dawn.")
+    thread = await fake.add_thread(fake.channel_id, "side talk", owner=fake.gm)
+    assert [p["t"] for p in fake.dispatched() if p["t"] in ("THREAD_CREATE", "MESSAGE_CREATE")] == [
+        "THREAD_CREATE", "MESSAGE_CREATE", "THREAD_CREATE"]
+    await fake.wait_until(lambda: bot.get_channel(thread) and bot.seen, 3, "both threads and the starter")
+    cached = bot.get_channel(post)
+    assert isinstance(cached, discord.Thread) and cached.parent_id == forum and cached.owner_id == fake.player.id
+    assert isinstance(cached.parent, discord.ForumChannel)
+    [starter] = bot.seen
+    assert (starter.id, starter.channel.id, starter.content) == (post, post, "It rang at dawn.")
+    assert fake.get_message(post).channel_id == post
+    side = bot.get_channel(thread)
+    assert (side.parent_id, side.owner_id, side.name) == (fake.channel_id, fake.gm.id, "side talk")
+    assert [t.id for t in bot.thread_events] == [post, thread]
+    assert await cached.send("The bell is in the lake.")  # the bot answers in the post
+
+
+async def test_forum_post_made_before_connecting_comes_with_guild_create(fake):
+    forum = fake.add_forum_channel("questions")
+    post = fake.add_forum_post(forum, fake.gm, "Session zero", "Read this first.")
+    client = EchoBot(fake.guild_id)
+    async with fake.run_client(client):
+        assert isinstance(client.get_channel(post), discord.Thread)
+        assert client.get_channel(post).parent_id == forum
+    assert fake.dispatched("THREAD_CREATE") == []
+
+
+async def test_threads_cannot_open_in_threads_forum_posts_or_voice_chats(fake, bot):
+    forum = await fake.add_forum_channel("questions")
+    voice = await fake.add_voice_channel("table")
+    post = await fake.add_forum_post(forum, fake.player, "Question", "What now?")
+    thread = await fake.add_thread(fake.channel_id, "side talk")
+    await fake.wait_until(lambda: bot.get_channel(post) and bot.get_channel(thread), 3, "threads cached")
+    in_thread = await bot.get_channel(thread).send("in a thread")
+    in_voice = await bot.get_channel(voice).send("in the voice chat")  # text-in-voice works
+    said = await fake.message(voice, fake.player, "hello from voice")
+    assert fake.messages(voice) == [fake.get_message(in_voice.id), said]
+    in_post = await bot.get_channel(post).fetch_message(post)
+    for message in (in_thread, in_voice, in_post):
+        with pytest.raises(discord.HTTPException) as info:
+            await message.create_thread(name="nested")
+        assert (info.value.status, info.value.code, info.value.text) == (
+            400, 50024, "Cannot execute action on this channel type")
+    with pytest.raises(discord.HTTPException) as info:
+        await bot.http.send_message(forum, params=discord.http.handle_message_parameters(content="hi"))
+    assert (info.value.status, info.value.code, info.value.text) == (
+        400, 50008, "Cannot send messages in a non-text channel")
+    with pytest.raises(ValueError):
+        await fake.message(forum, fake.player, "straight into the forum")
+
+
+# ----- permission overwrites ----------------------------------------------------------------
+
+P = discord.Permissions
+
+
+async def test_overwrites_change_permissions_in_the_fake_and_in_the_clients_cache(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    assert channel.permissions_for(channel.guild.me).create_public_threads
+    assert fake.permissions_in(fake.bot, fake.channel_id) == fake.permissions_for(fake.bot)
+
+    await fake.set_overwrite(fake.channel_id, fake.bot_role_id, deny=P(create_public_threads=True).value)
+    await fake.set_overwrite(fake.channel_id, fake.guild_id, deny=P(send_messages=True).value)
+    await fake.set_overwrite(fake.channel_id, fake.gm, allow=P(send_messages=True).value)
+    stored = fake.channels[fake.channel_id]["permission_overwrites"]
+    assert {(o["id"], o["type"]) for o in stored} == {
+        (str(fake.bot_role_id), 0), (str(fake.guild_id), 0), (str(fake.gm.id), 1)}
+    await fake.wait_until(lambda: len(channel.overwrites) == 3, 3, "CHANNEL_UPDATE in the cache")
+
+    for member in (fake.bot, fake.gm, fake.player, fake.owner):
+        cached = channel.permissions_for(await channel.guild.fetch_member(member.id))
+        # discord.py leaves voice permissions out of a text channel's; Discord's algorithm does not
+        assert cached.value == fake.permissions_in(member, fake.channel_id) & ~P.voice().value, member.username
+    assert not channel.permissions_for(channel.guild.me).create_public_threads
+    assert not P(fake.permissions_in(fake.player, fake.channel_id)).send_messages
+    assert P(fake.permissions_in(fake.gm, fake.channel_id)).send_messages  # member overwrite wins
+    assert fake.permissions_in(fake.owner, fake.channel_id) == P.all().value
+
+    thread = await fake.add_thread(fake.channel_id, "side talk")  # a thread follows its parent
+    assert fake.permissions_in(fake.player, thread) == fake.permissions_in(fake.player, fake.channel_id)
+
+    await fake.set_overwrite(fake.channel_id, fake.guild_id)  # allow = deny = 0 removes it
+    assert len(fake.channels[fake.channel_id]["permission_overwrites"]) == 2
+
+
+async def test_missing_permissions_are_refused_with_50013(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    message = await channel.send("the bot may still post here")
+    await fake.set_overwrite(fake.channel_id, fake.bot_role_id,
+                             deny=P(create_public_threads=True, add_reactions=True).value)
+    with pytest.raises(discord.Forbidden) as info:
+        await message.create_thread(name="not allowed")
+    assert (info.value.status, info.value.code, info.value.text) == (403, 50013, "Missing Permissions")
+    with pytest.raises(discord.Forbidden) as info:
+        await message.add_reaction("🔔")
+    assert info.value.code == 50013
+    await message.edit(content="editing its own message needs nothing more")
+    spoken = await channel.send("heard?", tts=True)  # the bot has no Send TTS Messages
+    assert fake.get_message(spoken.id).data["tts"] is False
+    await fake.set_overwrite(fake.channel_id, fake.guild_id, deny=P(read_message_history=True).value)
+    with pytest.raises(discord.Forbidden) as info:
+        await message.reply("a reply needs Read Message History")
+    assert info.value.code == 50013
+
+    await fake.set_overwrite(fake.channel_id, fake.bot, deny=P(send_messages=True).value)
+    with pytest.raises(discord.Forbidden) as info:
+        await channel.send("silenced")
+    assert info.value.code == 50013
+    secret = await fake.add_text_channel("gm-screen")
+    await fake.set_overwrite(secret, fake.guild_id, deny=P(view_channel=True).value)
+    await fake.wait_until(lambda: bot.get_channel(secret), 3, "the new channel")
+    with pytest.raises(discord.Forbidden):
+        await bot.get_channel(secret).send("cannot see it")
+    assert fake.permissions_in(fake.player, secret) == 0
+
+
+async def test_interaction_carries_the_permissions_in_its_channel(fake, bot):
+    await fake.set_overwrite(fake.channel_id, fake.bot_role_id, deny=P(embed_links=True).value)
+    await fake.set_overwrite(fake.channel_id, fake.player, deny=P(attach_files=True).value)
+    inter = await fake.interaction("oracle slow", member=fake.player)
+    await inter.wait_acknowledged()
+    assert int(inter.payload["app_permissions"]) == fake.permissions_in(fake.bot, fake.channel_id)
+    assert not P(int(inter.payload["app_permissions"])).embed_links
+    assert not P(int(inter.payload["channel"]["permissions"])).attach_files
+    assert inter.payload["member"]["permissions"] == inter.payload["channel"]["permissions"]
+
+
+# ----- DMs and reactions --------------------------------------------------------------------
+
+
+async def test_dms_are_stored_editable_and_refused_once_closed(fake, bot):
+    user = await bot.fetch_user(fake.player.id)
+    sent = await user.send("A private word.")
+    again = await user.send("And another.")
+    [opened] = fake.requests_for("POST", "/users/@me/channels")  # discord.py caches the DM channel
+    assert opened.json == {"recipient_id": fake.player.id}
+    assert opened.response["type"] == 1 and opened.response["recipients"][0]["id"] == str(fake.player.id)
+    assert (await bot.http.start_private_message(fake.player.id))["id"] == opened.response["id"]  # stable
+    assert sent.channel.id == again.channel.id == int(opened.response["id"])
+    await sent.edit(content="A private word, amended.")
+    assert [m.content for m in fake.dm_messages(fake.player)] == ["A private word, amended.", "And another."]
+    assert fake.dm_messages(fake.gm) == []
+    assert fake.channels.get(sent.channel.id) is None  # not a guild channel
+    with pytest.raises(discord.HTTPException) as info:  # discord.py itself refuses sent.create_thread
+        await bot.http.request(discord.http.Route("POST", "/channels/{channel_id}/messages/{message_id}/threads",
+                                                  channel_id=sent.channel.id, message_id=sent.id),
+                               json={"name": "no threads in DMs"})
+    assert (info.value.status, info.value.code) == (400, 50003)
+
+    fake.close_dms(fake.player)
+    with pytest.raises(discord.Forbidden) as info:
+        await user.send("Are you there?")
+    assert (info.value.status, info.value.code, info.value.text) == (
+        403, 50007, "Cannot send messages to this user")
+    assert len(fake.dm_messages(fake.player)) == 2
+
+
+async def test_reactions_are_added_and_removed(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    message = await channel.send("react to me")
+    await message.add_reaction("🔔")
+    await message.add_reaction("🔔")
+    await message.add_reaction("✅")
+    assert fake.get_message(message.id).reactions == ["🔔", "✅"]
+    await message.remove_reaction("🔔", bot.user)
+    assert fake.get_message(message.id).reactions == ["✅"]
+    assert fake.requests_for("DELETE")[-1].status == 204
+    with pytest.raises(discord.NotFound) as info:
+        await channel.get_partial_message(1234).add_reaction("✅")
+    assert info.value.code == 10008
+    with pytest.raises(discord.NotFound) as info:
+        await channel.get_partial_message(1234).remove_reaction("✅", bot.user)
+    assert info.value.code == 10008
+
+
+# ----- components, clicks, context menus and simulated time --------------------------------
+
+
+async def test_invalid_components_are_refused_with_the_error_tree(fake, bot):
+    route = discord.http.Route("POST", "/channels/{channel_id}/messages", channel_id=fake.channel_id)
+
+    def button(custom_id: str | None = "b", **extra) -> dict:
+        data = {"type": 2, "style": 1, "label": "Ring", **extra}
+        if custom_id is not None:
+            data["custom_id"] = custom_id
+        return data
+
+    def row(*children: dict) -> dict:
+        return {"type": 1, "components": list(children)}
+
+    bad = {
+        "six rows": ([row(button(f"b{i}")) for i in range(6)],
+                     {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 5 or fewer in length."}]}),
+        "six buttons": ([row(*[button(f"b{i}") for i in range(6)])],
+                        {"0": {"components": {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH",
+                                                           "message": "Must be between 1 and 5 in length."}]}}}),
+        "bare button": ([button()], {"0": {"type": {"_errors": [{"code": "UNION_TYPE_CHOICES",
+                                                                   "message": 'Value of field "type" must be one of (1,).'}]}}}),
+        "no custom_id": ([row(button(None))], {"0": {"components": {"0": {"custom_id": {
+            "_errors": [{"code": "BASE_TYPE_REQUIRED", "message": "This field is required"}]}}}}}),
+        "duplicate": ([row(button("same"), button("same"))], {"0": {"components": {"1": {"custom_id": {
+            "_errors": [{"code": "COMPONENT_CUSTOM_ID_DUPLICATED",
+                         "message": "Component custom id was already specified"}]}}}}}),
+        "long custom_id": ([row(button("x" * 101))], None),
+        "bad style": ([row(button(style=9))], None),
+        "link with custom_id": ([row(button("b", style=5, url="https://example.com"))], None),
+        "link without url": ([row(button(None, style=5))], None),
+        "no label": ([row({"type": 2, "style": 1, "custom_id": "b"})], None),
+        "long label": ([row(button(label="x" * 81))], None),
+        "select and button": ([row({"type": 3, "custom_id": "s", "options": [{"label": "a", "value": "a"}]},
+                                   button())], None),
+    }
+    for what, (components, tree) in bad.items():
+        with pytest.raises(discord.HTTPException) as info:
+            await bot.http.request(route, json={"content": "x", "components": components})
+        assert (info.value.status, info.value.code) == (400, 50035), what
+        response = fake.requests[-1].response
+        assert response["message"] == "Invalid Form Body" and "components" in response["errors"], what
+        if tree is not None:
+            assert response["errors"]["components"] == tree, what
+
+    ok = [row(button("a"), button(None, style=5, url="https://example.com")),
+          row({"type": 3, "custom_id": "s", "options": [{"label": "a", "value": "a"}]}),
+          row({"type": 2, "style": 2, "custom_id": "e", "emoji": {"name": "🔔"}})]
+    sent = await bot.http.request(route, json={"content": "fine", "components": ok})
+    with pytest.raises(discord.HTTPException) as info:  # edits are checked the same way
+        await bot.http.request(discord.http.Route("PATCH", "/channels/{channel_id}/messages/{message_id}",
+                                                  channel_id=fake.channel_id, message_id=sent["id"]),
+                               json={"components": [row(button("dup"), button("dup"))]})
+    assert info.value.code == 50035
+
+
+class BellButton(discord.ui.DynamicItem[discord.ui.Button], template=r"bell:(?P<n>\d+)"):
+    """A persistent button: its state lives in its custom id, so it works after a restart."""
+
+    rung: ClassVar[list[tuple[int, int]]] = []
+
+    def __init__(self, n: int) -> None:
+        super().__init__(discord.ui.Button(label="Ring", style=discord.ButtonStyle.primary, custom_id=f"bell:{n}"))
+        self.n = n
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
+                             match) -> BellButton:
+        return cls(int(match["n"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        BellButton.rung.append((self.n, interaction.user.id))
+        await interaction.response.send_message(f"rang {self.n}", ephemeral=True)
+
+
+async def test_a_persistent_button_click_reaches_the_client_after_a_restart(fake):
+    BellButton.rung = []
+    first = EchoBot(fake.guild_id)
+    async with fake.run_client(first):
+        view = discord.ui.View(timeout=None)
+        view.add_item(BellButton(7))
+        sent = await first.get_channel(fake.channel_id).send("Ring the bell", view=view)
+    message = fake.get_message(sent.id)
+    assert message.components[0]["components"][0]["custom_id"] == "bell:7"
+
+    second = EchoBot(fake.guild_id)
+    second.add_dynamic_items(BellButton)
+    async with fake.run_client(second):
+        with pytest.raises(ValueError, match="no button"):
+            await fake.click(message, "bell:8")
+        inter = await fake.click(message, "bell:7", member=fake.gm)
+        await inter.wait_acknowledged()
+        assert (inter.type, inter.response.type, inter.payload["data"]["custom_id"]) == (3, 4, "bell:7")
+        assert BellButton.rung == [(7, fake.gm.id)]
+        assert inter.original.content == "rang 7" and inter.original.ephemeral
+
+
+async def test_clicks_only_on_what_the_member_can_see(fake, bot):
+    @bot.tree.command(name="bell", description="a private bell", guild=bot.guild_obj)
+    async def bell(interaction: discord.Interaction) -> None:
+        view = discord.ui.View(timeout=None)
+        view.add_item(discord.ui.Button(label="Ring", custom_id="ring"))
+        view.add_item(discord.ui.Button(label="Docs", url="https://example.com"))
+        view.add_item(discord.ui.Button(label="Off", custom_id="off", disabled=True))
+        await interaction.response.send_message("only you", view=view, ephemeral=True)
+
+    await bot.tree.sync(guild=bot.guild_obj)
+    inter = await fake.interaction("bell", member=fake.player)
+    await inter.wait_acknowledged()
+    private = inter.original
+    with pytest.raises(ValueError, match="ephemeral"):
+        await fake.click(private, "ring", member=fake.gm)
+    with pytest.raises(ValueError, match="disabled"):
+        await fake.click(private, "off", member=fake.player)
+    with pytest.raises(ValueError, match="no button"):
+        await fake.click(private, "https://example.com", member=fake.player)
+    click = await fake.click(private, "ring", member=fake.player)
+    assert click.payload["message"]["id"] == str(private.id)
+
+
+async def test_message_context_menu_reaches_the_clients_context_menu(fake, bot):
+    seen: list[tuple[int, str, int]] = []
+
+    @app_commands.context_menu(name="Ask the Oracle")
+    async def ask_about(interaction: discord.Interaction, message: discord.Message) -> None:
+        seen.append((message.id, message.content, interaction.channel_id))
+        await interaction.response.send_message(f"About: {message.content}")
+
+    bot.tree.add_command(ask_about, guild=bot.guild_obj)
+    await bot.tree.sync(guild=bot.guild_obj)
+    registered = next(c for c in fake.commands(fake.guild_id) if c["type"] == 3)
+    thread = await fake.add_thread(fake.channel_id, "lore")
+    said = await fake.message(thread, fake.gm, "The bell sank in 1203.")
+
+    with pytest.raises(ValueError, match="context menu"):
+        await fake.context_menu("Not registered", said)
+    inter = await fake.context_menu("Ask the Oracle", said, member=fake.player)
+    await inter.wait_acknowledged()
+    assert inter.payload["data"] == {
+        "id": registered["id"], "name": "Ask the Oracle", "type": 3, "target_id": str(said.id),
+        "resolved": {"messages": {str(said.id): said.data}}, "guild_id": str(fake.guild_id)}
+    assert inter.channel_id == thread
+    assert seen == [(said.id, "The bell sank in 1203.", thread)]
+    assert inter.original.content == "About: The bell sank in 1203."
+    assert inter.original.data["interaction_metadata"]["target_message_id"] == str(said.id)
+
+
+async def test_advance_expires_the_interaction_token(fake, bot):
+    gate = asyncio.Event()
+    failures: list[Exception] = []
+
+    @bot.tree.command(name="later", description="answers much later", guild=bot.guild_obj)
+    async def later(interaction: discord.Interaction) -> None:
+        await interaction.response.defer(thinking=True)
+        await gate.wait()
+        try:
+            await interaction.followup.send("too late")
+        except discord.HTTPException as exc:
+            failures.append(exc)
+
+    await bot.tree.sync(guild=bot.guild_obj)
+    inter = await fake.interaction("later", member=fake.gm)
+    await inter.wait_acknowledged()
+    fake.advance(fake.token_ttl + 1)
+    assert inter.elapsed() > fake.token_ttl
+    gate.set()
+    await fake.wait_until(lambda: failures, 3, "the followup to fail")
+    [error] = failures
+    assert type(error) is discord.HTTPException  # 401: discord.py has no subclass for it
+    assert (error.status, error.code, error.text) == (401, 50027, "Invalid Webhook Token")
+
+    slow = await fake.interaction("oracle slow", member=fake.gm)
+    fake.advance(fake.ack_deadline)  # past the 3 s before the bot can answer
+    await fake.wait_until(lambda: bot.errors, 3, "the late acknowledgement")
+    assert slow.callbacks[0].status == 404 and not slow.acknowledged
+
+
+async def test_the_bot_posts_in_a_forum(fake, bot):
+    forum_id = await fake.add_forum_channel("questions")
+    await fake.wait_until(lambda: bot.get_channel(forum_id), 3, "the forum in the cache")
+    forum = bot.get_channel(forum_id)
+    thread, message = await forum.create_thread(name="Session recap", content="We found the bell.")
+    assert thread.id == message.id and thread.parent_id == forum_id
+    stored = fake.get_message(message.id)
+    assert (stored.channel_id, stored.content, stored.author_id) == (thread.id, "We found the bell.", fake.app_id)
+    assert fake.channels[thread.id]["owner_id"] == str(fake.app_id)
+    with pytest.raises(discord.HTTPException) as info:
+        await forum.create_thread(name="empty")
+    assert info.value.code in (50006, 50035)
+    await fake.set_overwrite(forum_id, fake.bot_role_id, deny=P(send_messages=True).value)
+    with pytest.raises(discord.Forbidden):
+        await forum.create_thread(name="silenced", content="no")
+
+
+async def test_members_run_commands_only_where_they_can(fake, bot):
+    secret = await fake.add_text_channel("gm-screen")
+    await fake.set_overwrite(secret, fake.guild_id, deny=P(view_channel=True).value)
+    await fake.set_overwrite(secret, fake.gm_role_id, allow=P(view_channel=True).value)
+    with pytest.raises(ValueError, match="cannot use application commands"):
+        await fake.interaction("oracle slow", member=fake.player, channel_id=secret)
+    inter = await fake.interaction("oracle slow", member=fake.gm, channel_id=secret)
+    await inter.wait_acknowledged()
+    category = await fake.add_category("Campaign")
+    with pytest.raises(ValueError, match="category or forum"):
+        await fake.interaction("oracle slow", member=fake.gm, channel_id=category)
+
+
+async def test_user_context_menu_reaches_the_clients_context_menu(fake, bot):
+    seen: list[tuple[int, int]] = []
+
+    @app_commands.context_menu(name="Who is this")
+    async def who(interaction: discord.Interaction, member: discord.Member) -> None:
+        seen.append((member.id, interaction.user.id))
+        await interaction.response.send_message(member.display_name, ephemeral=True)
+
+    bot.tree.add_command(who, guild=bot.guild_obj)
+    await bot.tree.sync(guild=bot.guild_obj)
+    with pytest.raises(ValueError, match="context menu"):
+        await fake.context_menu("Who is this", await fake.message(fake.channel_id, fake.gm, "a message"))
+    inter = await fake.user_context_menu("Who is this", fake.player, member=fake.gm)
+    await inter.wait_acknowledged()
+    assert (inter.payload["data"]["type"], inter.payload["data"]["target_id"]) == (2, str(fake.player.id))
+    assert seen == [(fake.player.id, fake.gm.id)]
+    assert inter.original.content == "Mirela's Player"
+
+
+async def test_nothing_reaches_the_client_from_a_channel_it_cannot_view(fake, bot):
+    secret = await fake.add_text_channel("gm-screen")
+    await fake.set_overwrite(secret, fake.bot, deny=P(view_channel=True).value)
+    await fake.message(secret, fake.gm, "the twist is the bell")
+    hidden = await fake.add_thread(secret, "more secrets", owner=fake.gm)
+    await fake.message(fake.channel_id, fake.player, "hello")
+    await fake.wait_until(lambda: bot.seen, 3, "the visible message")
+    assert [m.content for m in bot.seen] == ["hello"]
+    assert bot.get_channel(hidden) is None and fake.dispatched("THREAD_CREATE") == []
+
+
+async def test_users_act_only_as_their_permissions_allow(fake, bot):
+    forum = await fake.add_forum_channel("questions")
+    await fake.set_overwrite(fake.channel_id, fake.player,
+                             deny=P(send_messages=True, create_public_threads=True).value)
+    await fake.set_overwrite(forum, fake.player, deny=P(send_messages=True).value)
+    with pytest.raises(ValueError, match="may not post"):
+        await fake.message(fake.channel_id, fake.player, "muted")
+    with pytest.raises(ValueError, match="may not open a thread"):
+        fake.add_thread(fake.channel_id, "side talk", owner=fake.player)
+    with pytest.raises(ValueError, match="may not post"):
+        fake.add_forum_post(forum, fake.player, "Question", "muted")
+    await fake.message(fake.channel_id, fake.gm, "the GM still may")

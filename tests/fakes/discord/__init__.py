@@ -16,19 +16,24 @@ reads in ``state.py``, ``gateway.py``, ``http.py``, ``interactions.py`` and
 ``webhook/async_.py``. Where Discord's exact error text is not documented the
 fake uses Discord's documented JSON error *codes* (10003 Unknown Channel, 10008
 Unknown Message, 10015 Unknown Webhook, 10062 Unknown interaction, 40060
-already acknowledged, 50006 empty message, 50035 Invalid Form Body, ...).
+already acknowledged, 50006 empty message, 50007 cannot message the user, 50008
+non-text channel, 50013 Missing Permissions, 50024 wrong channel type, 50027
+Invalid Webhook Token, 50035 Invalid Form Body, ...).
 
 Where each part lives (``FakeDiscord`` in ``server.py`` is built from one base class per concern,
 all sharing the state its ``__init__`` sets):
 
 * ``server.py`` -- ``FakeDiscord``: the aiohttp server, patching discord.py, ``run_client``, waiting.
 * ``gateway.py`` -- the websocket: IDENTIFY/RESUME/heartbeats, dispatch, RECONNECT and friends.
-* ``rest.py`` -- the route table, recorded requests, JSON errors, rate limits, message limits.
-* ``interactions.py`` -- INTERACTION_CREATE, the 3 s acknowledgement, tokens, followups.
+* ``rest.py`` -- the route table, recorded requests, JSON errors, rate limits, message and component limits.
+* ``interactions.py`` -- INTERACTION_CREATE (commands, context menus, clicks), the 3 s acknowledgement,
+  tokens and the simulated clock, followups.
 * ``commands.py`` -- command registration and the options a user's ``/command`` carries.
-* ``channels.py`` -- the message store, mentions, edits, channel messages and threads.
+* ``channels.py`` -- the message store, mentions, edits, channel messages, threads, forum posts,
+  reactions and DMs.
+* ``permissions.py`` -- permission overwrites, permissions in a channel, 403 Missing Permissions.
 * ``models.py`` -- members, roles, channels and messages as the fake stores them; their payloads.
-* ``constants.py`` -- intents, flags, channel/interaction types, permissions.
+* ``constants.py`` -- intents, flags, channel/command/interaction types, permissions.
 
 Typical use::
 
@@ -49,7 +54,29 @@ The world: one guild (``fake.guild_id``, "The Ember Road") with roles
 the bot's managed role "Oracle"; members ``fake.owner`` (owns the guild, no
 roles), ``fake.gm`` (GM role), ``fake.player`` (Player role) and ``fake.bot``
 (the application's bot user, id == ``fake.app_id``); one text channel
-``fake.channel_id`` ("#campaign"). ``add_member`` / ``add_text_channel`` add more.
+``fake.channel_id`` ("#campaign"). ``add_member`` / ``add_role`` add more.
+
+Changing the world (models.py, channels.py, permissions.py; each announced to a connected client
+as Discord would, and returning a ``PendingId`` / ``Pending`` one may ``await`` until the events
+were sent -- later dispatches wait for them anyway; the client handles them a moment later, so
+wait for its cache with ``fake.wait_until``)::
+
+    category = fake.add_category("Campaign")                          # type 4; CHANNEL_CREATE
+    lore = fake.add_text_channel("lore", topic=None, parent_id=category)
+    table = fake.add_voice_channel("table", parent_id=category)       # type 2, with its text chat
+    forum = fake.add_forum_channel("questions", parent_id=category)   # type 15, posts only
+    post = fake.add_forum_post(forum, fake.player, "Where?", "...")   # THREAD_CREATE + MESSAGE_CREATE
+    side = fake.add_thread(lore, "side talk", owner=fake.gm)          # THREAD_CREATE, no starter
+    await fake.set_overwrite(lore, fake.bot_role_id, deny=perms)      # or a FakeMember; CHANNEL_UPDATE
+    fake.permissions_in(fake.player, lore)                            # int, overwrites applied
+    fake.close_dms(fake.player); fake.dm_messages(fake.player)
+
+Acting as users (interactions.py)::
+
+    inter = await fake.context_menu("Ask the Oracle", message, member=fake.gm)  # message command
+    inter = await fake.user_context_menu("Profile", fake.player)                # user command
+    inter = await fake.click(message, "bell:7", member=fake.gm)  # a button really on a visible message
+    fake.advance(15 * 60 + 1)                                    # every interaction 15 min older
 
 Realism notes, kept on purpose because they are what bites in production:
 
@@ -75,6 +102,25 @@ Realism notes, kept on purpose because they are what bites in production:
 * Messages the bot sends (channel messages, non-ephemeral interaction
   responses and followups) come back over the gateway as MESSAGE_CREATE /
   MESSAGE_UPDATE, as on Discord (``echo_bot_messages=False`` turns that off).
+* Permissions are Discord's: @everyone and the member's roles, ADMINISTRATOR / owner = all, then
+  the channel's @everyone, role and member overwrites (threads use their parent's). The bot's
+  REST actions need them (403 Missing Permissions, 50013: sending needs View Channel + Send
+  Messages, or Send Messages in Threads in a thread; a thread from a message Create Public
+  Threads; a reaction Add Reactions + Read Message History). Interaction callbacks, ``@original``
+  edits and followups are webhooks and need none. An interaction's ``app_permissions``,
+  ``channel.permissions`` and ``member.permissions`` are computed for its channel; a member who
+  cannot view a channel or use commands there cannot start an interaction in it, nor post,
+  open a thread or a forum post where their permissions forbid it (ValueError); nothing from a
+  channel the bot cannot view reaches it over the gateway.
+* A thread cannot be opened from a message in a thread, a forum post or a voice channel's chat
+  (400, 50024); nothing is posted straight into a forum (400, 50008); a DM to a member who closed
+  them is refused (403, 50007).
+* Components are checked (<= 5 action rows of 1-5 buttons or one select; button style, custom_id
+  1-100 and unique, link buttons with url and no custom_id, a label <= 80 or an emoji): 400 50035
+  with the error tree under ``components``.
+* ``advance(seconds)`` is the simulated clock of interaction tokens: after ``token_ttl`` (15 min)
+  ``@original`` edits and followups are 401 Invalid Webhook Token (50027), which discord.py
+  raises as a plain ``discord.HTTPException`` (status 401).
 * RESUME replays the events the client missed (those with a sequence number
   above the one it resumes from; usually none) and then sends RESUMED.
 """
@@ -82,7 +128,7 @@ Realism notes, kept on purpose because they are what bites in production:
 from .constants import EPHEMERAL, LOADING
 from .gateway import GatewayConnection, GatewaySession
 from .interactions import FakeInteraction, InteractionEvent
-from .models import FakeMember, FakeMessage, RecordedFile
+from .models import FakeMember, FakeMessage, Pending, PendingId, RecordedFile
 from .rest import ApiError, RateLimitRule, RecordedRequest
 from .server import FakeDiscord
 
@@ -97,6 +143,8 @@ __all__ = [
     "GatewaySession",
     "InteractionEvent",
     "LOADING",
+    "Pending",
+    "PendingId",
     "RateLimitRule",
     "RecordedFile",
     "RecordedRequest",

@@ -1,25 +1,60 @@
-"""Channels, threads and the messages in them: the message store, mentions as allowed_mentions
-lets them ping, edits, attachments, a user posting in a channel, and the REST routes for channel
-messages, reactions, typing and threads (each new thread announced as THREAD_CREATE).
+"""Channels, threads, forum posts, DMs and the messages in them: the message store, mentions as
+allowed_mentions lets them ping, edits, attachments, a user posting in a channel, and the REST
+routes for channel messages, reactions, typing, threads and DMs (each new thread announced as
+THREAD_CREATE).
+
+* ``add_thread(parent_id, name, owner=)``: a public thread a member opened in a text channel, no
+  starter message. ``add_forum_post(forum_id, author, name, content)``: a public thread in a forum
+  whose starter message has the thread's id (THREAD_CREATE, then MESSAGE_CREATE). Both return a
+  ``PendingId`` (await it to wait for the events). The bot posts in a forum with
+  ``POST /channels/{forum}/threads`` and a ``message``, as on Discord.
+* Refusals: a thread from a message in a thread, a forum post or a voice channel's chat is 400
+  Cannot execute action on this channel type (50024), in a DM 400 (50003); a message straight into a forum or a
+  category is 400 Cannot send messages in a non-text channel (50008); what the bot's permissions
+  in the channel do not allow is 403 Missing Permissions (50013): sending needs View Channel and
+  Send Messages (Send Messages in Threads in a thread), a reply Read Message History too (and a
+  ``tts`` message without Send TTS Messages is sent but not spoken), a thread from a message
+  Create Public Threads, a reaction Add Reactions and Read Message History. Editing its own messages needs
+  nothing more.
+* Reactions: PUT ``.../reactions/{emoji}/@me`` adds the bot's reaction (once), DELETE removes it;
+  ``FakeMessage.reactions`` is the bot's current reactions. An unknown message is 404 (10008).
+* DMs: ``POST /users/@me/channels`` with ``recipient_id`` opens (once per user) a DM channel
+  (type 1, ``recipients``), kept in ``fake.dm_channels``, not among the guild's channels. The bot's
+  messages there are stored and editable (``dm_messages(member)``); after ``close_dms(member)``
+  sending there is 403 Cannot send messages to this user (50007); ``open_dms`` undoes it.
+  MESSAGE_CREATE for a DM has no ``guild_id`` and needs the DIRECT_MESSAGES intent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 from typing import TYPE_CHECKING, Any
 
 from .constants import (
+    ADD_REACTIONS,
+    CREATE_PRIVATE_THREADS,
+    CREATE_PUBLIC_THREADS,
+    DM,
+    GUILD_FORUM,
     GUILD_TEXT,
     INTENT_GUILDS,
+    IS_COMPONENTS_V2,
     LOADING,
+    MESSAGEABLE_TYPES,
     PRIVATE_THREAD,
     PUBLIC_THREAD,
+    READ_MESSAGE_HISTORY,
+    SEND_MESSAGES,
+    SEND_MESSAGES_IN_THREADS,
+    SEND_TTS_MESSAGES,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
     THREAD_TYPES,
+    VIEW_CHANNEL,
 )
-from .models import FakeMember, FakeMessage, RecordedFile, _now_iso
+from .models import FakeMember, FakeMessage, PendingId, RecordedFile, _now_iso
 from .rest import ApiError, RecordedRequest, _err, _invalid_form
 
 if TYPE_CHECKING:
@@ -46,6 +81,64 @@ class Channels:
         """Thread channel objects, in creation order (current state)."""
         return [self.channels[t] for t in self.thread_ids]
 
+    def add_thread(self, parent_id: int, name: str, *, owner: FakeMember | int | None = None) -> PendingId:
+        """A public thread (type 11) a member (``owner``, default ``fake.player``) opened in a text
+        channel, without a starter message. THREAD_CREATE if a client is connected (the bot is not
+        a member of it: no ``member`` field)."""
+        parent = self.channels.get(int(parent_id))
+        if parent is None or parent["type"] != GUILD_TEXT:
+            raise ValueError(f"threads open in text channels; {parent_id} is not one")
+        owner = self._member(owner) if owner is not None else self.player
+        self._user_may(owner, int(parent_id), VIEW_CHANNEL | CREATE_PUBLIC_THREADS, "open a thread in")
+        thread = self._thread_payload(self._ids.next(), parent, name, PUBLIC_THREAD, {}, owner=owner)
+        return PendingId(int(thread["id"]), self._add_thread(thread))
+
+    def add_forum_post(self, forum_id: int, author: FakeMember | int, name: str, content: str) -> PendingId:
+        """A member's post in a forum: a public thread (type 11) whose parent is the forum, and its
+        starter message, whose id is the thread's. If a client is connected, THREAD_CREATE then
+        MESSAGE_CREATE; otherwise the post comes with GUILD_CREATE's threads."""
+        forum = self.channels.get(int(forum_id))
+        if forum is None or forum["type"] != GUILD_FORUM:
+            raise ValueError(f"{forum_id} is not a forum channel")
+        author = self._member(author)
+        if not content:
+            raise ValueError("a forum post needs a starter message")
+        self._user_may(author, int(forum_id), VIEW_CHANNEL | SEND_MESSAGES, "post in")
+        thread_id = self._ids.next()
+        thread = self._thread_payload(thread_id, forum, name, PUBLIC_THREAD, {}, owner=author)
+        self.channels[thread_id] = thread
+        self.thread_ids.append(thread_id)
+        starter = self._new_message(thread_id, author, {"content": content}, source="user", record_body=False,
+                                    message_id=thread_id)
+        thread["message_count"] = 0  # the starter message is not counted
+        forum["last_message_id"] = str(thread_id)
+        created = {**copy.deepcopy(thread), "newly_created": True}
+
+        async def announce(session: Any) -> None:
+            if session.has(INTENT_GUILDS) and self._bot_sees(forum_id):
+                await self._dispatch(session, "THREAD_CREATE", created)
+            await self._announce(starter, "MESSAGE_CREATE", session=session)
+
+        return PendingId(thread_id, self._soon(announce))
+
+    def _user_may(self, member: FakeMember, channel_id: int, needed: int, what: str) -> None:
+        """A user cannot do in Discord's client what their permissions do not allow: ValueError."""
+        if needed & ~self.permissions_in(member, channel_id):
+            raise ValueError(f"{member.username} may not {what} channel {channel_id} (missing permissions)")
+
+    def _add_thread(self, thread: dict) -> Any:
+        thread_id = int(thread["id"])
+        self.channels[thread_id] = thread
+        self.thread_ids.append(thread_id)
+        self._notify()
+        created = {**copy.deepcopy(thread), "newly_created": True}
+
+        async def announce(session: Any) -> None:
+            if session.has(INTENT_GUILDS) and self._bot_sees(thread_id):
+                await self._dispatch(session, "THREAD_CREATE", created)
+
+        return self._soon(announce)
+
     async def message(
         self,
         channel_id: int,
@@ -63,6 +156,12 @@ class Channels:
         author = self._member(author)
         if channel_id not in self.channels:
             raise ValueError(f"unknown channel {channel_id}")
+        if self.channels[channel_id]["type"] not in MESSAGEABLE_TYPES:
+            raise ValueError(f"channel {channel_id} (type {self.channels[channel_id]['type']}) takes no messages;"
+                             " a forum takes posts (add_forum_post)")
+        in_thread = self.channels[channel_id]["type"] in THREAD_TYPES
+        self._user_may(author, channel_id, VIEW_CHANNEL | (SEND_MESSAGES_IN_THREADS if in_thread else SEND_MESSAGES),
+                       "post in")
         body: dict[str, Any] = {"content": content, "embeds": embeds or []}
         if reply_to is not None:
             ref = reply_to if isinstance(reply_to, FakeMessage) else self._messages[int(reply_to)]
@@ -117,8 +216,9 @@ class Channels:
 
     def _new_message(self, channel_id: int, author: FakeMember, body: dict, *, source: str, msg_type: int = 0,
                      flags: int = 0, interaction: FakeInteraction | None = None, files: list[RecordedFile] = (),
-                     record_body: bool = True, explicit_mentions: list[FakeMember] | None = None) -> FakeMessage:
-        channel = self.channels[channel_id]
+                     record_body: bool = True, explicit_mentions: list[FakeMember] | None = None,
+                     message_id: int | None = None) -> FakeMessage:
+        channel = self.channels.get(channel_id) or self.dm_channels[channel_id]
         content = body.get("content") or ""
         reference = body.get("message_reference")
         referenced: FakeMessage | None = None
@@ -135,7 +235,7 @@ class Channels:
             users = explicit_mentions
         attachments = self._attachments(channel_id, list(files), body)
         data: dict[str, Any] = {
-            "id": str(self._ids.next()), "type": msg_type, "channel_id": str(channel_id),
+            "id": str(message_id or self._ids.next()), "type": msg_type, "channel_id": str(channel_id),
             "author": author.user_payload(), "content": content, "timestamp": _now_iso(),
             "edited_timestamp": None, "tts": bool(body.get("tts", False)), "mention_everyone": everyone,
             "mentions": [u.user_payload() for u in users], "mention_roles": [str(r) for r in roles],
@@ -147,7 +247,9 @@ class Channels:
             data["nonce"] = body["nonce"]
         if referenced is not None:
             data["message_reference"] = {"type": 0, "message_id": str(referenced.id),
-                                         "channel_id": str(referenced.channel_id), "guild_id": str(self.guild_id)}
+                                         "channel_id": str(referenced.channel_id)}
+            if referenced.channel_id in self.channels:
+                data["message_reference"]["guild_id"] = str(self.guild_id)
             data["referenced_message"] = copy.deepcopy(referenced.data)
         if channel["type"] in THREAD_TYPES:
             data["position"] = channel["total_message_sent"]
@@ -157,8 +259,13 @@ class Channels:
             data["interaction_metadata"] = {
                 "id": str(interaction.id), "type": interaction.type, "user": interaction.member.user_payload(),
                 "authorizing_integration_owners": {"0": str(self.guild_id)}, "name": interaction.name,
-                "command_type": 1,
+                "command_type": (interaction.payload.get("data") or {}).get("type", 1),
             }
+            target = (interaction.payload.get("data") or {}).get("target_id")
+            if target is not None:  # a context-menu command's answer names what it ran on
+                key = "target_message_id" if interaction.payload["data"]["type"] == 3 else "target_user"
+                data["interaction_metadata"][key] = (
+                    target if key == "target_message_id" else self._member(target).user_payload())
             data["interaction"] = {"id": str(interaction.id), "type": interaction.type, "name": interaction.name,
                                    "user": interaction.member.user_payload()}
         msg = FakeMessage(data, source, copy.deepcopy(body) if record_body else None,
@@ -207,7 +314,8 @@ class Channels:
         self._notify()
 
     def _channel(self, channel_id: str) -> dict:
-        channel = self.channels.get(self._snowflake(channel_id, 10003, "Unknown Channel"))
+        snowflake = self._snowflake(channel_id, 10003, "Unknown Channel")
+        channel = self.channels.get(snowflake) or self.dm_channels.get(snowflake)
         if channel is None:
             raise ApiError(404, 10003, "Unknown Channel")
         return channel
@@ -238,8 +346,22 @@ class Channels:
 
     async def _r_create_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
         channel = self._channel(channel_id)
+        if channel["type"] == DM:
+            if int(channel["recipients"][0]["id"]) in self._closed_dms:
+                raise ApiError(403, 50007, "Cannot send messages to this user")
+        elif channel["type"] not in MESSAGEABLE_TYPES:
+            raise ApiError(400, 50008, "Cannot send messages in a non-text channel")
+        elif channel["type"] in THREAD_TYPES:
+            self._require(channel, VIEW_CHANNEL | SEND_MESSAGES_IN_THREADS)
+        else:
+            self._require(channel, VIEW_CHANNEL | SEND_MESSAGES)
         body = self._check_message_body(req.json, files=len(req.files))
-        flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+        if channel["type"] != DM:
+            if (body.get("message_reference") or {}).get("message_id"):
+                self._require(channel, READ_MESSAGE_HISTORY)  # a reply needs to read what it answers
+            if body.get("tts") and not self.permissions_in(self.bot, int(channel["id"])) & SEND_TTS_MESSAGES:
+                body = {**body, "tts": False}  # sent, but not spoken
+        flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
         msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags, files=req.files)
         await self._announce(msg, "MESSAGE_CREATE")
         return 200, msg.data
@@ -264,8 +386,21 @@ class Channels:
         return 204, None
 
     async def _r_react(self, req: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> tuple[int, Any]:
-        msg = self._channel_message(self._channel(channel_id), message_id)
-        msg.reactions.append(emoji)
+        channel = self._channel(channel_id)
+        msg = self._channel_message(channel, message_id)
+        self._require(channel, VIEW_CHANNEL | ADD_REACTIONS | READ_MESSAGE_HISTORY)
+        if emoji not in msg.reactions:  # reacting twice with the same emoji changes nothing
+            msg.reactions.append(emoji)
+        self._notify()
+        return 204, None
+
+    async def _r_unreact(self, req: RecordedRequest, channel_id: str, message_id: str,
+                         emoji: str) -> tuple[int, Any]:
+        channel = self._channel(channel_id)
+        msg = self._channel_message(channel, message_id)
+        self._require(channel, VIEW_CHANNEL | READ_MESSAGE_HISTORY)
+        if emoji in msg.reactions:
+            msg.reactions.remove(emoji)
         self._notify()
         return 204, None
 
@@ -277,7 +412,9 @@ class Channels:
         self._channel(channel_id)
         return 204, None
 
-    def _thread_payload(self, thread_id: int, parent: dict, name: Any, kind: int, body: dict) -> dict:
+    def _thread_payload(self, thread_id: int, parent: dict, name: Any, kind: int, body: dict,
+                        owner: FakeMember | None = None) -> dict:
+        owner = owner or self.bot
         if not isinstance(name, str) or not 1 <= len(name) <= 100:
             raise _invalid_form({"name": _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
         now = _now_iso()
@@ -287,29 +424,32 @@ class Channels:
         }
         if kind == PRIVATE_THREAD:
             metadata["invitable"] = bool(body.get("invitable", True))
-        return {
+        thread: dict[str, Any] = {
             "id": str(thread_id), "type": kind, "guild_id": str(self.guild_id), "parent_id": parent["id"],
-            "owner_id": str(self.app_id), "name": name, "last_message_id": None,
+            "owner_id": str(owner.id), "name": name, "last_message_id": None,
             "rate_limit_per_user": int(body.get("rate_limit_per_user") or 0), "flags": 0,
             "message_count": 0, "member_count": 1, "total_message_sent": 0, "thread_metadata": metadata,
-            "member": {"id": str(thread_id), "user_id": str(self.app_id), "join_timestamp": now, "flags": 1},
         }
+        if parent["type"] == GUILD_FORUM:
+            thread["applied_tags"] = []
+        if owner.id == self.app_id:  # the bot's own membership, as Discord includes it for the creator
+            thread["member"] = {"id": str(thread_id), "user_id": str(self.app_id), "join_timestamp": now, "flags": 1}
+        return thread
 
     async def _open_thread(self, thread: dict) -> dict:
-        thread_id = int(thread["id"])
-        self.channels[thread_id] = thread
-        self.thread_ids.append(thread_id)
-        self._notify()
-        session = self.session
-        if session is not None and session.has(INTENT_GUILDS):
-            await self._dispatch(session, "THREAD_CREATE", {**copy.deepcopy(thread), "newly_created": True})
+        task = self._add_thread(thread)
+        if task is not None:
+            await asyncio.wait([task])
         return thread
 
     async def _r_thread_from_message(self, req: RecordedRequest, channel_id: str,
                                      message_id: str) -> tuple[int, Any]:
         parent = self._channel(channel_id)
-        if parent["type"] != GUILD_TEXT:
+        if parent["type"] == DM:
+            raise ApiError(400, 50003, "Cannot execute action on a DM channel")
+        if parent["type"] != GUILD_TEXT:  # a thread, a voice channel's chat, a forum post
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
+        self._require(parent, VIEW_CHANNEL | CREATE_PUBLIC_THREADS)
         msg = self._channel_message(parent, message_id)
         if msg.thread_id is not None:
             raise ApiError(400, 160004, "A thread has already been created for this message")
@@ -321,12 +461,18 @@ class Channels:
 
     async def _r_thread_without_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
         parent = self._channel(channel_id)
+        if parent["type"] == GUILD_FORUM:
+            return await self._forum_post_by_bot(req, parent)
+        if parent["type"] == DM:
+            raise ApiError(400, 50003, "Cannot execute action on a DM channel")
         if parent["type"] != GUILD_TEXT:
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
         body = req.json or {}
         kind = int(body.get("type") or PRIVATE_THREAD)
         if kind not in (PUBLIC_THREAD, PRIVATE_THREAD):
             raise _invalid_form({"type": _err("BASE_TYPE_CHOICES", "Value must be one of {11, 12}.")})
+        self._require(parent, VIEW_CHANNEL | (CREATE_PUBLIC_THREADS if kind == PUBLIC_THREAD
+                                              else CREATE_PRIVATE_THREADS))
         thread = self._thread_payload(self._ids.next(), parent, body.get("name"), kind, body)
         await self._open_thread(thread)
         if kind == PUBLIC_THREAD:
@@ -335,3 +481,72 @@ class Channels:
             system.data["message_reference"] = {"type": 0, "channel_id": thread["id"], "guild_id": str(self.guild_id)}
             await self._announce(system, "MESSAGE_CREATE")
         return 201, thread
+
+    async def _forum_post_by_bot(self, req: RecordedRequest, forum: dict) -> tuple[int, Any]:
+        """The bot posts in a forum: a public thread and its starter message (same id), returned
+        as the thread with the message under ``message``, as Discord does."""
+        body = req.json if isinstance(req.json, dict) else {}
+        self._require(forum, VIEW_CHANNEL | SEND_MESSAGES)
+        starter_body = body.get("message")
+        if not isinstance(starter_body, dict):
+            raise _invalid_form({"message": _err("BASE_TYPE_REQUIRED", "This field is required")})
+        try:
+            self._check_message_body(starter_body, files=len(req.files))
+        except ApiError as exc:
+            if "errors" in exc.body:
+                exc.body["errors"] = {"message": exc.body["errors"]}
+            raise
+        thread_id = self._ids.next()
+        thread = self._thread_payload(thread_id, forum, body.get("name"), PUBLIC_THREAD, body)
+        thread["applied_tags"] = [str(t) for t in body.get("applied_tags") or []]
+        self.channels[thread_id] = thread
+        self.thread_ids.append(thread_id)
+        flags = int(starter_body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
+        starter = self._new_message(thread_id, self.bot, starter_body, source="channel", flags=flags,
+                                    files=req.files, message_id=thread_id)
+        thread["message_count"] = 0
+        forum["last_message_id"] = str(thread_id)
+        session = self.session
+        if session is not None:
+            if session.has(INTENT_GUILDS):
+                await self._dispatch(session, "THREAD_CREATE", {**copy.deepcopy(thread), "newly_created": True})
+            await self._announce(starter, "MESSAGE_CREATE", session=session)
+        return 201, {**copy.deepcopy(thread), "message": copy.deepcopy(starter.data)}
+
+    # ----- direct messages -------------------------------------------------
+
+    def _dm_channel(self, member: FakeMember) -> dict:
+        channel_id = self._dm_of_user.get(member.id)
+        if channel_id is None:
+            channel_id = self._ids.next()
+            self._dm_of_user[member.id] = channel_id
+            self.dm_channels[channel_id] = {
+                "id": str(channel_id), "type": DM, "last_message_id": None, "flags": 0,
+                "recipients": [member.user_payload()],
+            }
+        return self.dm_channels[channel_id]
+
+    def dm_messages(self, member: FakeMember | int) -> list[FakeMessage]:
+        """What the bot sent to this member's DMs (current state, oldest first)."""
+        channel_id = self._dm_of_user.get(self._member(member).id)
+        return self.messages(channel_id) if channel_id is not None else []
+
+    def close_dms(self, member: FakeMember | int) -> None:
+        """The member no longer accepts DMs from the bot (blocked it, or turned off DMs from the
+        server): sending there is 403 Cannot send messages to this user (50007)."""
+        self._closed_dms.add(self._member(member).id)
+
+    def open_dms(self, member: FakeMember | int) -> None:
+        self._closed_dms.discard(self._member(member).id)
+
+    async def _r_open_dm(self, req: RecordedRequest) -> tuple[int, Any]:
+        body = req.json if isinstance(req.json, dict) else {}
+        recipient = body.get("recipient_id")
+        if recipient is None:
+            raise _invalid_form({"recipient_id": _err("BASE_TYPE_REQUIRED", "This field is required")})
+        member = self.members.get(self._snowflake(str(recipient), 10013, "Unknown User"))
+        if member is None:
+            raise ApiError(404, 10013, "Unknown User")
+        if member.id == self.app_id:
+            raise ApiError(400, 50007, "Cannot send messages to this user")
+        return 200, self._dm_channel(member)

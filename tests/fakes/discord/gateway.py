@@ -4,7 +4,11 @@ levers on a live connection (RECONNECT, INVALID_SESSION, a dropped socket).
 
 Messages come back to the bot as MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE through
 ``_announce``, as this session's intents let it see them (no MESSAGE_CONTENT: blanked unless the
-bot is the author or is mentioned).
+bot is the author or is mentioned; nothing from a channel the bot cannot view).
+
+A synchronous change to the world while a client is connected (a channel added, an overwrite set,
+a forum post) schedules its events with ``_soon``: they go out in order, before any later dispatch,
+and the change returns a ``Pending`` / ``PendingId`` the test may ``await`` to wait for them.
 """
 
 from __future__ import annotations
@@ -16,11 +20,19 @@ import json
 import secrets
 import time
 import zlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .constants import API_VERSION, INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, PRIVILEGED_INTENTS
+from .constants import (
+    API_VERSION,
+    INTENT_DIRECT_MESSAGES,
+    INTENT_GUILD_MESSAGES,
+    INTENT_MESSAGE_CONTENT,
+    PRIVILEGED_INTENTS,
+    VIEW_CHANNEL,
+)
 from .models import FakeMessage
 from .rest import RecordedRequest
 
@@ -260,8 +272,45 @@ class Gateway:
         return payload
 
     async def _dispatch(self, session: GatewaySession, event: str, data: Any) -> dict:
+        await self._after_soon()
         async with session.lock:
             return await self._dispatch_locked(session, event, data)
+
+    async def _after_soon(self) -> None:
+        """Let the events a synchronous world change scheduled (``_soon``) go out first."""
+        last = self._last_soon
+        if last is not None and not last.done() and asyncio.current_task() not in self._soon_tasks:
+            await asyncio.wait([last])
+
+    def _soon(self, announce: Callable[[GatewaySession], Awaitable[Any]]) -> asyncio.Task | None:
+        """Run ``announce(session)`` for a synchronous world change (a channel added, an overwrite
+        set) if a client is connected: in a task, after the ones scheduled before it, and before
+        any later dispatch. Returns the task (None when nothing is connected)."""
+        session = self.session
+        if session is None:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        previous = self._last_soon
+
+        async def run() -> None:
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])
+            await announce(session)
+
+        task = loop.create_task(run(), name="fake-discord-announce")
+        self._soon_tasks.add(task)
+        self._last_soon = task
+
+        def done(t: asyncio.Task) -> None:
+            self._soon_tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                self.errors.append(t.exception())
+
+        task.add_done_callback(done)
+        return task
 
     async def _require_session(self, timeout: float = 5.0) -> GatewaySession:
         return await self.wait_until(lambda: self.session, timeout, "a gateway session (IDENTIFY)")
@@ -320,22 +369,30 @@ class Gateway:
 
     def _gateway_message(self, msg: FakeMessage, session: GatewaySession) -> dict | None:
         """The message as this session's MESSAGE_CREATE/UPDATE carries it, or None if not sent."""
-        if msg.ephemeral or not session.has(INTENT_GUILD_MESSAGES):
+        in_guild = msg.channel_id not in self.dm_channels
+        if msg.ephemeral or not session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES):
+            return None
+        if in_guild and not self._bot_sees(msg.channel_id):
             return None
         data = copy.deepcopy(msg.data)
-        data["guild_id"] = str(self.guild_id)
-        author = self.members.get(msg.author_id)
-        if author is not None:
-            data["member"] = author.member_payload(with_user=False)
-        for user in data["mentions"]:
-            member = self.members.get(int(user["id"]))
-            if member is not None:
-                user["member"] = member.member_payload(with_user=False)
+        if in_guild:
+            data["guild_id"] = str(self.guild_id)
+            author = self.members.get(msg.author_id)
+            if author is not None:
+                data["member"] = author.member_payload(with_user=False)
+            for user in data["mentions"]:
+                member = self.members.get(int(user["id"]))
+                if member is not None:
+                    user["member"] = member.member_payload(with_user=False)
         bot_involved = msg.author_id == self.app_id or self.app_id in msg.mention_ids
         if not session.has(INTENT_MESSAGE_CONTENT) and not bot_involved:
             data.update(content="", embeds=[], attachments=[], components=[])
             data.pop("poll", None)
         return data
+
+    def _bot_sees(self, channel_id: int) -> bool:
+        """Whether the bot may view a guild channel or thread: events from others never reach it."""
+        return bool(self.permissions_in(self.bot, channel_id) & VIEW_CHANNEL)
 
     async def _announce(self, msg: FakeMessage, event: str, *, session: GatewaySession | None = None) -> None:
         if msg.source != "user" and not self.echo_bot_messages:
@@ -344,9 +401,13 @@ class Gateway:
         if session is None:
             return
         if event == "MESSAGE_DELETE":
-            if not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES):
-                await self._dispatch(session, event, {"id": str(msg.id), "channel_id": str(msg.channel_id),
-                                                      "guild_id": str(self.guild_id)})
+            in_guild = msg.channel_id not in self.dm_channels
+            if (not msg.ephemeral and session.has(INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES)
+                    and (not in_guild or self._bot_sees(msg.channel_id))):
+                deleted = {"id": str(msg.id), "channel_id": str(msg.channel_id)}
+                if in_guild:
+                    deleted["guild_id"] = str(self.guild_id)
+                await self._dispatch(session, event, deleted)
             return
         view = self._gateway_message(msg, session)
         if view is not None:

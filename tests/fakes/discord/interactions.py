@@ -1,5 +1,14 @@
-"""Interactions: the INTERACTION_CREATE payloads a user's slash command, autocomplete or
-component click sends, and the bot's answers to them.
+"""Interactions: the INTERACTION_CREATE payloads a user's slash command, context-menu command,
+autocomplete or component click sends, and the bot's answers to them.
+
+``context_menu(name, message)`` runs a registered message command (type 3) on a stored message
+(``data.target_id`` and ``data.resolved.messages``, as Discord sends it; ``user_context_menu`` the
+same for a user command, type 2); ``click(message, custom_id)`` clicks a button that is really on a
+message the member can see. Each interaction's payload carries the member's permissions in its
+channel (``channel.permissions``, ``member.permissions``) and the bot's (``app_permissions``),
+overwrites applied. Interaction callbacks, ``@original`` edits and followups are webhooks: they
+need no channel permission. ``advance(seconds)`` ages every interaction sent so far (simulated
+time for the deadlines below).
 
 A callback later than ``ack_deadline`` (3 s) after the INTERACTION_CREATE was sent is refused with
 404 Unknown interaction (10062); a second callback gets 400 (40060). Followups and ``@original``
@@ -22,16 +31,35 @@ from .constants import (
     AUTOCOMPLETE,
     CALLBACKS_ALLOWED,
     EPHEMERAL,
+    IS_COMPONENTS_V2,
     LOADING,
+    MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
+    MESSAGEABLE_TYPES,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
+    USE_APPLICATION_COMMANDS,
+    USER_COMMAND,
+    VIEW_CHANNEL,
 )
 from .models import FakeMember, FakeMessage
 from .rest import ApiError, RecordedRequest, _err, _invalid_form
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
+
+
+def _walk_components(components: list[dict]) -> list[dict]:
+    """Every component of a message, rows and layout containers opened (sections' accessories too)."""
+    out: list[dict] = []
+    for component in components or []:
+        if not isinstance(component, dict):
+            continue
+        out.append(component)
+        out.extend(_walk_components(component.get("components") or []))
+        if isinstance(component.get("accessory"), dict):
+            out.append(component["accessory"])
+    return out
 
 
 @dataclass
@@ -235,6 +263,83 @@ class Interactions:
             data["values"] = values
         return await self._send_interaction(MESSAGE_COMPONENT, data, member, msg.channel_id, locale, message=msg)
 
+    async def click(self, message: FakeMessage | int, custom_id: str, *,
+                    member: FakeMember | int | None = None, locale: str = "en-US") -> FakeInteraction:
+        """A member clicks a button of a stored message: like ``component()``, but only a button
+        that is really there (not a link, not disabled) on a message that member can see (not
+        deleted; in a channel they may view; an ephemeral message only by the member whose
+        interaction created it). ValueError otherwise, as a user cannot click what is not there."""
+        msg = message if isinstance(message, FakeMessage) else self._messages.get(int(message))
+        if msg is None or msg.deleted:
+            raise ValueError(f"no such message {message!r}")
+        who = self._member(member) if member is not None else self.player
+        if msg.channel_id not in self.channels:
+            raise ValueError("the fake only sends component interactions for guild messages")
+        if not self.permissions_in(who, msg.channel_id) & VIEW_CHANNEL:
+            raise ValueError(f"{who.username} cannot see channel {msg.channel_id}")
+        if msg.ephemeral:
+            origin = self._interactions_by_id.get(msg.interaction_id or 0)
+            if origin is None or origin.member.id != who.id:
+                raise ValueError(f"{who.username} cannot see someone else's ephemeral message {msg.id}")
+        buttons = [c for c in _walk_components(msg.components) if c.get("type") == 2]
+        button = next((b for b in buttons if b.get("custom_id") == custom_id), None)
+        if button is None:
+            ids = [b.get("custom_id") for b in buttons if b.get("custom_id")]
+            raise ValueError(f"message {msg.id} has no button {custom_id!r} (its buttons: {ids})")
+        if button.get("disabled"):
+            raise ValueError(f"button {custom_id!r} is disabled")
+        return await self.component(msg, custom_id, component_type=2, member=who, locale=locale)
+
+    async def context_menu(self, name: str, message: FakeMessage | int, *, member: FakeMember | int | None = None,
+                           locale: str = "en-US") -> FakeInteraction:
+        """A member runs the message context-menu command ``name`` (type 3, Apps > name) on a
+        stored message: INTERACTION_CREATE type 2 whose data carries ``target_id`` and the
+        message in ``resolved.messages``; its channel is the message's. ValueError if the bot did
+        not register such a command (guild first, then global)."""
+        msg = message if isinstance(message, FakeMessage) else self._messages.get(int(message))
+        if msg is None or msg.deleted or msg.ephemeral:
+            raise ValueError(f"no such message {message!r} to run {name!r} on")
+        if msg.channel_id not in self.channels:
+            raise ValueError("the fake only runs context menus on guild messages")
+        data = self._context_menu_data(name, MESSAGE_COMMAND, msg.id)
+        data["resolved"] = {"messages": {str(msg.id): copy.deepcopy(msg.data)}}
+        return await self._send_interaction(APPLICATION_COMMAND, data, member, msg.channel_id, locale)
+
+    async def user_context_menu(self, name: str, target: FakeMember | int, *, member: FakeMember | int | None = None,
+                                channel_id: int | None = None, locale: str = "en-US") -> FakeInteraction:
+        """A member runs the user context-menu command ``name`` (type 2) on ``target``."""
+        target = self._member(target)
+        data = self._context_menu_data(name, USER_COMMAND, target.id)
+        channel_id = channel_id or self.channel_id
+        data["resolved"] = {
+            "users": {str(target.id): target.user_payload()},
+            "members": {str(target.id): {**target.member_payload(with_user=False),
+                                         "permissions": str(self.permissions_in(target, channel_id))}},
+        }
+        return await self._send_interaction(APPLICATION_COMMAND, data, member, channel_id, locale)
+
+    def _context_menu_data(self, name: str, kind: int, target_id: int) -> dict:
+        for commands, is_guild in ((self.guild_commands.get(self.guild_id, []), True), (self.global_commands, False)):
+            cmd = next((c for c in commands if c["name"] == name and c.get("type", 1) == kind), None)
+            if cmd is not None:
+                data: dict[str, Any] = {"id": cmd["id"], "name": name, "type": kind, "target_id": str(target_id)}
+                if is_guild:
+                    data["guild_id"] = str(self.guild_id)
+                return data
+        known = sorted(c["name"] for c in [*self.guild_commands.get(self.guild_id, []), *self.global_commands]
+                       if c.get("type", 1) == kind)
+        raise ValueError(f"no {'message' if kind == MESSAGE_COMMAND else 'user'} context menu {name!r} is "
+                         f"registered with the fake (registered: {known}); did the bot sync its command tree?")
+
+    def advance(self, seconds: float) -> None:
+        """Simulated time: every interaction sent so far becomes ``seconds`` older, so its 3 s
+        acknowledgement deadline and its 15-minute token (``token_ttl``) run out without waiting."""
+        if seconds < 0:
+            raise ValueError("time only moves forward")
+        for inter in self.interactions:
+            inter.created -= seconds
+        self._notify()
+
     async def _send_interaction(self, itype: int, data: dict, member: FakeMember | int | None,
                                 channel_id: int | None, locale: str, *,
                                 message: FakeMessage | None = None) -> FakeInteraction:
@@ -243,6 +348,11 @@ class Interactions:
         channel_id = channel_id or self.channel_id
         if channel_id not in self.channels:
             raise ValueError(f"unknown channel {channel_id}")
+        if self.channels[channel_id]["type"] not in MESSAGEABLE_TYPES:
+            raise ValueError(f"channel {channel_id} is a category or forum: no interaction starts there")
+        if ~self.permissions_in(member, channel_id) & (VIEW_CHANNEL | USE_APPLICATION_COMMANDS):
+            raise ValueError(f"{member.username} cannot use application commands in channel {channel_id}"
+                             " (View Channel / Use Application Commands)")
         payload: dict[str, Any] = {
             "id": str(self._ids.next()),
             "application_id": str(self.app_id),
@@ -252,10 +362,10 @@ class Interactions:
             "guild": {"id": str(self.guild_id), "locale": "en-US", "features": []},
             "channel_id": str(channel_id),
             "channel": self._channel_payload(channel_id, permissions_of=member),
-            "member": {**member.member_payload(), "permissions": str(self.permissions_for(member))},
+            "member": {**member.member_payload(), "permissions": str(self.permissions_in(member, channel_id))},
             "token": "fake-interaction-" + secrets.token_urlsafe(32),
             "version": 1,
-            "app_permissions": str(self.permissions_for(self.bot)),
+            "app_permissions": str(self.permissions_in(self.bot, channel_id)),
             "locale": locale,
             "guild_locale": "en-US",
             "entitlements": [],
@@ -299,7 +409,7 @@ class Interactions:
             message: FakeMessage | None = None
             if ctype == 4:
                 self._check_message_body(data, files=len(req.files))
-                flags = int(data.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+                flags = int(data.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
                 message = self._new_message(inter.channel_id, self.bot, data, source="interaction",
                                             msg_type=20 if inter.type == APPLICATION_COMMAND else 0,
                                             flags=flags, interaction=inter, files=req.files)
@@ -414,7 +524,7 @@ class Interactions:
                 self._apply_edit(original, body, req.files)  # keeps the defer's ephemerality
                 msg, replaced = original, True
             else:
-                flags = int(body.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)
+                flags = int(body.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
                 msg = self._new_message(inter.channel_id, self.bot, body, source="followup", flags=flags,
                                         interaction=inter, files=req.files)
         except ApiError as exc:

@@ -1,5 +1,10 @@
-"""The world as the fake stores it: members, roles, channels, messages, uploaded files, and the
-REST payloads of the bot user, the application, the guild and a channel.
+"""The world as the fake stores it: members, roles, channels (text, voice, category, forum),
+messages, uploaded files, and the REST payloads of the bot user, the application, the guild and a
+channel.
+
+``add_text_channel`` / ``add_category`` / ``add_voice_channel`` / ``add_forum_channel`` return the
+new channel's id as a ``PendingId``: an ``int`` that can be awaited until the CHANNEL_CREATE the
+change caused (if a client is connected; discord.py adds the channel to its guild on it) was sent.
 
 Messages and channels are plain dicts in Discord's REST shape (``FakeMessage.data``,
 ``FakeDiscord.channels``); threads are channels whose type is in ``THREAD_TYPES``.
@@ -7,19 +12,24 @@ Messages and channels are plain dicts in Discord's REST shape (``FakeMessage.dat
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Self
 
 from .constants import (
     ADMINISTRATOR,
     ALL_PERMS,
     DISCORD_EPOCH_MS,
     EPHEMERAL,
+    GUILD_CATEGORY,
+    GUILD_FORUM,
     GUILD_TEXT,
+    GUILD_VOICE,
     INTENT_GUILD_MEMBERS,
     INTENT_GUILD_PRESENCES,
     INTENT_MESSAGE_CONTENT,
@@ -45,6 +55,43 @@ class _Snowflakes:
             value = max((ms << 22) | (1 << 17), self._last + 1)
             self._last = value
             return value
+
+
+class Pending:
+    """What a synchronous world change returns: ``await`` it to wait until the gateway event it
+    caused (if a client is connected) was sent. Not awaiting it is fine: any later dispatch waits."""
+
+    def __init__(self, task: asyncio.Task | None) -> None:
+        self.task = task
+
+    async def _wait(self) -> None:
+        if self.task is not None and not self.task.done():
+            await asyncio.wait([self.task])
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._wait().__await__()
+
+
+class PendingId(int):
+    """An id (an ``int``) that, like ``Pending``, can be awaited; ``await`` gives the plain id."""
+
+    task: asyncio.Task | None
+
+    def __new__(cls, value: int, task: asyncio.Task | None = None) -> Self:
+        obj = super().__new__(cls, value)
+        obj.task = task
+        return obj
+
+    async def _wait(self) -> int:
+        if self.task is not None and not self.task.done():
+            await asyncio.wait([self.task])
+        return int(self)
+
+    def __reduce__(self) -> tuple[type[int], tuple[int]]:  # copies and pickles are plain ids
+        return int, (int(self),)
+
+    def __await__(self) -> Generator[Any, None, int]:
+        return self._wait().__await__()
 
 
 @dataclass
@@ -214,16 +261,48 @@ class World:
         self.members[member.id] = member
         return member
 
-    def add_text_channel(self, name: str, *, channel_id: int | None = None, topic: str | None = None) -> int:
+    def _new_channel(self, kind: int, name: str, channel_id: int | None, parent_id: int | None,
+                     **fields: Any) -> PendingId:
+        if parent_id is not None and self.channels.get(parent_id, {}).get("type") != GUILD_CATEGORY:
+            raise ValueError(f"parent {parent_id} is not a category of this guild")
         channel_id = channel_id or self._ids.next()
-        position = sum(1 for c in self.channels.values() if c["type"] == GUILD_TEXT)
-        self.channels[channel_id] = {
-            "id": str(channel_id), "type": GUILD_TEXT, "guild_id": str(self.guild_id), "name": name,
-            "position": position, "permission_overwrites": [], "rate_limit_per_user": 0, "nsfw": False,
-            "topic": topic, "last_message_id": None, "parent_id": None,
-            "default_auto_archive_duration": 1440, "flags": 0,
+        position = sum(1 for c in self.channels.values() if c["type"] == kind)
+        channel: dict[str, Any] = {
+            "id": str(channel_id), "type": kind, "guild_id": str(self.guild_id), "name": name,
+            "position": position, "permission_overwrites": [], "nsfw": False,
+            "parent_id": str(parent_id) if parent_id is not None else None, "flags": 0,
         }
-        return channel_id
+        channel.update(fields)
+        self.channels[channel_id] = channel
+        self._notify()
+        created = copy.deepcopy(channel)
+        return PendingId(channel_id, self._soon(lambda session: self._dispatch(session, "CHANNEL_CREATE", created)))
+
+    def add_text_channel(self, name: str, *, channel_id: int | None = None, topic: str | None = None,
+                         parent_id: int | None = None) -> PendingId:
+        """A text channel (type 0), in category ``parent_id`` if given; CHANNEL_CREATE if connected."""
+        return self._new_channel(GUILD_TEXT, name, channel_id, parent_id, rate_limit_per_user=0, topic=topic,
+                                 last_message_id=None, default_auto_archive_duration=1440)
+
+    def add_category(self, name: str) -> PendingId:
+        """A category (type 4) to put channels in (``parent_id``); CHANNEL_CREATE if connected."""
+        return self._new_channel(GUILD_CATEGORY, name, None, None)
+
+    def add_voice_channel(self, name: str, *, parent_id: int | None = None) -> PendingId:
+        """A voice channel (type 2) with its text chat: members and the bot post messages there,
+        but no thread can be opened from them (400 50024). CHANNEL_CREATE if connected."""
+        return self._new_channel(GUILD_VOICE, name, None, parent_id, bitrate=64000, user_limit=0,
+                                 rtc_region=None, video_quality_mode=1, last_message_id=None,
+                                 rate_limit_per_user=0)
+
+    def add_forum_channel(self, name: str, *, parent_id: int | None = None) -> PendingId:
+        """A forum (type 15): only posts (threads, ``add_forum_post``), no messages of its own.
+        CHANNEL_CREATE if connected."""
+        return self._new_channel(GUILD_FORUM, name, None, parent_id, topic=None, last_message_id=None,
+                                 rate_limit_per_user=0, default_auto_archive_duration=1440,
+                                 available_tags=[], default_reaction_emoji=None,
+                                 default_thread_rate_limit_per_user=0, default_sort_order=None,
+                                 default_forum_layout=0)
 
     def permissions_for(self, member: FakeMember) -> int:
         if member.id == self.owner_id:
@@ -292,5 +371,5 @@ class World:
     def _channel_payload(self, channel_id: int, *, permissions_of: FakeMember | None = None) -> dict:
         data = copy.deepcopy(self.channels[channel_id])
         if permissions_of is not None:
-            data["permissions"] = str(self.permissions_for(permissions_of))
+            data["permissions"] = str(self.permissions_in(permissions_of, channel_id))
         return data

@@ -1,6 +1,12 @@
 """The REST API: the route table, request recording, Discord's JSON errors, rate limits (429s
-with Retry-After and X-RateLimit-* headers), message and embed limits, and the routes for the
-bot user, the application and the guild.
+with Retry-After and X-RateLimit-* headers), message, embed and component limits, and the routes
+for the bot user, the application and the guild.
+
+Components are checked in ``_check_message_body`` (every create, edit, callback and followup that
+carries them): at most 5 action rows (type 1), each with 1-5 buttons or a single select; a button
+needs a style 1-5 (6, premium, needs ``sku_id``), a ``custom_id`` of 1-100 characters unique in the
+message unless it is a link (style 5: ``url``, no ``custom_id``), and a ``label`` (<= 80) or an
+``emoji``. Failures are 400 Invalid Form Body (50035) with the error tree under ``components``.
 
 Every response carries ``Content-Type: application/json`` exactly (discord.py only parses JSON for
 that exact value) and ``Via: 1.1 google`` (without it discord.py takes a 429 for a Cloudflare ban).
@@ -19,7 +25,7 @@ from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 
-from .constants import THREAD_TYPES
+from .constants import IS_COMPONENTS_V2, THREAD_TYPES
 from .models import RecordedFile
 
 
@@ -45,6 +51,120 @@ def _invalid_form(errors: dict) -> ApiError:
 
 def _err(code: str, message: str) -> dict:
     return {"_errors": [{"code": code, "message": message}]}
+
+
+_SELECT_TYPES = (3, 5, 6, 7, 8)  # string, user, role, mentionable and channel selects
+
+
+def _check_components(components: Any, flags: int) -> dict | None:
+    """Discord's checks of a message's ``components`` (action rows of buttons or one select):
+    the error tree under ``components`` of a 50035, or None. Messages flagged IS_COMPONENTS_V2
+    (layout components) are only checked for duplicate custom ids."""
+    if not isinstance(components, list):
+        return _err("LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")
+    seen: set[str] = set()
+
+    def unique(custom_id: Any, e: dict) -> None:
+        if isinstance(custom_id, str) and custom_id:
+            if custom_id in seen:
+                e["custom_id"] = _err("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id was already specified")
+            seen.add(custom_id)
+
+    if flags & IS_COMPONENTS_V2:
+        errors: dict[str, Any] = {}
+
+        def walk(items: list, out: dict) -> None:
+            for index, item in enumerate(items):
+                if not isinstance(item, dict):
+                    continue
+                e: dict[str, Any] = {}
+                unique(item.get("custom_id"), e)
+                for key in ("components", "items"):
+                    if isinstance(item.get(key), list):
+                        sub: dict[str, Any] = {}
+                        walk(item[key], sub)
+                        if sub:
+                            e[key] = sub
+                if isinstance(item.get("accessory"), dict):
+                    acc: dict[str, Any] = {}
+                    unique(item["accessory"].get("custom_id"), acc)
+                    if acc:
+                        e["accessory"] = acc
+                if e:
+                    out[str(index)] = e
+
+        walk(components, errors)
+        return errors or None
+    if len(components) > 5:
+        return _err("BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.")
+    errors = {}
+    for r, row in enumerate(components):
+        row_errors: dict[str, Any] = {}
+        if not isinstance(row, dict) or row.get("type") != 1:
+            errors[str(r)] = {"type": _err("UNION_TYPE_CHOICES", 'Value of field "type" must be one of (1,).')}
+            continue
+        children = row.get("components")
+        if not isinstance(children, list) or not 1 <= len(children) <= 5:
+            errors[str(r)] = {"components": _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")}
+            continue
+        kinds = [c.get("type") if isinstance(c, dict) else None for c in children]
+        if any(k in _SELECT_TYPES for k in kinds) and len(children) > 1:
+            errors[str(r)] = {"components": _err("COMPONENT_LAYOUT_WIDTH_EXCEEDED",
+                                                 "The specified component exceeds the maximum width")}
+            continue
+        child_errors: dict[str, Any] = {}
+        for c, child in enumerate(children):
+            e: dict[str, Any] = {}
+            kind = child.get("type") if isinstance(child, dict) else None
+            if kind == 2:
+                style = child.get("style")
+                if style not in (1, 2, 3, 4, 5, 6):
+                    e["style"] = _err("BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6}.")
+                elif style == 5:
+                    if not child.get("url"):
+                        e["url"] = _err("BASE_TYPE_REQUIRED", "This field is required")
+                    if child.get("custom_id") is not None:
+                        e["custom_id"] = _err("BUTTON_COMPONENT_CUSTOM_ID_NOT_ALLOWED",
+                                              "A custom id cannot be set on a link button")
+                elif style == 6:
+                    if not child.get("sku_id"):
+                        e["sku_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
+                else:
+                    custom_id = child.get("custom_id")
+                    if not custom_id:
+                        e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
+                    elif not isinstance(custom_id, str) or len(custom_id) > 100:
+                        e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+                    else:
+                        unique(custom_id, e)
+                    if child.get("url") is not None:
+                        e["url"] = _err("BUTTON_COMPONENT_URL_NOT_ALLOWED", "A URL can only be set on a link button")
+                label = child.get("label")
+                if label is not None and len(str(label)) > 80:
+                    e["label"] = _err("BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
+                elif not label and not child.get("emoji") and style != 6:
+                    e["label"] = _err("BUTTON_COMPONENT_LABEL_OR_EMOJI_REQUIRED",
+                                      "A button must have a label or an emoji")
+            elif kind in _SELECT_TYPES:
+                custom_id = child.get("custom_id")
+                if not custom_id:
+                    e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
+                elif not isinstance(custom_id, str) or len(custom_id) > 100:
+                    e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+                else:
+                    unique(custom_id, e)
+                if kind == 3 and not 1 <= len(child.get("options") or []) <= 25:
+                    e["options"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length.")
+            else:
+                e["type"] = _err("UNION_TYPE_CHOICES",
+                                 'Value of field "type" must be one of (2, 3, 5, 6, 7, 8).')
+            if e:
+                child_errors[str(c)] = e
+        if child_errors:
+            row_errors["components"] = child_errors
+        if row_errors:
+            errors[str(r)] = row_errors
+    return errors or None
 
 
 @dataclass
@@ -146,6 +266,8 @@ class Rest:
             ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._r_delete_message, True),
             ("POST", "/channels/{channel_id}/messages/{message_id}/threads", self._r_thread_from_message, True),
             ("PUT", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_react, True),
+            ("DELETE", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_unreact, True),
+            ("POST", "/users/@me/channels", self._r_open_dm, True),
             ("POST", "/channels/{channel_id}/threads", self._r_thread_without_message, True),
             ("POST", "/channels/{channel_id}/typing", self._r_typing, True),
             ("PUT", "/channels/{channel_id}/thread-members/@me", self._r_no_content, True),
@@ -324,6 +446,10 @@ class Rest:
             errors["embeds"] = embed_errors
         elif total > 6000:
             errors["embeds"] = _err("MAX_EMBED_SIZE_EXCEEDED", "Embed size exceeds maximum size of 6000")
+        if body.get("components") is not None:
+            component_errors = _check_components(body["components"], int(body.get("flags") or 0))
+            if component_errors:
+                errors["components"] = component_errors
         if errors:
             raise _invalid_form(errors)
         if require_content and not (content or embeds or body.get("components") or files

@@ -19,10 +19,11 @@ from .constants import API_VERSION, BOT_PERMS, EVERYONE_PERMS, GM_PERMS, PRIVILE
 from .gateway import Gateway, GatewayConnection, GatewaySession
 from .interactions import FakeInteraction, Interactions
 from .models import FakeMember, FakeMessage, World, _Snowflakes
+from .permissions import Permissions
 from .rest import RateLimitRule, RecordedRequest, Rest
 
 
-class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, World):
+class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, World):
     """Discord's gateway and REST API for one bot and one guild, on 127.0.0.1.
 
     The state every part shares is set here; each base class holds one concern (see the package's
@@ -76,13 +77,17 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, World):
         self._add_role(self.bot_role_id, "Oracle", BOT_PERMS, position=3, managed=True,
                        tags={"bot_id": str(app_id)})
         self.channels: dict[int, dict[str, Any]] = {}
-        self.add_text_channel("campaign", channel_id=self.channel_id, topic="Ask the Oracle here")
 
         # state the tests read
         self.requests: list[RecordedRequest] = []
         self.rate_limits: list[RateLimitRule] = []
         self.gateway_connections: list[GatewayConnection] = []
         self.sessions: list[GatewaySession] = []
+        self.dm_channels: dict[int, dict[str, Any]] = {}  # DM channel id -> DM channel object
+        self._dm_of_user: dict[int, int] = {}  # user id -> DM channel id
+        self._closed_dms: set[int] = set()
+        self._last_soon: asyncio.Task | None = None
+        self._soon_tasks: set[asyncio.Task] = set()
         self.presence_updates: list[Any] = []
         self.interactions: list[FakeInteraction] = []
         self.global_commands: list[dict] = []
@@ -96,6 +101,7 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, World):
         self._runner: web.AppRunner | None = None
         self._saved_patch: tuple[str, yarl.URL] | None = None
         self._routes = self._build_routes()
+        self.add_text_channel("campaign", channel_id=self.channel_id, topic="Ask the Oracle here")
 
     @property
     def url(self) -> str:
@@ -136,6 +142,8 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, World):
         return self
 
     async def stop(self) -> None:
+        if self._last_soon is not None and not self._last_soon.done():
+            await asyncio.wait([self._last_soon], timeout=1.0)
         for conn in self.gateway_connections:
             if not conn.closed:
                 await conn.close(1001, "fake discord stopping")
