@@ -11,6 +11,7 @@ import discord
 from oracle.errors import OracleError
 from oracle.index.index import Index
 from oracle.index.status import is_indexed
+from oracle.journal import Journal
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 
@@ -48,11 +49,12 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         gc.collect()
         gc.freeze()
         history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
+        journal = await Journal.open(settings.journal_path)
         oracle = Oracle(index)
         try:
             for message_content in (True, False):
                 bot = OracleBot(settings=bot_settings, index=index, oracle=oracle, history=history,
-                                message_content=message_content)
+                                journal=journal, message_content=message_content)
                 try:
                     async with bot:
                         await bot.start(token)
@@ -67,6 +69,7 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
                     return 2
         finally:
             await history.close()
+            await journal.close()
     return 1
 
 

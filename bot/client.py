@@ -8,11 +8,13 @@ import discord
 from discord.ext import commands
 
 from oracle.index.index import Index
+from oracle.journal import Journal
 from oracle.oracle import Oracle
 
 from .cog import OracleCog
 from .history import ThreadHistory
 from .settings import BotSettings
+from .views import DYNAMIC_ITEMS
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ class OracleBot(commands.Bot):
         index: Index,
         oracle: Oracle,
         history: ThreadHistory,
+        journal: Journal,
         message_content: bool = True,
         **options: object,
     ) -> None:
@@ -45,12 +48,15 @@ class OracleBot(commands.Bot):
         self.index = index
         self.oracle = oracle
         self.history = history
+        self.journal = journal
         self.warming: asyncio.Task | None = None
 
     async def setup_hook(self) -> None:
         # The model loads (10-60 s for a 14B model) while the gateway connects, not on the first question.
         self.warming = asyncio.create_task(self.warm_model())
         await self.add_cog(OracleCog(self))
+        # The answers' buttons, matched by their custom ids: clicks on answers an earlier process posted work.
+        self.add_dynamic_items(*DYNAMIC_ITEMS)
         if self.settings.guild_id:
             guild = discord.Object(id=self.settings.guild_id)
             self.tree.copy_global_to(guild=guild)

@@ -1,10 +1,10 @@
-"""The `/oracle` commands and thread follow-ups. Thin: every answer comes from `oracle.Oracle`."""
+"""The `/oracle` commands, thread follow-ups, the answer buttons and *Ask the Oracle*. Thin: every
+answer comes from `oracle.Oracle`; what is said and how it fits Discord is in `formatting`."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -12,25 +12,34 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from oracle.answer.citations import Citation
 from oracle.answer.prompt import Turn
+from oracle.answer.results import Answer
 from oracle.index.index import Index
 from oracle.index.ingest import IngestBusy, IngestError, ingest
 from oracle.index.status import index_status, is_indexed
+from oracle.journal import Asked, Journal
 from oracle.llm import describe_loaded, describe_window
 from oracle.oracle import Oracle
-from oracle.types import INGEST_STAGES, IngestReport, Progress
+from oracle.types import PUBLIC, Progress, readable
 
+from .flood import FloodGate
 from .formatting import (
     PROGRESS,
-    answer_text,
+    Asker,
+    clip,
+    deliver,
     dossier_embed,
-    sources_embed,
+    excerpt_embeds,
     split_message,
     thread_name,
 )
 from .history import ThreadHistory
+from .listening import hear
+from .reports import announcement, ingest_summary, progress_line, unanswered_text
 from .settings import BotSettings
 from .streaming import LiveReply
+from .views import answer_view
 
 
 class OracleHost(Protocol):
@@ -41,13 +50,20 @@ class OracleHost(Protocol):
     index: Index
     oracle: Oracle
     history: ThreadHistory
+    journal: Journal
     intents: discord.Intents
     user: discord.ClientUser | None
 
+    def get_channel(self, id: int, /) -> Any: ...
+
+
 log = logging.getLogger(__name__)
 
-PROGRESS_EVERY = 2.0  # seconds between edits of the reingest progress line
+PROGRESS_EVERY = 2.0  # seconds between edits of the reingest progress message
 FAILED = "Something went wrong answering that; the game master can find the details in the log."
+WAITING = "⏳"  # a question over the member's limit: answered when the limit allows
+DROPPED = "✋"  # too many of the member's questions already wait
+NO_THREAD = "No thread was opened for follow-ups: {why}. Ask again with `/oracle ask` to go on."
 
 
 class UserError(Exception):
@@ -62,11 +78,34 @@ def is_game_master(member: discord.abc.User, gm_roles: list[str]) -> bool:
     return any(role.name.casefold() in gm_roles or str(role.id) in gm_roles for role in member.roles)
 
 
+def no_thread_reason(channel: Any) -> str | None:
+    """Why Discord cannot open a thread on a message here, known before asking it."""
+    if isinstance(channel, discord.Thread):
+        parent = channel.parent
+        if isinstance(parent, discord.ForumChannel):
+            return "this is a forum post, and a post cannot hold threads of its own"
+        return "this is already a thread, and Discord does not open threads inside threads"
+    if isinstance(channel, (discord.VoiceChannel, discord.StageChannel)):
+        return "a voice channel's chat cannot hold threads"
+    if not isinstance(channel, discord.TextChannel):
+        return "this kind of channel cannot hold threads"
+    return None
+
+
 class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask the campaign's notes"):
     def __init__(self, bot: OracleHost) -> None:
         self.bot = bot
-        self.last_ask: dict[int, float] = {}
+        settings = bot.settings
+        self.flood = FloodGate(settings.flood_burst, settings.flood_seconds, settings.flood_waiting)
+        self.ask_about = app_commands.ContextMenu(name="Ask the Oracle", callback=self.ask_about_message)
+        self.ask_about.error(self.context_menu_error)
         super().__init__()
+
+    async def cog_load(self) -> None:
+        self.bot.tree.add_command(self.ask_about)  # type: ignore[attr-defined]
+
+    async def cog_unload(self) -> None:
+        self.bot.tree.remove_command(self.ask_about.name, type=self.ask_about.type)  # type: ignore[attr-defined]
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -82,22 +121,106 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         who = f"a game master (role {roles}, or Manage Server)" if roles else "a member with Manage Server"
         return f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {who} can run `/oracle reingest`."
 
-    def check_cooldown(self, user_id: int) -> None:
-        now = time.monotonic()
-        wait = self.bot.settings.cooldown_seconds - (now - self.last_ask.get(user_id, -1e9))
-        if wait > 0:
-            raise UserError(f"Slow down: you can ask again in {wait:.0f} s.")
-        self.last_ask[user_id] = now
-
     def live(self, edit) -> LiveReply:
         return LiveReply(edit, self.bot.settings.stream_edit_seconds)
 
-    async def send_answer(self, interaction: discord.Interaction, answer, private: bool) -> discord.Message | None:
-        return await deliver(
+    async def take_turn(self, member: int, wait: Callable[[], Awaitable[Any]]) -> bool:
+        """Flood control: False when the member already has too many questions waiting; else after
+        `wait()` (shown only when over the limit) and the delay, the question may be answered."""
+        delay = self.flood.reserve(member)
+        if delay is None:
+            return False
+        if delay > 0:
+            await wait()
+            await asyncio.sleep(delay)
+        return True
+
+    async def generation(self) -> str:
+        async with self.bot.index.snapshot() as store:
+            return await store.generation()
+
+    async def record(self, asked: Asked, answer: Answer) -> int:
+        return await self.bot.journal.record(asked, answer)
+
+    # -- answering through an interaction ----------------------------------------------------------
+
+    async def answer_interaction(
+        self,
+        interaction: discord.Interaction,
+        *,
+        kind: str,
+        question: str,
+        asker: Asker,
+        private: bool,
+        produce: Callable[..., Awaitable[Answer]],  # (gm, on_stage, on_text, history) -> Answer
+        thread_title: str,
+    ) -> None:
+        """Defer, wait for the member's turn, produce the answer while showing progress, post it with
+        its buttons, then open a thread for follow-ups (or continue the Oracle thread it was asked in)."""
+        if not await is_indexed(self.bot.index):
+            raise UserError(self.not_indexed())
+        await interaction.response.defer(ephemeral=private, thinking=True)
+        channel = interaction.channel
+        in_thread = isinstance(channel, discord.Thread) and await self.bot.history.is_oracle_thread(channel.id)
+        # A thread is public: everyone reading it gets the player answer.
+        gm = is_game_master(interaction.user, self.bot.settings.gm_roles) and private if in_thread \
+            else self.clearance(interaction, private)
+        if not await self.take_turn(interaction.user.id,
+                                    lambda: interaction.edit_original_response(content=WAITING)):
+            raise UserError("You already have questions waiting: ask again once they are answered.")
+        try:
+            history = await self.bot.history.turns(channel.id, self.bot.settings.history_turns) if in_thread else []
+            live = self.live(lambda text: interaction.edit_original_response(content=text))
+
+            async def show(stage: str) -> None:
+                await interaction.edit_original_response(content=PROGRESS.get(stage, stage))
+                live.touch()
+
+            answer = await produce(gm, show, live.update, history)
+        except BaseException:
+            self.flood.refund(interaction.user.id)
+            raise
+        answer_id = await self.record(Asked(
+            kind, question, interaction.user.id, interaction.user.display_name, interaction.guild_id,
+            interaction.channel_id, tuple(t.content for t in history if t.role == "user"), gm,
+            await self.generation(),
+        ), answer)
+        message = await deliver(
             answer,
-            lambda text, embed: interaction.edit_original_response(content=text, embed=embed),
-            lambda text, embed: interaction.followup.send(text, embed=embed, ephemeral=private),
+            lambda text, embed, view: interaction.edit_original_response(content=text, embed=embed, view=view),
+            lambda text, embed, view: interaction.followup.send(text, embed=embed, view=view, ephemeral=private,
+                                                                wait=True),
+            asker=asker, view=answer_view(answer_id, sources=bool(answer.citations)),
         )
+        if message is not None:
+            await self.bot.journal.shown_in(answer_id, message.channel.id, message.id)
+        if private or message is None:
+            return  # a private answer never joins a thread's history: the thread is public
+        if in_thread:
+            await self.bot.history.add_turns(channel.id, [Turn("user", question), Turn("assistant", answer.text)])
+            return
+        await self.open_thread(interaction, message, thread_title, question, answer)
+
+    async def open_thread(self, interaction: discord.Interaction, message: discord.Message, title: str,
+                          question: str, answer: Answer) -> None:
+        """A thread on the answer for follow-ups; when Discord cannot open one, the answer stays and
+        the asker is told why, privately."""
+        why = no_thread_reason(interaction.channel)
+        if why is None:
+            try:
+                thread = await message.create_thread(name=thread_name(title))
+            except discord.Forbidden:
+                why = "the Oracle may not create public threads in this channel (a server admin can grant it " \
+                      "*Create Public Threads*)"
+            except discord.HTTPException as exc:
+                log.warning("could not open a thread on answer %s: %s", message.id, exc)
+                why = f"Discord refused it ({exc.text or exc.status})"
+            else:
+                await self.bot.history.add_thread(thread.id, interaction.guild_id, interaction.channel_id,
+                                                  interaction.user.id)
+                await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+                return
+        await interaction.followup.send(NO_THREAD.format(why=why), ephemeral=True)
 
     # -- /oracle ask ---------------------------------------------------------------------------
 
@@ -106,26 +229,64 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     async def ask(
         self, interaction: discord.Interaction, question: app_commands.Range[str, 1, 1000], private: bool = False
     ) -> None:
-        self.check_cooldown(interaction.user.id)
-        if not await is_indexed(self.bot.index):
-            raise UserError(self.not_indexed())
-        await interaction.response.defer(ephemeral=private, thinking=True)
-        gm = self.clearance(interaction, private)
+        async def produce(gm: bool, show, text, history) -> Answer:
+            return await self.bot.oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=text)
 
-        live = self.live(lambda text: interaction.edit_original_response(content=text))
+        user = interaction.user
+        await self.answer_interaction(
+            interaction, kind="ask", question=question, private=private, produce=produce, thread_title=question,
+            asker=Asker(user.display_name, question, user.display_avatar.url),
+        )
 
-        async def show(stage: str) -> None:
-            await interaction.edit_original_response(content=PROGRESS.get(stage, stage))
-            live.touch()
+    # -- Ask the Oracle (a message's context menu) ---------------------------------------------------
 
-        # Players read while the model writes; citations are checked and the sources added at the end.
-        answer = await self.bot.oracle.ask(question, gm=gm, on_stage=show, on_text=live.update)
-        message = await self.send_answer(interaction, answer, private)
-        if private or message is None or not isinstance(interaction.channel, discord.TextChannel):
-            return
-        thread = await message.create_thread(name=thread_name(question))
-        await self.bot.history.add_thread(thread.id, interaction.guild_id, interaction.channel_id, interaction.user.id)
-        await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+    async def ask_about_message(self, interaction: discord.Interaction, message: discord.Message) -> None:
+        text = message_text(message)
+        if not text:
+            raise UserError("That message has no text to ask the notes about.")
+        question = f"What do the notes say about this? “{clip(text, 900)}”"
+
+        async def produce(gm: bool, show, on_text, history) -> Answer:
+            return await self.bot.oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=on_text)
+
+        user = interaction.user
+        await self.answer_interaction(
+            interaction, kind="message", question=question, private=False, produce=produce,
+            thread_title=f"About: {text}",
+            asker=Asker(user.display_name, f"About {message.author.display_name}'s message: “{clip(text, 180)}”",
+                        user.display_avatar.url, message.jump_url),
+        )
+
+    async def context_menu_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        await self.cog_app_command_error(interaction, error)
+
+    # -- /oracle recap -----------------------------------------------------------------------------
+
+    @app_commands.command(name="recap", description="Previously on…: the last session (or one you name) retold")
+    @app_commands.describe(session="A session number or a word of its title (default: the last)",
+                           private="Only you see the recap (no thread)")
+    async def recap(self, interaction: discord.Interaction, session: app_commands.Range[str, 1, 100] | None = None,
+                    private: bool = False) -> None:
+        title = f"Previously on… {session}" if session else "Previously on…"
+
+        async def produce(gm: bool, show, text, history) -> Answer:
+            return await self.bot.oracle.recap(session, gm=gm, on_stage=show, on_text=text)
+
+        user = interaction.user
+        await self.answer_interaction(
+            interaction, kind="recap", question=f"recap {session or ''}".strip(), private=private, produce=produce,
+            thread_title=title, asker=Asker(user.display_name, title, user.display_avatar.url),
+        )
+
+    @recap.autocomplete("session")
+    async def recap_autocomplete(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        # Shown to whoever types: public session titles only.
+        async with self.bot.index.snapshot() as store:
+            titles = [t for t in await store.titles(readable(False)) if t.label.startswith("Session ")]
+        needle = current.casefold().strip()
+        found = [t for t in titles if needle in t.title.casefold()]
+        found.sort(key=lambda t: -int("".join(ch for ch in t.label if ch.isdigit()) or 0))
+        return [app_commands.Choice(name=clip(t.title, 100), value=t.label[:100]) for t in found][:25]
 
     # -- follow-ups in a thread ------------------------------------------------------------------
 
@@ -135,46 +296,108 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             return
         if not await self.bot.history.is_oracle_thread(message.channel.id):
             return
-        content = message.content
-        if self.bot.user is not None:
-            content = content.replace(f"<@{self.bot.user.id}>", "").replace(f"<@!{self.bot.user.id}>", "")
-        question = " ".join(content.split())
-        if not question:
-            return  # no message-content intent and not mentioned: nothing to read
-        try:
-            self.check_cooldown(message.author.id)
-        except UserError as exc:
-            await message.reply(str(exc))
+        me = self.bot.user
+        referenced = message.reference.resolved if message.reference else None
+        replied = referenced.author.id if isinstance(referenced, discord.Message) else None
+        heard = hear(
+            message.content,
+            bot_id=me.id if me else None,
+            mentions_oracle=me is not None and any(u.id == me.id for u in message.mentions),
+            replies_to_oracle=me is not None and replied == me.id,
+            replies_to_member=replied is not None and (me is None or replied != me.id),
+            prefixes=self.bot.settings.ignore_prefixes,
+        )
+        if heard.question is None:
+            log.debug("not a question in thread %s (%s)", message.channel.id, heard.why)
+            return
+        await self.follow_up(message, heard.question)
+
+    async def follow_up(self, message: discord.Message, question: str) -> None:
+        thread = message.channel
+        waited = False
+
+        async def wait() -> None:
+            nonlocal waited
+            waited = True
+            with contextlib.suppress(discord.HTTPException):  # no Add Reactions: it still waits
+                await message.add_reaction(WAITING)
+
+        if not await self.take_turn(message.author.id, wait):
+            with contextlib.suppress(discord.HTTPException):
+                await message.add_reaction(DROPPED)
             return
         try:
-            history = await self.bot.history.turns(message.channel.id, self.bot.settings.history_turns)
+            history = await self.bot.history.turns(thread.id, self.bot.settings.history_turns)
             reply: discord.Message | None = None
 
             async def edit(text: str) -> None:
                 nonlocal reply
                 if reply is None:
-                    reply = await message.channel.send(text)
+                    reply = await message.reply(text)
                 else:
                     await reply.edit(content=text)
 
             live = self.live(edit)
-            async with message.channel.typing():
+            async with thread.typing():
                 # A thread is public: everyone reading it gets the player answer.
                 answer = await self.bot.oracle.ask(question, history=history, gm=False, on_text=live.update)
             streamed = reply  # the streamed message becomes the answer's first piece
+            answer_id = await self.record(Asked(
+                "followup", question, message.author.id, message.author.display_name,
+                message.guild.id if message.guild else None, thread.id,
+                tuple(t.content for t in history if t.role == "user"), False, await self.generation(),
+            ), answer)
 
-            async def first(text: str, embed: discord.Embed | None) -> object:
+            async def first(text: str, embed: discord.Embed | None, view: Any) -> Any:
                 if streamed is not None:
-                    return await streamed.edit(content=text, embed=embed)
-                return await message.channel.send(text, embed=embed or discord.utils.MISSING)
+                    return await streamed.edit(content=text, embed=embed, view=view)
+                return await message.reply(text, embed=embed or discord.utils.MISSING, view=view)
 
-            await deliver(answer, first, lambda text, embed: message.channel.send(text, embed=embed))
-            await self.bot.history.add_turns(
-                message.channel.id, [Turn("user", question), Turn("assistant", answer.text)]
+            shown = await deliver(
+                answer, first, lambda text, embed, view: thread.send(text, embed=embed, view=view),
+                view=answer_view(answer_id, sources=bool(answer.citations)),
             )
+            if shown is not None:
+                await self.bot.journal.shown_in(answer_id, thread.id, shown.id)
+            await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
         except Exception:
-            log.exception("follow-up %r in thread %s failed", question, message.channel.id)
+            self.flood.refund(message.author.id)
+            log.exception("follow-up %r in thread %s failed", question, thread.id)
             await message.reply(FAILED)
+        finally:
+            if waited:
+                with contextlib.suppress(discord.HTTPException):
+                    await message.remove_reaction(WAITING, self.bot.user)  # type: ignore[arg-type]
+
+    # -- the answer's buttons ------------------------------------------------------------------------
+
+    async def show_sources(self, interaction: discord.Interaction, answer_id: int) -> None:
+        """The cited lines, read again with the clicker's clearance, to the clicker alone."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        recorded = await self.bot.journal.get(answer_id)
+        if recorded is None or not recorded.citations:
+            await interaction.followup.send("This answer has no sources on record.", ephemeral=True)
+            return
+        citations = [Citation(c["label"], c["path"], c["lines"][0], c["lines"][1]) for c in recorded.citations]
+        gm = is_game_master(interaction.user, self.bot.settings.gm_roles)  # the reply is private
+        cited = await self.bot.oracle.cited(citations, gm=gm)
+        embeds = excerpt_embeds([(c.citation.label, c.citation.path, c.citation.start_line, c.citation.end_line,
+                                  c.text) for c in cited])
+        await interaction.followup.send(embeds=embeds, ephemeral=True)
+
+    async def record_vote(self, interaction: discord.Interaction, answer_id: int, vote: int) -> None:
+        if await self.bot.journal.get(answer_id) is None:
+            await interaction.response.send_message("This answer is no longer on record.", ephemeral=True)
+            return
+        gm = is_game_master(interaction.user, self.bot.settings.gm_roles)
+        votes = await self.bot.journal.vote(answer_id, interaction.user.id, vote, gm=gm,
+                                            by=f"{interaction.user.display_name} ({interaction.user.id})")
+        said = "👍 Thanks: noted as helpful" if vote > 0 else "👎 Thanks: noted as not helpful"
+        extra = " The game master will see it with `/oracle unanswered`." if vote < 0 else ""
+        confirmed = " As a game master, you confirmed its sources for the question bank." if gm and vote > 0 else ""
+        await interaction.response.send_message(
+            f"{said} (👍 {votes.up} · 👎 {votes.down}); you can change your vote.{extra}{confirmed}", ephemeral=True
+        )
 
     # -- /oracle reingest --------------------------------------------------------------------------
 
@@ -183,6 +406,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         if not is_game_master(interaction.user, self.bot.settings.gm_roles):
             raise UserError("Only a game master can reingest the notes.")
         await interaction.response.defer(ephemeral=True, thinking=True)
+        report_to = await self.progress_message(interaction)
         latest: dict[str, Progress] = {}
 
         def record(event: Progress) -> None:
@@ -192,19 +416,86 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             while True:
                 await asyncio.sleep(PROGRESS_EVERY)
                 if latest:
-                    await interaction.edit_original_response(content=progress_line(latest))
+                    with contextlib.suppress(discord.HTTPException):
+                        await report_to.edit(progress_line(latest))
 
         by = f"{interaction.user.display_name} ({interaction.user.id})"
+        before = await self.public_labels()
         updater = asyncio.create_task(report_progress())
         try:
             report = await ingest(self.bot.index, progress=record, by=by)
         except IngestBusy as exc:
+            await report_to.finish(f"Not started: {exc}.")
             raise UserError(f"Not started: {exc}.") from None
         except IngestError as exc:
+            await report_to.finish(f"Reingest failed: {exc}.")
             raise UserError(f"Reingest failed: {exc}.") from None
         finally:
             updater.cancel()
-        await interaction.edit_original_response(content=ingest_summary(report))
+        async with self.bot.index.snapshot() as store:
+            everything = await store.titles(readable(True))
+            public = await store.titles([PUBLIC])
+        await report_to.finish(ingest_summary(report, everything))
+        if before:  # a first index is no news
+            await self.announce([t for t in public if t.label not in before])
+
+    async def public_labels(self) -> set[str] | None:
+        """What players could read before a reingest (None: unknown, so nothing is announced). Read
+        through the connection questions use, which exists already: a new one would have to wait for
+        a running ingest's write lock."""
+        try:
+            store = await self.bot.index.store()
+            return {t.label for t in await store.titles([PUBLIC])}
+        except Exception:
+            log.warning("could not read the index before the reingest: nothing will be announced", exc_info=True)
+            return None
+
+    async def progress_message(self, interaction: discord.Interaction) -> ProgressReport:
+        """Where a reingest reports: an ordinary message the bot may edit for as long as the ingest
+        takes (Discord's interaction token lasts 15 minutes): in a game-master channel, there; else
+        in the game master's direct messages. When neither can be written to, the private reply,
+        for as long as Discord lets the bot edit it."""
+        channel = interaction.channel
+        where: Any = None
+        if interaction.channel_id in self.bot.settings.gm_channels and isinstance(channel, discord.abc.Messageable):
+            where = channel
+        else:
+            where = interaction.user
+        try:
+            message = await where.send("⚙️ Reingest started…")
+        except discord.HTTPException as exc:
+            log.warning("cannot post reingest progress outside the interaction (%s)", exc)
+            await interaction.edit_original_response(content="⚙️ Reingest started…")
+            return ProgressReport(interaction, None)
+        place = "your direct messages" if where is interaction.user else "this channel"
+        with contextlib.suppress(discord.HTTPException):
+            await interaction.edit_original_response(content=f"⚙️ Reingest started: progress and summary in {place}.")
+        return ProgressReport(interaction, message)
+
+    async def announce(self, new: list) -> None:
+        """Tell players what is new in the notes they can read, in `ORACLE_ANNOUNCE_CHANNEL`."""
+        channel_id = self.bot.settings.announce_channel
+        if channel_id is None or not new:
+            return
+        channel = self.bot.get_channel(channel_id)
+        if channel is None:
+            log.warning("ORACLE_ANNOUNCE_CHANNEL=%s is not a channel the bot can see", channel_id)
+            return
+        try:
+            for piece in split_message(announcement(new)):
+                await channel.send(piece)
+        except discord.HTTPException:
+            log.warning("could not announce the new notes in %s", channel_id, exc_info=True)
+
+    # -- /oracle unanswered --------------------------------------------------------------------------
+
+    @app_commands.command(name="unanswered", description="Game master: the questions the notes could not answer")
+    async def unanswered(self, interaction: discord.Interaction) -> None:
+        if not is_game_master(interaction.user, self.bot.settings.gm_roles):
+            raise UserError("Only a game master can read the unanswered questions.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        groups = await self.bot.journal.unanswered(limit=25)
+        await interaction.edit_original_response(content=split_message(unanswered_text(groups))[0])
 
     # -- /oracle status ----------------------------------------------------------------------------
 
@@ -282,49 +573,36 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             log.warning("could not report an error to the user", exc_info=True)
 
 
-async def deliver(
-    answer,
-    first: Callable[[str, discord.Embed | None], Awaitable[Any]],
-    more: Callable[[str, Any], Awaitable[Any]],
-) -> Any:
-    """An answer as Discord messages within their limits: the first piece through `first` (an edit
-    of what is already shown, or a new message), the others through `more`, the sources embed on the
-    last piece. Returns what `first` returned."""
-    pieces = split_message(answer_text(answer))
-    embed = sources_embed(answer)
-    shown = await first(pieces[0], embed if len(pieces) == 1 else None)
-    for i, piece in enumerate(pieces[1:], 2):
-        await more(piece, embed if i == len(pieces) and embed else discord.utils.MISSING)
-    return shown
+class ProgressReport:
+    """The reingest's progress and summary: an ordinary message when there is one (no time limit),
+    else the interaction's private reply while Discord allows it; the summary goes to the log too,
+    so it is never lost."""
+
+    def __init__(self, interaction: discord.Interaction, message: discord.Message | None) -> None:
+        self.interaction = interaction
+        self.message = message
+
+    async def edit(self, text: str) -> None:
+        if self.message is not None:
+            await self.message.edit(content=text)
+        else:
+            await self.interaction.edit_original_response(content=text)
+
+    async def finish(self, text: str) -> None:
+        log.info("reingest: %s", text)
+        pieces = split_message(text)
+        try:
+            await self.edit(pieces[0])
+            for piece in pieces[1:]:
+                if self.message is not None:
+                    await self.message.channel.send(piece)
+                else:
+                    await self.interaction.followup.send(piece, ephemeral=True)
+        except discord.HTTPException:
+            log.warning("could not show the reingest summary in Discord (it is in this log)", exc_info=True)
 
 
-def progress_line(latest: dict[str, Progress]) -> str:
-    names = INGEST_STAGES
-    parts = [f"{names.get(stage, stage)} {p.done}/{p.total}" if p.total else names.get(stage, stage)
-             for stage, p in latest.items() if stage != "done"]
-    return "⚙️ Reingesting: " + ", ".join(parts)
-
-
-def ingest_summary(report: IngestReport) -> str:
-    lines = [
-        f"✅ Reingest done in {report.seconds:.1f} s: {len(report.added)} added, {len(report.changed)} changed, "
-        f"{len(report.removed)} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped.",
-        f"{report.chunks} passages indexed, {report.windows_embedded} embedded, "
-        f"annotations {report.annotations_done}/{report.annotations_done + report.annotations_missing}.",
-    ]
-    if report.annotation_note:
-        lines.append(f"Annotations: {report.annotation_note}")
-    if report.secrets:
-        whole = sum(1 for n in report.secrets.values() if n < 0)
-        blocks = sum(n for n in report.secrets.values() if n > 0)
-        others = len(report.secrets) - whole
-        lines.append(
-            f"🔒 Kept from players: {whole} game-master-only {'note' if whole == 1 else 'notes'}, "
-            f"{blocks} secret {'block' if blocks == 1 else 'blocks'} in {others} other {'note' if others == 1 else 'notes'}"
-            " (per file: `oracle ingest`)."
-        )
-    for s in report.skipped[:10]:
-        lines.append(f"• skipped `{s.path}`: {s.reason}")
-    if len(report.skipped) > 10:
-        lines.append(f"…and {len(report.skipped) - 10} more skipped")
-    return split_message("\n".join(lines))[0]
+def message_text(message: discord.Message) -> str:
+    """What a message says: its text, else its embeds' titles and descriptions."""
+    parts = [message.content] + [p for e in message.embeds for p in (e.title, e.description) if p]
+    return " ".join(" ".join(parts).split())

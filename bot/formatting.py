@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import discord
 
@@ -70,12 +73,89 @@ def _fit_joined(items: list[str], limit: int) -> str:
     return ", ".join(shown)
 
 
-def sources_embed(answer: Answer) -> discord.Embed | None:
-    if not answer.citations:
+EMBED_TITLE_LIMIT = 256
+EMBED_TOTAL_LIMIT = 6000
+EXCERPT_LIMIT = 900  # characters of one cited excerpt: six of them fit Discord's 6,000 per message
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who asked and what, shown on a public answer (Discord itself shows only "X used /oracle ask")."""
+
+    name: str
+    title: str  # the question, or what the answer is about
+    icon: str | None = None
+    url: str | None = None  # where the title links (the message asked about)
+
+
+def sources_embed(answer: Answer, asker: Asker | None = None) -> discord.Embed | None:
+    """The answer's embed: who asked and the question (public answers), and the sources cited."""
+    if not answer.citations and asker is None:
         return None
-    title = "Passages" if answer.mode == "passages" else "Sources"
     lines = [f"**{c.label}** — `{c.path}` lines {c.start_line}–{c.end_line}" for c in answer.citations]
-    return discord.Embed(title=title, description=_fit(lines, EMBED_DESCRIPTION_LIMIT))
+    embed = discord.Embed(description=_fit(lines, EMBED_DESCRIPTION_LIMIT) or None)
+    if asker is not None:
+        embed.title = clip(asker.title, EMBED_TITLE_LIMIT)
+        embed.url = asker.url
+        embed.set_author(name=clip(f"{asker.name} asked", EMBED_TITLE_LIMIT), icon_url=asker.icon)
+    if answer.citations:
+        embed.set_footer(text="Passages" if answer.mode == "passages" else "Sources")
+    return embed
+
+
+def excerpt_embeds(cited: Sequence[tuple[str, str, int, int, str]]) -> list[discord.Embed]:
+    """What each citation points at, as the clicker may read it: (label, path, start, end, text)."""
+    embeds: list[discord.Embed] = []
+    total = 0
+    for label, path, start, end, text in cited[:10]:
+        body = clip_lines(text, EXCERPT_LIMIT) if text else "*Not in the notes you can read now (they may have changed).*"
+        embed = discord.Embed(title=clip(label, EMBED_TITLE_LIMIT), description=body)
+        embed.set_footer(text=clip(f"{path} · lines {start}–{end}", 2048))
+        size = len(embed.title or "") + len(body) + len(embed.footer.text or "")
+        if total + size > EMBED_TOTAL_LIMIT:
+            break
+        total += size
+        embeds.append(embed)
+    return embeds
+
+
+def clip_lines(text: str, limit: int) -> str:
+    """At most `limit` characters of text, cut at a line, then a word, with an ellipsis."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit - 1)
+    if cut < limit // 2:
+        cut = text.rfind(" ", 0, limit - 1)
+    return text[: cut if cut > 0 else limit - 1].rstrip() + "…"
+
+
+async def deliver(
+    answer: Answer,
+    first: Callable[[str, Any, Any], Awaitable[Any]],
+    more: Callable[[str, Any, Any], Awaitable[Any]],
+    *,
+    asker: Asker | None = None,
+    view: discord.ui.View | None = None,
+) -> Any:
+    """An answer as Discord messages within their limits: the first piece through `first` (an edit
+    of what is already shown, or a new message), the others through `more`, each called with
+    (text, embed, view); the embed (who asked, the sources) and the buttons go on the last piece.
+    Returns what `first` returned: the message a thread opens on."""
+    pieces = split_message(answer_text(answer))
+    embed = sources_embed(answer, asker)
+    buttons: Any = view if view is not None else discord.utils.MISSING
+    last = len(pieces) - 1
+    shown = await first(pieces[0], embed if last == 0 else None, buttons if last == 0 else discord.utils.MISSING)
+    for i, piece in enumerate(pieces[1:], 1):
+        await more(piece, embed if i == last and embed else discord.utils.MISSING,
+                   buttons if i == last else discord.utils.MISSING)
+    return shown
 
 
 def answer_text(answer: Answer) -> str:

@@ -15,13 +15,21 @@ class BotSettings(BaseSettings):
         default_factory=lambda: ["gm", "dm", "game master", "dungeon master"], validation_alias="ORACLE_GM_ROLES"
     )
     gm_channels: Annotated[list[int], NoDecode] = Field(default_factory=list, validation_alias="ORACLE_GM_CHANNELS")
-    cooldown_seconds: float = Field(10.0, validation_alias="ORACLE_COOLDOWN_SECONDS", ge=0)
+    # Flood control, per member (bot/flood.py): a burst of questions at once, then one more every
+    # `ORACLE_FLOOD_SECONDS`; past that a question waits (⏳) and at most `ORACLE_FLOOD_WAITING` wait.
+    flood_burst: int = Field(3, validation_alias="ORACLE_FLOOD_BURST", ge=1)
+    flood_seconds: float = Field(20.0, validation_alias="ORACLE_FLOOD_SECONDS", ge=0)
+    flood_waiting: int = Field(2, validation_alias="ORACLE_FLOOD_WAITING", ge=0)
+    # Messages in an Oracle thread starting with one of these characters are other bots' commands.
+    ignore_prefixes: str = Field("!?.$;", validation_alias="ORACLE_IGNORE_PREFIXES")
+    # Where players are told what is new in the notes after a reingest (a channel id); unset: nowhere.
+    announce_channel: int | None = Field(None, validation_alias="ORACLE_ANNOUNCE_CHANNEL")
     history_turns: int = Field(6, validation_alias="ORACLE_HISTORY_TURNS", ge=0)
     # Seconds between edits of a reply while the model writes it. Discord allows about five edits of
     # a message in five seconds; below 1 the bot meets its rate limits.
     stream_edit_seconds: float = Field(1.0, validation_alias="ORACLE_STREAM_EDIT_SECONDS", ge=0)
 
-    @field_validator("guild_id", mode="before")
+    @field_validator("guild_id", "announce_channel", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if value in ("", None) else value

@@ -25,6 +25,7 @@ from pathlib import Path
 import aiosqlite
 
 from .answer.results import Answer, abstains
+from .errors import OracleError
 from .retrieve.keyword import stem
 from .text import STOPWORDS, text_words
 
@@ -66,6 +67,13 @@ CREATE TABLE IF NOT EXISTS confirmed (
 """
 
 SIMILAR = 0.6
+
+
+class UnknownQuestion(OracleError, KeyError):
+    """An id the journal does not hold."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
 
 
 @dataclass(frozen=True)
@@ -213,7 +221,7 @@ class Journal:
     async def confirm(self, answer_id: int, labels: Sequence[str], by: str) -> None:
         """A game master's own word on the question's sources (no labels: the notes do not hold it)."""
         if await self.get(answer_id) is None:
-            raise KeyError(answer_id)
+            raise UnknownQuestion(f"no question {answer_id} in the journal at {self.path} (`oracle questions` lists them)")
         await self._confirm(answer_id, list(labels), "hand", by, replace_hand=True)
         await self.db.commit()
 

@@ -9,8 +9,8 @@ import asyncio
 import logging
 import re
 import time
-from dataclasses import dataclass
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from .answer.budget import fit_answer_prompt
 from .answer.citations import Citation, verify

@@ -36,6 +36,15 @@ class Titled:
     title: str  # "Session 34 — The Fall": the label and the heading it sits under
 
 
+def _title(label: str, heading: str) -> str:
+    """"Session 34 — The Fall": the label, with its heading when the heading says more."""
+    heading = heading.split(" > ")[0].strip()
+    name = label.split(": ", 1)[-1].replace("_", " ")
+    if not heading or heading.casefold() in (label.casefold(), name.casefold()):
+        return label
+    return heading if label.casefold() in heading.casefold() else f"{label} — {heading}"
+
+
 def compendium_view(visibilities: Sequence[str]) -> str:
     """The Compendium a reader with these visibilities reads: the game master's, or the players'."""
     return GM if GM in visibilities else PUBLIC
@@ -301,8 +310,7 @@ class Store:
         )
         seen: dict[tuple[str, str], Titled] = {}
         for path, label, heading in rows:
-            title = heading.split(" > ")[0].strip() or label
-            seen.setdefault((path, label), Titled(path, label, title if label in title else f"{label} — {title}"))
+            seen.setdefault((path, label), Titled(path, label, _title(label, heading)))
         return list(seen.values())
 
     async def session_chunks(self, visibilities: Sequence[str]) -> list[Chunk]:

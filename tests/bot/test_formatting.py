@@ -9,10 +9,14 @@ from hypothesis import strategies as st
 
 from bot.formatting import (
     EMBED_DESCRIPTION_LIMIT,
+    EXCERPT_LIMIT,
     MESSAGE_LIMIT,
     THREAD_NAME_LIMIT,
+    Asker,
     answer_text,
+    clip_lines,
     dossier_embed,
+    excerpt_embeds,
     sources_embed,
     split_message,
     thread_name,
@@ -163,10 +167,38 @@ def test_thread_name_is_always_1_to_100_characters(question):
 def test_sources_embed_lists_label_path_and_lines():
     cited = answer(citations=[Citation("Session 1", "sessions/log.md", 3, 5), Citation("Sheet: Pip", "pcs/Pip.md", 1, 9)])
     embed = sources_embed(cited)
-    assert embed.title == "Sources"
+    assert (embed.title, embed.author.name, embed.footer.text) == (None, None, "Sources")
     assert embed.description == "**Session 1** — `sessions/log.md` lines 3–5\n**Sheet: Pip** — `pcs/Pip.md` lines 1–9"
     assert sources_embed(answer()) is None
-    assert sources_embed(answer(mode="passages", citations=cited.citations)).title == "Passages"
+    assert sources_embed(answer(mode="passages", citations=cited.citations)).footer.text == "Passages"
+
+
+def test_a_public_answer_names_the_asker_and_the_question_within_discords_limits():
+    question = "Who sold the compass? " * 40  # 880 characters: more than a title holds
+    embed = sources_embed(answer(), Asker("Mirela's Player", question, "https://cdn.example/a.png"))
+    assert embed.author.name == "Mirela's Player asked" and embed.author.icon_url == "https://cdn.example/a.png"
+    assert len(embed.title) <= 256 and embed.title.endswith("…")
+    assert " ".join(question.split()).startswith(embed.title[:-1]) and len(embed.title) > 250
+    assert embed.description is None and embed.footer.text is None  # nothing cited: no sources line
+    assert sources_embed(answer(), Asker("x" * 300, "q")).author.name == "x" * 255 + "…"
+
+
+def test_excerpts_fit_one_message_and_say_when_a_source_is_not_readable():
+    cited = [(f"Session {i}", f"sessions/{i}.md", i, i + 9, "A line of the session. " * 80) for i in range(12)]
+    embeds = excerpt_embeds(cited)
+    total = sum(len(e.title) + len(e.description) + len(e.footer.text) for e in embeds)
+    assert total <= EMBED_TOTAL_LIMIT and len(embeds) <= 10
+    assert len(embeds) == 6  # ~920 characters each: six fit
+    assert all(len(e.description) <= EXCERPT_LIMIT and e.description.endswith("…") for e in embeds)
+    assert [e.footer.text for e in embeds[:2]] == ["sessions/0.md · lines 0–9", "sessions/1.md · lines 1–10"]
+    [gone] = excerpt_embeds([("Session 2", "a.md", 1, 2, "")])
+    assert gone.description == "*Not in the notes you can read now (they may have changed).*"
+
+
+def test_clip_lines_cuts_at_a_line_then_a_word():
+    assert clip_lines("one\ntwo\nthree", 100) == "one\ntwo\nthree"
+    assert clip_lines("alpha beta\ngamma delta epsilon", 20) == "alpha beta…"
+    assert clip_lines("alpha beta gamma delta epsilon", 20) == "alpha beta gamma…"
 
 
 def test_sources_embed_stays_within_4096_characters_with_many_citations():

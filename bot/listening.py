@@ -1,0 +1,129 @@
+"""Which messages in an Oracle thread are questions for the Oracle. Pure: text and facts in, a verdict out.
+
+People at a table talk in the thread the answer opened: they thank, laugh, roll dice with another
+bot, and answer each other. Only some of it is for the Oracle:
+
+1. A message that mentions the Oracle, or replies to one of its messages, always is.
+2. A message that starts with another bot's command prefix (`!r 1d20` for Avrae, `?help`, `.roll`,
+   `$bal`, `;;play`; `ORACLE_IGNORE_PREFIXES`) is not. An ellipsis ("...and then?") is not a prefix.
+3. A reply to another member's message is not: they are talking to each other.
+4. An acknowledgement or reaction-like message is not: only emoji, punctuation or a few words all of
+   which are thanks, laughter or agreement ("thanks!", "ok cool", "lol", "👍", "gracias", "jajaja",
+   "vale"), in English and Spanish like the follow-up rule (`oracle.retrieve.followup`). Words with a
+   question mark ask something ("so?", "ok?") and are questions.
+5. A remark is not: a message with no question mark that does not open (after an "ok", "wait",
+   "hmm") with a question word, a connective or a request ("who", "and", "tell me", "what about";
+   "quién", "y", "dime") is members talking ("I think it was the monk all along").
+6. Anything else is a follow-up question.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from oracle.retrieve.followup import CONNECTIVES, INTERJECTIONS
+
+DEFAULT_PREFIXES = "!?.$;"
+
+# Whole messages made only of these words (and emoji or punctuation) are acknowledgements.
+ACKNOWLEDGEMENTS = frozenset("""
+    thanks thank thx ty tysm tyvm cheers ta you u so much very
+    ok okay k kk okey oki alright aight right sure yes yep yup yeah ya no nope nah
+    cool nice great awesome perfect neat sweet good gotcha got it understood makes sense noted fair enough
+    lol lmao lmfao rofl haha hahaha hah heh hehe xd omg wow oh ah ooh oof damn dang yikes welp hmm gg
+    love it amazing wonderful brilliant lovely
+    gracias muchas mil vale bueno bien genial perfecto claro entendido guay sí si vaya jaja jajaja jeje
+    ostras madre mía mia de acuerdo buenísimo buenisimo
+""".split())
+MAX_ACK_WORDS = 5
+# What a question opens with, when it has no question mark: question words, connectives ("and then
+# what"), requests. English and Spanish, like `oracle.retrieve.followup`.
+OPENERS = CONNECTIVES | frozenset("""
+    who whom whose what when where why how which whats what's who's where's how's when's why's
+    did does do is are was were will would can could should has have had am
+    tell explain remind describe list name give show summarise summarize recap any anything anyone
+    quién quien quiénes quienes qué que cuándo cuando dónde donde adónde por cómo como cuál cual cuáles
+    cuánto cuanto cuántos cuantos es son fue era hay dime cuéntame cuentame explica explícame recuérdame
+    recuerdame
+""".split())
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_LAUGH = re.compile(r"^(?:(?:ha|ja|he|je|hi|ji)+h?|a?ha+|l+o+l+|x+d+)$")
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What the Oracle makes of a message in its thread: `question` is None when it is not one."""
+
+    question: str | None
+    why: str
+
+
+def strip_mentions(content: str, bot_id: int | None) -> str:
+    if bot_id is not None:
+        content = content.replace(f"<@{bot_id}>", " ").replace(f"<@!{bot_id}>", " ")
+    return " ".join(content.split())
+
+
+def is_command(text: str, prefixes: str) -> bool:
+    """Another bot's command: a prefix character right before a word ("!r", ".roll", ";;play")."""
+    if not text or not prefixes or text[0] not in prefixes:
+        return False
+    if text.startswith("..") or text.startswith("…"):
+        return False  # an ellipsis
+    rest = text[1:]
+    if rest[:1] and rest[0] in prefixes and rest[0] == text[0]:
+        rest = rest[1:]  # ";;play", "!!roll"
+    return bool(rest) and (rest[0].isalnum())
+
+
+def _is_emoji_or_mark(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category[0] in "PSZ" or category in ("Mn", "Me", "Cf", "Co", "Cs")
+
+
+def is_acknowledgement(text: str) -> bool:
+    """Only emoji, punctuation and at most a few thanks/laughter/agreement words."""
+    stripped = re.sub(r"<a?:\w+:\d+>", " ", text)  # custom emoji
+    if all(_is_emoji_or_mark(ch) for ch in stripped):
+        return True  # emoji or punctuation only ("👍", "?!", "❤️")
+    words = [w.casefold() for w in _WORD.findall(stripped)]
+    if not words or len(words) > MAX_ACK_WORDS or "?" in stripped:
+        return False  # "so?" and "ok?" ask something
+    if any(ch.isdigit() for ch in stripped):
+        return False
+    return all(w in ACKNOWLEDGEMENTS or _LAUGH.match(w) for w in words)
+
+
+def is_question_like(text: str) -> bool:
+    """A question mark, or a question word, connective or request first (after interjections)."""
+    if "?" in text or "¿" in text:
+        return True
+    words = [w.casefold() for w in _WORD.findall(text)]
+    first = next((w for w in words if w not in INTERJECTIONS), "")
+    return first in OPENERS
+
+
+def hear(
+    content: str,
+    *,
+    bot_id: int | None,
+    mentions_oracle: bool,
+    replies_to_oracle: bool,
+    replies_to_member: bool,
+    prefixes: str = DEFAULT_PREFIXES,
+) -> Heard:
+    text = strip_mentions(content, bot_id)
+    if not text:
+        return Heard(None, "nothing to read")  # without the message-content intent, unmentioned text is blank
+    if mentions_oracle or replies_to_oracle:
+        return Heard(text, "addressed to the Oracle")
+    if is_command(text, prefixes):
+        return Heard(None, "another bot's command")
+    if replies_to_member:
+        return Heard(None, "a reply to another member")
+    if is_acknowledgement(text):
+        return Heard(None, "an acknowledgement")
+    if not is_question_like(text):
+        return Heard(None, "a remark")
+    return Heard(text, "a follow-up")

@@ -1,0 +1,104 @@
+"""`Oracle.recap` and `Oracle.cited` over the mini campaign's real index, with the fake Ollama.
+
+Recap: the last session (or the one named) is retold from what the reader may read, its secrets
+only for a game master; without the model, its opening lines as passages. Cited: a citation's lines
+read again from the index, as far as the reader's clearance goes.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oracle.answer.citations import Citation
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle, opening_lines, pick_session
+from oracle.types import Chunk
+from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
+
+SECRETS = ("SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR")
+
+
+def chunk(label: str, heading: str = "", part: int = 1, path: str = "log.md") -> Chunk:
+    return Chunk(f"{label}-{part}", path, label, "session", part, 2, heading or label, part * 10, part * 10 + 5,
+                 "text", "h")
+
+
+def test_pick_session_takes_the_last_or_the_one_named():
+    chunks = [chunk("Session 2", "Session 2 — The Ford"), chunk("Session 10", "Session 10 — The Fall"),
+              chunk("Session 10", "Session 10 — The Fall", part=2), chunk("Session 9")]
+    assert [c.id for c in pick_session(chunks, None)] == ["Session 10-1", "Session 10-2"]
+    assert [c.id for c in pick_session(chunks, "2")] == ["Session 2-1"]
+    assert [c.id for c in pick_session(chunks, "session 9")] == ["Session 9-1"]
+    assert [c.id for c in pick_session(chunks, "ford")] == ["Session 2-1"]
+    assert pick_session(chunks, "11") == [] and pick_session([], None) == []
+
+
+def test_opening_lines_skip_the_heading_and_stop_after_enough_words():
+    lines = ["## Session 4 — Wick", "", "Old Wick lit every candle.", "", "word " * 70, "more"]
+    assert opening_lines(lines) == (2, ["Old Wick lit every candle.", "", "word " * 70])
+    assert opening_lines(["only line"]) == (0, ["only line"])
+
+
+@pytest.mark.asyncio
+async def test_recap_retells_public_text_for_players_and_everything_for_the_gm(
+    tmp_path, fake_ollama, make_settings, open_index
+):
+    def respond(request: dict):
+        if request_kind(request) == "annotate":
+            return {"summary": "a summary", "entities": []}
+        return "Mirela crossed the Weeping Bridge [Session 3]."
+
+    fake_ollama.responder = respond
+    index = open_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN), ollama_host=fake_ollama.url))
+    await ingest(index)
+    oracle = Oracle(index)
+    fake_ollama.requests.clear()
+    player = await oracle.recap("3")
+    player_request = json.dumps(fake_ollama.chat_requests())
+    fake_ollama.requests.clear()
+    gm = await oracle.recap("3", gm=True)
+    gm_request = json.dumps(fake_ollama.chat_requests())
+    last = await oracle.recap()
+    missing = await oracle.recap("99")
+    assert (player.mode, player.text) == ("llm", "Mirela crossed the Weeping Bridge [Session 3].")
+    assert [c.label for c in player.citations] == ["Session 3"]
+    assert not any(s in player_request for s in SECRETS)
+    assert "SECRET-PIP" in gm_request and gm.mode == "llm"
+    assert last.question == "Recap of Session 4"
+    assert (missing.mode, missing.text) == ("not_found", "The notes hold no session matching “99”.")
+
+
+@pytest.mark.asyncio
+async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening(tmp_path, make_settings, open_index):
+    index = open_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN)))
+    await ingest(index)
+    recap = await Oracle(index).recap("1")
+    assert recap.mode == "passages"
+    assert recap.text.startswith("The Oracle could not write the recap (the language model gave no usable answer). "
+                                 "Session 1 in the notes:")
+    assert "> The party met Brother Aldous, the Candle Monk, in the Lantern Market of Greyhaven." in recap.text
+    assert not any(s in recap.text for s in SECRETS)
+    [citation] = recap.citations
+    assert citation.label == "Session 1" and citation.path == "sessions/campaign-log.md"
+
+
+@pytest.mark.asyncio
+async def test_cited_lines_are_read_with_the_readers_clearance(tmp_path, make_settings, open_index):
+    notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
+    index = open_index(make_settings(notes))
+    await ingest(index)
+    oracle = Oracle(index)
+    lines = (notes / "sessions/campaign-log.md").read_text().splitlines()
+    secret_line = next(i for i, line in enumerate(lines, 1) if "SECRET-COMPASS" in line)
+    session = Citation("Session 1", "sessions/campaign-log.md", secret_line - 2, secret_line)
+    heir = Citation("World: The_True_Heir", "world/The_True_Heir.md", 1, 6)
+    gone = Citation("Session 77", "sessions/none.md", 1, 2)
+    as_player = await oracle.cited([session, heir, gone], gm=False)
+    as_gm = await oracle.cited([session, heir, gone], gm=True)
+    assert as_player[0].text.splitlines() == [
+        "The party met Brother Aldous, the Candle Monk, in the Lantern Market of Greyhaven.",
+        "Aldous sold Mirela a brass compass that always points at the drowned bell."]
+    assert not any(s in c.text for c in as_player for s in SECRETS)
+    assert [c.text for c in as_player[1:]] == ["", ""]
+    assert "SECRET-COMPASS" in as_gm[0].text and "SECRET-HEIR" in as_gm[1].text and as_gm[2].text == ""
