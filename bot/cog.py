@@ -16,12 +16,12 @@ from oracle.answer.citations import Citation
 from oracle.answer.prompt import Turn
 from oracle.answer.results import Answer
 from oracle.index.index import Index
-from oracle.index.ingest import IngestBusy, IngestError, ingest
+from oracle.index.ingest import IngestBusy, IngestError
 from oracle.index.status import index_status, is_indexed
 from oracle.journal import Asked, Journal
 from oracle.llm import describe_loaded, describe_window
 from oracle.oracle import Oracle
-from oracle.types import PUBLIC, Progress, readable
+from oracle.types import readable
 
 from .flood import FloodGate
 from .formatting import (
@@ -36,7 +36,8 @@ from .formatting import (
 )
 from .history import ThreadHistory
 from .listening import hear
-from .reports import announcement, ingest_summary, progress_line, unanswered_text
+from .reingest import announce_channel, progress_message, run_reingest
+from .reports import unanswered_text
 from .settings import BotSettings
 from .streaming import LiveReply
 from .views import answer_view
@@ -59,7 +60,6 @@ class OracleHost(Protocol):
 
 log = logging.getLogger(__name__)
 
-PROGRESS_EVERY = 2.0  # seconds between edits of the reingest progress message
 FAILED = "Something went wrong answering that; the game master can find the details in the log."
 WAITING = "⏳"  # a question over the member's limit: answered when the limit allows
 DROPPED = "✋"  # too many of the member's questions already wait
@@ -406,86 +406,15 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         if not is_game_master(interaction.user, self.bot.settings.gm_roles):
             raise UserError("Only a game master can reingest the notes.")
         await interaction.response.defer(ephemeral=True, thinking=True)
-        report_to = await self.progress_message(interaction)
-        latest: dict[str, Progress] = {}
-
-        def record(event: Progress) -> None:
-            latest[event.stage] = event
-
-        async def report_progress() -> None:
-            while True:
-                await asyncio.sleep(PROGRESS_EVERY)
-                if latest:
-                    with contextlib.suppress(discord.HTTPException):
-                        await report_to.edit(progress_line(latest))
-
+        report_to = await progress_message(interaction, gm_channel=interaction.channel_id in self.bot.settings.gm_channels)
+        announce_to = announce_channel(self.bot, self.bot.settings.announce_channel)
         by = f"{interaction.user.display_name} ({interaction.user.id})"
-        before = await self.public_labels()
-        updater = asyncio.create_task(report_progress())
         try:
-            report = await ingest(self.bot.index, progress=record, by=by)
+            await run_reingest(self.bot.index, by=by, report_to=report_to, announce_to=announce_to)
         except IngestBusy as exc:
-            await report_to.finish(f"Not started: {exc}.")
             raise UserError(f"Not started: {exc}.") from None
         except IngestError as exc:
-            await report_to.finish(f"Reingest failed: {exc}.")
             raise UserError(f"Reingest failed: {exc}.") from None
-        finally:
-            updater.cancel()
-        async with self.bot.index.snapshot() as store:
-            everything = await store.titles(readable(True))
-            public = await store.titles([PUBLIC])
-        await report_to.finish(ingest_summary(report, everything))
-        if before:  # a first index is no news
-            await self.announce([t for t in public if t.label not in before])
-
-    async def public_labels(self) -> set[str] | None:
-        """What players could read before a reingest (None: unknown, so nothing is announced). Read
-        through the connection questions use, which exists already: a new one would have to wait for
-        a running ingest's write lock."""
-        try:
-            store = await self.bot.index.store()
-            return {t.label for t in await store.titles([PUBLIC])}
-        except Exception:
-            log.warning("could not read the index before the reingest: nothing will be announced", exc_info=True)
-            return None
-
-    async def progress_message(self, interaction: discord.Interaction) -> ProgressReport:
-        """Where a reingest reports: an ordinary message the bot may edit for as long as the ingest
-        takes (Discord's interaction token lasts 15 minutes): in a game-master channel, there; else
-        in the game master's direct messages. When neither can be written to, the private reply,
-        for as long as Discord lets the bot edit it."""
-        channel = interaction.channel
-        where: Any = None
-        if interaction.channel_id in self.bot.settings.gm_channels and isinstance(channel, discord.abc.Messageable):
-            where = channel
-        else:
-            where = interaction.user
-        try:
-            message = await where.send("⚙️ Reingest started…")
-        except discord.HTTPException as exc:
-            log.warning("cannot post reingest progress outside the interaction (%s)", exc)
-            await interaction.edit_original_response(content="⚙️ Reingest started…")
-            return ProgressReport(interaction, None)
-        place = "your direct messages" if where is interaction.user else "this channel"
-        with contextlib.suppress(discord.HTTPException):
-            await interaction.edit_original_response(content=f"⚙️ Reingest started: progress and summary in {place}.")
-        return ProgressReport(interaction, message)
-
-    async def announce(self, new: list) -> None:
-        """Tell players what is new in the notes they can read, in `ORACLE_ANNOUNCE_CHANNEL`."""
-        channel_id = self.bot.settings.announce_channel
-        if channel_id is None or not new:
-            return
-        channel = self.bot.get_channel(channel_id)
-        if channel is None:
-            log.warning("ORACLE_ANNOUNCE_CHANNEL=%s is not a channel the bot can see", channel_id)
-            return
-        try:
-            for piece in split_message(announcement(new)):
-                await channel.send(piece)
-        except discord.HTTPException:
-            log.warning("could not announce the new notes in %s", channel_id, exc_info=True)
 
     # -- /oracle unanswered --------------------------------------------------------------------------
 
@@ -571,35 +500,6 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 await interaction.response.send_message(message, ephemeral=True)
         except discord.HTTPException:
             log.warning("could not report an error to the user", exc_info=True)
-
-
-class ProgressReport:
-    """The reingest's progress and summary: an ordinary message when there is one (no time limit),
-    else the interaction's private reply while Discord allows it; the summary goes to the log too,
-    so it is never lost."""
-
-    def __init__(self, interaction: discord.Interaction, message: discord.Message | None) -> None:
-        self.interaction = interaction
-        self.message = message
-
-    async def edit(self, text: str) -> None:
-        if self.message is not None:
-            await self.message.edit(content=text)
-        else:
-            await self.interaction.edit_original_response(content=text)
-
-    async def finish(self, text: str) -> None:
-        log.info("reingest: %s", text)
-        pieces = split_message(text)
-        try:
-            await self.edit(pieces[0])
-            for piece in pieces[1:]:
-                if self.message is not None:
-                    await self.message.channel.send(piece)
-                else:
-                    await self.interaction.followup.send(piece, ephemeral=True)
-        except discord.HTTPException:
-            log.warning("could not show the reingest summary in Discord (it is in this log)", exc_info=True)
 
 
 def message_text(message: discord.Message) -> str:

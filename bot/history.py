@@ -6,6 +6,7 @@ from pathlib import Path
 import aiosqlite
 
 from oracle.answer.prompt import Turn
+from oracle.journal import open_sqlite
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -32,12 +33,7 @@ class ThreadHistory:
 
     @classmethod
     async def open(cls, path: Path) -> ThreadHistory:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(path)
-        await db.execute("PRAGMA journal_mode=WAL")
-        await db.executescript(SCHEMA)
-        await db.commit()
-        return cls(db)
+        return cls(await open_sqlite(path, SCHEMA))
 
     async def close(self) -> None:
         await self.db.close()

@@ -152,6 +152,17 @@ def similar(a: frozenset[str], b: frozenset[str]) -> bool:
     return len(a & b) / len(a | b) >= SIMILAR
 
 
+async def open_sqlite(path: Path, schema: str) -> aiosqlite.Connection:
+    """A small SQLite file of the bot's own (not the index): WAL, foreign keys, its schema made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = await aiosqlite.connect(path)
+    await db.execute("PRAGMA journal_mode=WAL")
+    await db.execute("PRAGMA foreign_keys=ON")
+    await db.executescript(schema)
+    await db.commit()
+    return db
+
+
 class Journal:
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         self.db = db
@@ -159,13 +170,7 @@ class Journal:
 
     @classmethod
     async def open(cls, path: Path) -> Journal:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(path)
-        await db.execute("PRAGMA journal_mode=WAL")
-        await db.execute("PRAGMA foreign_keys=ON")
-        await db.executescript(SCHEMA)
-        await db.commit()
-        return cls(db, path)
+        return cls(await open_sqlite(path, SCHEMA), path)
 
     async def close(self) -> None:
         await self.db.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import bot.cog
+import bot.reingest
 from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
 from bot.streaming import WRITING_MARK
 from oracle.index.index import Index
@@ -200,13 +200,13 @@ async def test_a_private_ask_is_ephemeral_and_opens_no_thread(world, fake, oracl
 @pytest.fixture
 def ingest_calls(monkeypatch) -> list:
     calls: list = []
-    real = bot.cog.ingest
+    real = bot.reingest.ingest
 
     async def counted(*args, **kwargs):
         calls.append(kwargs.get("by"))
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(bot.cog, "ingest", counted)
+    monkeypatch.setattr(bot.reingest, "ingest", counted)
     return calls
 
 
@@ -227,7 +227,7 @@ async def test_reingest_by_a_game_master_reports_progress_and_a_summary(
     # Its own copy of the notes and data, so the module's index stays as it is.
     notes = Path(shutil.copytree(world.notes, tmp_path / "notes"))
     index = Index(world.make_settings(notes_dir=notes, data_dir=tmp_path / "data"), embedder=world.embedder)
-    monkeypatch.setattr(bot.cog, "PROGRESS_EVERY", 0.1)
+    monkeypatch.setattr(bot.reingest, "PROGRESS_EVERY", 0.1)
     world.brain.annotate_delay = 0.1  # 12 annotations: over a second of progress
     try:
         async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:

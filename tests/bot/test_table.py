@@ -16,7 +16,7 @@ from pathlib import Path
 import discord
 import pytest
 
-import bot.cog
+import bot.reingest
 from bot.cog import DROPPED, NO_THREAD, WAITING
 from oracle.index.index import Index
 from tests.bot.harness import (
@@ -398,7 +398,7 @@ async def test_a_reingest_outlives_the_interaction_token_and_players_hear_what_i
     index = copied_index(world, tmp_path)
     notes = index.settings.notes_dir
     announce = fake.add_text_channel("announcements")
-    monkeypatch.setattr(bot.cog, "PROGRESS_EVERY", 0.1)
+    monkeypatch.setattr(bot.reingest, "PROGRESS_EVERY", 0.1)
     try:
         async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index, announce_channel=announce) as client:
             first = await run(fake, client, "oracle reingest", member=fake.gm, timeout=30)
@@ -426,9 +426,9 @@ async def test_a_reingest_outlives_the_interaction_token_and_players_hear_what_i
 async def test_with_dms_closed_the_reingest_reports_privately_and_the_summary_reaches_the_log(
     world, fake, tmp_path, monkeypatch, caplog
 ):
-    caplog.set_level(logging.INFO, logger="bot.cog")
+    caplog.set_level(logging.INFO, logger="bot.reingest")
     index = copied_index(world, tmp_path)
-    monkeypatch.setattr(bot.cog, "PROGRESS_EVERY", 0.1)
+    monkeypatch.setattr(bot.reingest, "PROGRESS_EVERY", 0.1)
     fake.close_dms(fake.gm)
     try:
         async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:

@@ -22,12 +22,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oracle.answer.citations import Citation
 from oracle.answer.prompt import Turn
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from oracle.settings import Settings
+from oracle.types import PUBLIC
 from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_vault import extracting_responder
 
@@ -287,6 +289,21 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                     assert_clean(secret, await oracle.dossiers.names(prefix), "autocomplete")
             assert_clean(secret, await oracle.dossiers.names("", limit=10_000), "autocomplete")
             assert_clean(secret, await index_status(oracle.index, gm=False), "status")
+            # Show sources: a player clicking it under a game master's answer re-reads every cited
+            # place with a player's clearance.
+            gm_places = {Citation(h.chunk.label, h.chunk.path, h.chunk.start_line, h.chunk.end_line)
+                         for c in vault.canaries for h in (await oracle.search(f"what about {c}?", gm=True)).pool}
+            cited = await oracle.cited(sorted(gm_places, key=str), gm=False)
+            assert_clean(secret, [c.text for c in cited], "show sources")
+            # The recap of every session, its autocomplete and what players are told is new.
+            async with index.snapshot() as store:
+                titles = await store.titles([PUBLIC])
+            assert_clean(secret, [(t.label, t.title) for t in titles], "recap autocomplete, announcements")
+            fake.reset()
+            fake.responder = extracting_responder
+            for label in {t.label for t in titles if t.label.startswith("Session ")} | {""}:
+                assert_clean(secret, (await oracle.recap(label or None)).to_json(), f"recap {label}")
+            assert_clean(secret, [r.body for r in fake.requests], "a recap's request to Ollama")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

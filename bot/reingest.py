@@ -1,0 +1,142 @@
+"""A reingest from Discord: progress and summary where the game master reads them, for as long as the
+ingest takes, then players told what is new. Used by `/oracle reingest` and by watching the notes.
+
+Discord lets a bot edit an interaction's reply for 15 minutes; a first ingest with annotations, or
+one after changing the model, can take longer. So the progress is an ordinary message (in a
+game-master channel, else the game master's direct messages) that the bot may edit for as long as
+it needs; only when neither can be written to does it fall back to the private reply, and the
+summary always goes to the log as well.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import discord
+
+from oracle.index.index import Index
+from oracle.index.ingest import IngestBusy, IngestError, ingest
+from oracle.types import PUBLIC, IngestReport, Progress, readable
+
+from .formatting import split_message
+from .reports import announcement, ingest_summary, progress_line
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY = 2.0  # seconds between edits of the progress message
+STARTED = "⚙️ Reingest started…"
+
+
+class ProgressReport:
+    """Where a reingest reports: an ordinary message when there is one (no time limit), else the
+    interaction's private reply while Discord allows it, else (`None` of both) the log alone; the
+    summary goes to the log too, so it is never lost."""
+
+    def __init__(self, interaction: discord.Interaction | None, message: discord.Message | None) -> None:
+        self.interaction = interaction
+        self.message = message
+
+    async def edit(self, text: str) -> None:
+        if self.message is not None:
+            await self.message.edit(content=text)
+        elif self.interaction is not None:
+            await self.interaction.edit_original_response(content=text)
+
+    async def finish(self, text: str) -> None:
+        log.info("reingest: %s", text)
+        pieces = split_message(text)
+        try:
+            await self.edit(pieces[0])
+            for piece in pieces[1:]:
+                if self.message is not None:
+                    await self.message.channel.send(piece)
+                elif self.interaction is not None:
+                    await self.interaction.followup.send(piece, ephemeral=True)
+        except discord.HTTPException:
+            log.warning("could not show the reingest summary in Discord (it is in this log)", exc_info=True)
+
+
+async def progress_message(interaction: discord.Interaction, *, gm_channel: bool) -> ProgressReport:
+    """An ordinary message to report on: in this channel when it is a game-master channel, else in
+    the asker's direct messages; the private reply says where."""
+    channel = interaction.channel
+    where: Any = channel if gm_channel and isinstance(channel, discord.abc.Messageable) else interaction.user
+    try:
+        message = await where.send(STARTED)
+    except discord.HTTPException as exc:
+        log.warning("cannot post reingest progress outside the interaction (%s)", exc)
+        await interaction.edit_original_response(content=STARTED)
+        return ProgressReport(interaction, None)
+    place = "your direct messages" if where is interaction.user else "this channel"
+    with contextlib.suppress(discord.HTTPException):
+        await interaction.edit_original_response(content=f"⚙️ Reingest started: progress and summary in {place}.")
+    return ProgressReport(interaction, message)
+
+
+def announce_channel(client: discord.Client, channel_id: int | None) -> Any:
+    """The channel `ORACLE_ANNOUNCE_CHANNEL` names, if the bot can see it."""
+    if channel_id is None:
+        return None
+    channel = client.get_channel(channel_id)
+    if channel is None:
+        log.warning("ORACLE_ANNOUNCE_CHANNEL=%s is not a channel the bot can see", channel_id)
+    return channel
+
+
+async def public_labels(index: Index) -> set[str] | None:
+    """What players could read before a reingest (None: unknown, so nothing is announced). Read
+    through the connection questions use, which exists already: a new one would have to wait for a
+    running ingest's write lock."""
+    try:
+        store = await index.store()
+        return {t.label for t in await store.titles([PUBLIC])}
+    except Exception:
+        log.warning("could not read the index before the reingest: nothing will be announced", exc_info=True)
+        return None
+
+
+async def run_reingest(index: Index, *, by: str, report_to: ProgressReport, announce_to: Any = None) -> IngestReport:
+    """Ingest what changed, reporting progress every `PROGRESS_EVERY` seconds, then the summary; then
+    tell `announce_to` (players) what they can read now that they could not before. IngestBusy and
+    IngestError are reported, then raised."""
+    latest: dict[str, Progress] = {}
+
+    async def report_progress() -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY)
+            if latest:
+                with contextlib.suppress(discord.HTTPException):
+                    await report_to.edit(progress_line(latest))
+
+    before = await public_labels(index)
+    updater = asyncio.create_task(report_progress())
+    try:
+        report = await ingest(index, progress=lambda event: latest.__setitem__(event.stage, event), by=by)
+    except IngestBusy as exc:
+        await report_to.finish(f"Not started: {exc}.")
+        raise
+    except IngestError as exc:
+        await report_to.finish(f"Reingest failed: {exc}.")
+        raise
+    finally:
+        updater.cancel()
+    async with index.snapshot() as store:
+        everything = await store.titles(readable(True))
+        public = await store.titles([PUBLIC])
+    await report_to.finish(ingest_summary(report, everything))
+    if before and announce_to is not None:  # a first index is no news
+        await announce(announce_to, [t for t in public if t.label not in before])
+    return report
+
+
+async def announce(channel: Any, new: list) -> None:
+    """Tell players what is new in the notes they can read."""
+    if not new:
+        return
+    try:
+        for piece in split_message(announcement(new)):
+            await channel.send(piece)
+    except discord.HTTPException:
+        log.warning("could not announce the new notes in %s", getattr(channel, "id", channel), exc_info=True)
