@@ -19,7 +19,7 @@ from .vectors import VectorStore, VectorStoreError
 
 
 def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
-    return f"windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
+    return f"{settings.collection_prefix}windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
 
 
 class Index:
