@@ -4,8 +4,8 @@ In the bot's own process the encoder holds the interpreter lock in stretches whi
 (`bench/load.py` measured stalls of the event loop up to 103 ms during a reingest on two cores). So a
 long-lived process (the bot, `oracle watch`) starts one worker process, once, loads the model there
 once, and sends it every reingest's windows; questions are still embedded in-process (a few ms with
-ONNX Runtime). The worker runs at a lower CPU priority: a reingest never slows a question down more
-than it must. Same model, same code, same batches: the vectors are the ones the process itself
+ONNX Runtime). The worker runs at a lower CPU priority and leaves a core free (`worker_threads`): a
+reingest never slows a question down more than it must. Same model, same code, same batches: the vectors are the ones the process itself
 would compute (tested).
 
 A killed worker fails the reingest it was serving with an `EmbedError` that says so (never a hang);
@@ -29,8 +29,15 @@ from .seam import off_loop
 
 log = logging.getLogger(__name__)
 
-# How much lower the worker's CPU priority is than the bot's (nice(2) increment).
-NICE = 5
+# How much lower the worker's CPU priority is than the bot's (nice(2) increment): at 10 the kernel
+# gives the bot's threads about ten times the worker's share of a contended core.
+NICE = 10
+
+
+def worker_threads() -> int:
+    """Torch threads in the worker: every core but one, so the bot's event loop always finds a core."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores - 1)
 
 # ---------------------------------------------------------------------------------------------
 # In the worker process
@@ -39,13 +46,16 @@ _model: Embedder | None = None
 _failure: str | None = None
 
 
-def _load(ref: str, nice: int) -> None:
+def _load(ref: str, nice: int, threads: int) -> None:
     """The worker's initializer: load the model once. A failure is kept and raised by every call, so
     the caller reads why (an initializer that raises only breaks the pool, with no reason)."""
     global _model, _failure
     try:
         if nice:
             os.nice(nice)
+        import torch
+
+        torch.set_num_threads(threads)
         _model = Embedder(ref)
     except Exception as exc:  # pragma: no cover - reported by the calls
         _failure = f"the embedding worker could not load the model {ref!r}: {exc}"
@@ -76,9 +86,10 @@ def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list
 class EmbedWorker:
     """One worker process, started once (`start`), shared by every campaign's `Embeddings`."""
 
-    def __init__(self, ref: str, *, nice: int = NICE) -> None:
+    def __init__(self, ref: str, *, nice: int = NICE, threads: int | None = None) -> None:
         self.ref = ref
         self.nice = nice
+        self.threads = threads or worker_threads()
         self._pool: ProcessPoolExecutor | None = None
         self._ready: Future | None = None
         self.starts = 0  # processes started so far: 1 unless one died
@@ -93,7 +104,7 @@ class EmbedWorker:
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_load,
-            initargs=(self.ref, self.nice),
+            initargs=(self.ref, self.nice, self.threads),
         )
         self._ready = self._pool.submit(_fingerprint)
         self.starts += 1
