@@ -45,6 +45,15 @@ It starts as `python -m bot` does: gc.freeze() once everything is loaded, so a f
 longer walks the ~480k objects the imports leave (`--no-gc-freeze` measures without it, 300+ ms
 stalls). `--switch-interval-ms` tries a shorter GIL hand-over than Python's 5 ms.
 
+With `--campaigns 1,5,20`, it measures several campaigns in one process instead: one campaign's
+index is built once (a full ingest of NOTES_DIR), then, for each count, a fresh process copies that
+built data folder once per campaign (they are the same notes: a copy stands for the same ingest, and
+keeps 20 CRD3-sized campaigns to minutes on two cores), opens them all through one `Library` (one
+model, one embedding worker, one Ollama client) and asks `--serial` questions one at a time and
+`--waves` waves of `--concurrency` at once, spread over the campaigns. It reports, per count, how many
+times the bot process loaded the model, its peak and current RSS, the embedding worker's peak RSS,
+and question latency p50/p95.
+
 Peak RSS (`ru_maxrss`) is read at start (before torch is imported), after the model loads, after the
 full ingest, after the answering phase and at the end.
 """
@@ -975,6 +984,154 @@ async def measure(args) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# Several campaigns in one process (--campaigns 1,5,20)
+
+
+async def build_template(args, root: Path) -> dict:
+    """One campaign's notes copy and its index, built once; every campaign of every count reuses them."""
+    from bench.ingest import copy_notes
+    from oracle.index.index import Index
+    from oracle.settings import Settings
+
+    notes, data = root / "notes", root / "template"
+    copy_notes(args.notes_dir, notes)
+    settings = Settings(_env_file=None, notes_dir=notes, data_dir=data, ollama_host="http://127.0.0.1:9", annotate=False)
+    async with Index(settings) as index:
+        report, seconds, error = await run_ingest(index, "template ingest")
+    if error:
+        raise SystemExit(f"the template ingest failed: {error}")
+    return {"chunks": report.chunks, "windows": report.windows_embedded, "seconds": round(seconds, 1)}
+
+
+async def measure_campaign_count(args, root: Path, count: int) -> dict:
+    """In a process of its own (`--campaigns-child`): `count` campaigns opened through one `Library`
+    (one model, one embedding worker, one Ollama client), each answering questions; peak memory of
+    this process and of the worker, and question latency, 1 at a time and `--concurrency` at once
+    spread over the campaigns."""
+    import shutil
+
+    rss = {"start_before_torch": rss_point()}
+    questions, _ = load_questions(args.questions, args.notes_dir)
+    n = args.concurrency
+    from tests.fakes.ollama_server import FakeOllama
+
+    fake = FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
+    try:
+        import oracle.index.embed as embed_mod
+        from oracle.campaigns import Campaign, Campaigns
+        from oracle.index.library import Library
+        from oracle.oracle import Oracle
+        from oracle.settings import Settings
+
+        loaded = []
+        original_init = embed_mod.Embedder.__init__
+
+        def counting_init(self, *a, **k):  # how many times this process loads the model
+            loaded.append(1)
+            original_init(self, *a, **k)
+
+        embed_mod.Embedder.__init__ = counting_init
+        campaigns = []
+        for i in range(count):
+            data = root / f"c{count}-{i}"
+            # The same notes for every campaign: copying the built index stands for ingesting it again.
+            await asyncio.to_thread(shutil.copytree, root / "template", data)
+            campaigns.append(Campaign(f"c{i}", root / "notes", data, channels=(1000 + i,)))
+        settings = Settings(_env_file=None, notes_dir=root / "notes", data_dir=root / f"base-{count}",
+                            ollama_host=fake.url, annotate=False, reranker="none",
+                            llm_concurrency=args.llm_concurrency or n, embed_worker=args.worker)
+        t = time.perf_counter()
+        library = await Library.open(settings, Campaigns(tuple(campaigns), source=root / "campaigns.toml"))
+        try:
+            await library.embeddings.encode(["warm-up"] * 4)
+            for index in library.indexes().values():
+                await index.vectors()  # opens its Chroma store and checks it holds every window
+            open_seconds = time.perf_counter() - t
+            rss["after_open"] = rss_point()
+            gc.collect()
+            gc.freeze()
+            oracles = [Oracle(library.index(c.name)) for c in campaigns]
+            asker = Asker(questions)
+            for oracle in oracles:  # each campaign's first question builds its matchers and guard
+                await asker.one(oracle, "warm-up")
+            rss["after_warm_up"] = rss_point()
+            for i in range(args.serial):
+                await asker.one(oracles[i % count], "x1")
+            for w in range(args.waves):
+                await asyncio.gather(*(asker.one(oracles[(w * n + j) % count], f"x{n}") for j in range(n)))
+            rss["end"] = rss_point()
+            worker = library.worker
+            worker_memory = process_rss(worker.pid) if worker is not None else None
+        finally:
+            await library.close()
+        return {
+            "campaigns": count,
+            "models_loaded_in_process": len(loaded),
+            "worker": args.worker,
+            "open_seconds": round(open_seconds, 1),
+            "rss": rss,
+            "worker_rss": worker_memory,
+            "x1": latency_json(asker.group("x1")),
+            f"x{n}": latency_json(asker.group(f"x{n}")),
+        }
+    finally:
+        fake.stop_thread()
+
+
+async def measure_campaigns(args) -> dict:
+    """Each count in a fresh process, so each peak is its own; the template index is built once here."""
+    import subprocess
+
+    counts = [int(c) for c in args.campaigns.split(",")]
+    with tempfile.TemporaryDirectory(prefix="oracle-campaigns-") as tmp:
+        root = Path(tmp)
+        template = await build_template(args, root)
+        results = []
+        for count in counts:
+            log_progress(f"{count} campaign(s) in one process")
+            out = root / f"result-{count}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), str(args.notes_dir), "--campaigns-child", str(count),
+                   "--campaigns-root", str(root), "--save", str(out), "--concurrency", str(args.concurrency),
+                   "--serial", str(args.serial), "--waves", str(args.waves), "--worker" if args.worker else "--no-worker"]
+            if args.questions:
+                cmd += ["--questions", str(args.questions)]
+            proc = await asyncio.create_subprocess_exec(*cmd)
+            if await proc.wait() != 0:
+                raise SystemExit(f"the run with {count} campaigns failed")
+            results.append(json.loads(out.read_text()))
+    return {"mode": "campaigns", "notes_dir": str(args.notes_dir), "template": template, "concurrency": args.concurrency,
+            "runs": results}
+
+
+def print_campaigns_table(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console() if sys.stdout.isatty() else Console(width=170)
+    n = r["concurrency"]
+    tpl = r["template"]
+    t = Table(title=f"Campaigns in one process: {r['notes_dir']} each ({tpl['chunks']} chunks, {tpl['windows']} windows)")
+    for name in ("campaigns", "models loaded (bot process)", "open s", "peak RSS after open, MiB",
+                 "peak RSS at the end, MiB", "RSS at the end, MiB", "embedding worker peak RSS, MiB", "ask p50 / p95 ms, 1 at a time",
+                 f"ask p50 / p95 ms, {n} at once"):
+        t.add_column(name, justify="right")
+    for run in r["runs"]:
+        w = run["worker_rss"]
+        t.add_row(str(run["campaigns"]), str(run["models_loaded_in_process"]), f"{run['open_seconds']:.1f}",
+                  f"{run['rss']['after_open']['peak_mib']:,.0f}", f"{run['rss']['end']['peak_mib']:,.0f}",
+                  f"{run['rss']['end']['current_mib']:,.0f}",
+                  f"{w['peak_mib']:,.0f}" if w and w["peak_mib"] else "—",
+                  f"{_f(run['x1']['p50'])} / {_f(run['x1']['p95'])}", f"{_f(run[f'x{n}']['p50'])} / {_f(run[f'x{n}']['p95'])}")
+    runs = r["runs"]
+    if len(runs) > 1:
+        a, b = runs[0], runs[-1]
+        per = (b["rss"]["end"]["current_mib"] - a["rss"]["end"]["current_mib"]) / max(1, b["campaigns"] - a["campaigns"])
+        t.caption = (f"Each further campaign adds about {per:,.0f} MiB to the bot process (RSS at the end, {a['campaigns']} → "
+                     f"{b['campaigns']} campaigns); the model is loaded once in the bot and once in the embedding worker.")
+    console.print(t)
+
+
+# ---------------------------------------------------------------------------------------------
 # Output
 
 
@@ -1139,12 +1296,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action=argparse.BooleanOptionalAction, default=True,
                         help="also run the reingests with the embedding worker process, side by side with the "
                              "in-process ones (--no-worker: the first four phases only)")
+    parser.add_argument("--campaigns", help="several campaigns in one process instead: counts, e.g. 1,5,20 "
+                                            "(each in a process of its own; peak memory and question latency)")
+    parser.add_argument("--campaigns-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--campaigns-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--save", type=Path, help="also write the JSON object to this file")
     parser.add_argument("--show", type=Path, help="print the table of a result saved by --save or --json; run nothing")
     args = parser.parse_args(argv)
     if args.show:
-        print_table(json.loads(args.show.read_text()))
+        saved = json.loads(args.show.read_text())
+        print_campaigns_table(saved) if saved.get("mode") == "campaigns" else print_table(saved)
         return 0
     if args.notes_dir is None:
         args.notes_dir = QUICK_NOTES if args.quick else DEFAULT_NOTES
@@ -1156,13 +1318,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.idle = min(args.idle, 2.0)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result = asyncio.run(measure(args))
+    if args.campaigns_child:
+        result = asyncio.run(measure_campaign_count(args, args.campaigns_root, args.campaigns_child))
+        args.save.write_text(json.dumps(result, indent=2))
+        return 0
+    if args.campaigns:
+        result = asyncio.run(measure_campaigns(args))
+        printer = print_campaigns_table
+    else:
+        result = asyncio.run(measure(args))
+        printer = print_table
     if args.save:
         args.save.write_text(json.dumps(result, indent=2))
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print_table(result)
+        printer(result)
     return 0
 
 
