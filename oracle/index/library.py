@@ -57,7 +57,9 @@ class Library:
         self._indexes: dict[str, Index] = {}
         for campaign in campaigns:
             own = campaign.settings(settings)
-            llm = llms.setdefault(own.model, self.llm.for_model(own.model))
+            if own.model not in llms:
+                llms[own.model] = self.llm.for_model(own.model)
+            llm = llms[own.model]
             self._indexes[campaign.name] = Index(own, embedder=embeddings, llm=llm, llm_slots=self.llm_slots)
 
     @classmethod
