@@ -17,6 +17,8 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -50,6 +52,7 @@ def _load(ref: str, nice: int, threads: int) -> None:
     """The worker's initializer: load the model once. A failure is kept and raised by every call, so
     the caller reads why (an initializer that raises only breaks the pool, with no reason)."""
     global _model, _failure
+    threading.Thread(target=_exit_with, args=(os.getppid(),), name="exit-with-parent", daemon=True).start()
     try:
         if nice:
             os.nice(nice)
@@ -59,6 +62,14 @@ def _load(ref: str, nice: int, threads: int) -> None:
         _model = Embedder(ref)
     except Exception as exc:  # pragma: no cover - reported by the calls
         _failure = f"the embedding worker could not load the model {ref!r}: {exc}"
+
+
+def _exit_with(parent: int) -> None:
+    """A worker whose process died (killed, crashed) must not live on holding the model's memory:
+    its parent changes when the bot is gone."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
 
 
 def _loaded() -> Embedder:

@@ -75,3 +75,50 @@ async def test_a_killed_worker_fails_the_call_with_a_reason_and_the_next_call_st
         await worker.encode(["The party met Brother Aldous."] * 64)
     vector = await worker.encode(["The party met Brother Aldous."])
     assert ((1, 384), starts + 1) == (vector.shape, worker.starts)
+
+
+PARENT = """
+import asyncio, sys, time
+from oracle.index.worker import EmbedWorker
+from oracle.settings import BUNDLED_EMBED_MODEL
+
+async def main():
+    worker = EmbedWorker(BUNDLED_EMBED_MODEL)
+    worker.start()
+    await worker.ready()
+    print(worker.pid, flush=True)
+    time.sleep(600)
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_the_worker_does_not_outlive_a_killed_bot(tmp_path):
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = tmp_path / "bot.py"
+    script.write_text(PARENT)
+    repo = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(repo)})
+    try:
+        worker_pid = int(parent.stdout.readline())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        for _ in range(100):  # it notices within a second or two
+            try:
+                os.kill(worker_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(worker_pid, signal.SIGKILL)
+            raise AssertionError("the embedding worker outlived the process that started it")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
