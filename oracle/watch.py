@@ -11,6 +11,9 @@ are never a change; neither is the index itself when its folder sits inside the 
     ...
     task.cancel()   # stops watching; an ingest under way is cancelled like any other
 
+    # or every campaign of a Library, each callback told which campaign:
+    task = asyncio.create_task(watch_campaigns(library, on_change=announce_in_campaign))
+
 The ingest is the incremental one `oracle ingest` runs, under the same lock: while another ingest
 of the campaign runs (`/oracle reingest`, a timer), the watcher waits for quiet again and retries.
 """
@@ -24,9 +27,11 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
+from .campaigns import Campaign
 from .errors import OracleError
 from .index.index import Index
 from .index.ingest import IngestBusy, ingest
+from .index.library import Library
 from .types import IngestReport
 
 log = logging.getLogger(__name__)
@@ -128,6 +133,47 @@ async def watch_notes(
     finally:
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
+
+
+CampaignReportFn = Callable[[Campaign, IngestReport], Awaitable[None]]
+CampaignErrorFn = Callable[[Campaign, OracleError], Awaitable[None]]
+
+
+async def watch_campaigns(
+    library: Library,
+    *,
+    quiet: float | None = None,
+    on_change: CampaignReportFn | None = None,
+    on_error: CampaignErrorFn | None = None,
+    catch_up: bool = False,
+) -> None:
+    """`watch_notes` for every campaign of `library` at once, each callback told which campaign
+    (`campaign.announce_channel` is where the bot says what is new). Runs until cancelled; one
+    campaign's failed reingest never stops the watching of another."""
+
+    def bind(campaign: Campaign, callback):
+        if callback is None:
+            return None
+
+        async def call(value) -> None:
+            await callback(campaign, value)
+
+        return call
+
+    tasks = [
+        asyncio.create_task(
+            watch_notes(library.index(c), quiet=quiet, on_change=bind(c, on_change), on_error=bind(c, on_error),
+                        catch_up=catch_up, by="watching the notes"),
+            name=f"watch {c.name}",
+        )
+        for c in library
+    ]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _until(awaitable: Awaitable, listener: asyncio.Task) -> None:

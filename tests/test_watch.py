@@ -162,3 +162,38 @@ def test_filter_folder_is_resolved(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(tmp_path)
     assert NotesFilter(link)(Change.added, str(Path(tmp_path) / "a.md"))
+
+
+async def test_every_campaign_of_a_library_is_watched_and_named(tmp_path, make_settings, embedder):
+    from oracle.campaigns import Campaign, Campaigns
+    from oracle.index.library import Library
+    from oracle.watch import watch_campaigns
+    from tests.conftest import write_notes
+
+    notes = {name: write_notes(tmp_path / name, {"sessions/Session 1.md": f"The {name} table met.\n"})
+             for name in ("ember", "harbour")}
+    campaigns = Campaigns(tuple(Campaign(n, p, tmp_path / "var" / n) for n, p in notes.items()), source=tmp_path / "c.toml")
+    library = await Library.open(make_settings(tmp_path), campaigns, embedder=embedder, worker=False)
+    seen: list[tuple[str, list[str]]] = []
+    arrived = asyncio.Event()
+
+    async def on_change(campaign, report) -> None:
+        seen.append((campaign.name, report.added))
+        if len(seen) == 3:
+            arrived.set()
+
+    task = asyncio.create_task(watch_campaigns(library, quiet=QUIET, on_change=on_change, catch_up=True))
+    try:
+        for _ in range(600):  # both catch-up ingests done: the folders are watched
+            if len(seen) == 2:
+                break
+            await asyncio.sleep(0.1)
+        (notes["harbour"] / "sessions" / "Session 2.md").write_text("The Gull set sail.\n")
+        await asyncio.wait_for(arrived.wait(), 120)
+        await asyncio.sleep(4 * QUIET)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await library.close()
+    assert [("ember", ["sessions/Session 1.md"]), ("harbour", ["sessions/Session 1.md"])] == sorted(seen[:2])
+    assert [("harbour", ["sessions/Session 2.md"])] == seen[2:]
