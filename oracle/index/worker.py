@@ -1,15 +1,15 @@
 """The embedding worker: one process that cuts and embeds a reingest's windows, for every campaign.
 
 In the bot's own process the encoder holds the interpreter lock in stretches while questions wait
-(`bench/load.py` measured stalls of the event loop up to 103 ms during a reingest on two cores). So a
-long-lived process (the bot, `oracle watch`) starts one worker process, once, loads the model there
+(`bench/load.py` measured stalls of the event loop up to 103 ms during a reingest on two cores). So
+the process that answers questions (the bot) starts one worker process, once, loads the model there
 once, and sends it every reingest's windows; questions are still embedded in-process (a few ms with
 ONNX Runtime). The worker runs at a lower CPU priority and leaves a core free (`worker_threads`): a
-reingest never slows a question down more than it must. Same model, same code, same batches: the vectors are the ones the process itself
-would compute (tested).
+reingest never slows a question down more than it must. Same model, same code, same batches: the
+vectors are the ones the process itself would compute (tested).
 
 A killed worker fails the reingest it was serving with an `EmbedError` that says so (never a hang);
-the next call starts a new worker.
+the next call starts a new worker. A worker whose bot died exits by itself.
 """
 from __future__ import annotations
 
