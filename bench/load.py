@@ -19,7 +19,16 @@ monitor task sleeps 10 ms in a loop and records how late each wake-up is (`loop.
    `Oracle.ask` (questions before the first commit find nothing: they must still be answered);
 3. answering only: `ask()` latency, 1 question at a time and `--concurrency` at once, with
    `reranker="none"` and `reranker="llm"` (which turns itself off: no chunk has an annotation);
-4. re-ingest after one session is edited, while the question waves go on.
+4. re-ingest after one session is edited, while the question waves go on;
+5. (unless --no-worker) the same with the reingest's windows cut and embedded in the embedding
+   worker process (`oracle/index/worker.py`, started once during setup, as the bot starts it), the
+   same session edited again;
+6. a second campaign (the same notes, a cold data folder of its own) fully ingested in-process while
+   the first campaign answers the question waves; then
+7. the same second campaign ingested into another cold folder through the worker process.
+
+Phases 4-7 put the in-process and the worker reingests side by side in one run; the worker's target
+is a stall under 50 ms.
 
 The target is a stall under 100 ms in every phase, so the Discord gateway heartbeat is never late.
 To name what stalls the loop, every callback the loop runs is timed (as asyncio's debug mode does
@@ -35,6 +44,15 @@ Chroma thread runs; the stack samples tell which.
 It starts as `python -m bot` does: gc.freeze() once everything is loaded, so a full collection no
 longer walks the ~480k objects the imports leave (`--no-gc-freeze` measures without it, 300+ ms
 stalls). `--switch-interval-ms` tries a shorter GIL hand-over than Python's 5 ms.
+
+With `--campaigns 1,5,20`, it measures several campaigns in one process instead: one campaign's
+index is built once (a full ingest of NOTES_DIR), then, for each count, a fresh process copies that
+built data folder once per campaign (they are the same notes: a copy stands for the same ingest, and
+keeps 20 CRD3-sized campaigns to minutes on two cores), opens them all through one `Library` (one
+model, one embedding worker, one Ollama client) and asks `--serial` questions one at a time and
+`--waves` waves of `--concurrency` at once, spread over the campaigns. It reports, per count, how many
+times the bot process loaded the model, its peak and current RSS, the embedding worker's peak RSS,
+and question latency p50/p95.
 
 Peak RSS (`ru_maxrss`) is read at start (before torch is imported), after the model loads, after the
 full ingest, after the answering phase and at the end.
@@ -67,9 +85,24 @@ DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes")
 QUICK_NOTES = REPO / "notes"
 CRD3_QUESTIONS = REPO / "bench" / "crd3_questions.txt"
 STALL_TARGET_MS = 100.0
+WORKER_TARGET_MS = 50.0  # with the embedding worker process, a reingest must leave the loop this free
 TICK = 0.010  # the monitor's sleep
 ATTRIBUTE_MS = 50.0  # a wake-up this late is matched against what was running meanwhile
 PHASES = ("idle", "full ingest + questions", "answering only", "re-ingest + questions")
+# The same reingests side by side, embedding in this process and in the worker process: a session
+# edited in the campaign being asked, and a second campaign (a copy of the notes) built from cold
+# while the first answers.
+# (Phase 4 is the in-process edit.)
+WORKER_PHASES = (
+    "re-ingest + questions, worker process",
+    "second campaign's full ingest + questions, in-process",
+    "second campaign's full ingest + questions, worker process",
+)
+ALL_PHASES = PHASES + WORKER_PHASES
+
+
+def target_ms(phase: str) -> float:
+    return WORKER_TARGET_MS if phase.endswith("worker process") else STALL_TARGET_MS
 IDLE_THREAD_FRAMES = (  # a thread whose top frame is one of these is waiting, not working
     ("threading.py", "wait"),
     ("queue.py", "get"),
@@ -103,6 +136,33 @@ def current_rss_mib() -> float:
 
 def rss_point() -> dict:
     return {"peak_mib": round(peak_rss_mib(), 1), "current_mib": round(current_rss_mib(), 1)}
+
+
+def process_rss(pid: int | None) -> dict:
+    """Peak (VmHWM) and current (VmRSS) memory of another process, e.g. the embedding worker."""
+    out = {"peak_mib": None, "current_mib": None}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                out["peak_mib"] = round(int(line.split()[1]) / 1024, 1)
+            elif line.startswith("VmRSS:"):
+                out["current_mib"] = round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError, TypeError):
+        pass
+    return out
+
+
+def worker_rss(worker) -> dict:
+    return process_rss(worker.pid)
+
+
+def worker_cpu_seconds(worker) -> float:
+    """The worker process's CPU seconds so far (user + system), from /proc."""
+    try:
+        fields = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -703,6 +763,7 @@ async def measure(args) -> dict:
             import torch
 
             from oracle.index.index import Index
+            from oracle.index.seam import Embeddings
             from oracle.oracle import Oracle
             from oracle.settings import Settings
 
@@ -738,6 +799,16 @@ async def measure(args) -> dict:
                     sys.setswitchinterval(args.switch_interval_ms / 1000)
                 worker_threads = await asyncio.to_thread(torch.get_num_threads)
                 oracle = Oracle(index)
+                worker = None
+                if args.worker:
+                    from oracle.index.worker import EmbedWorker
+
+                    # Started as the bot starts it, before anything is measured: once, the model loaded there.
+                    worker = EmbedWorker(settings_for("none").embed_model)
+                    worker.start()
+                    await worker.ready()
+                    await worker.encode(["warm-up: the first call pays for lazy initialisation"] * 4)
+                    rss["worker_after_model_load"] = worker_rss(worker)
                 llm_index = Index(settings_for("llm"), embedder=embedder)
                 llm_oracle = Oracle(llm_index)
                 # What may hold the GIL or a core while the loop is late: timed in whatever thread runs it.
@@ -752,7 +823,9 @@ async def measure(args) -> dict:
                 import oracle.oracle as answer_mod
 
                 probe.wrap(answer_mod, "SecretGuard", "SecretGuard build")
-                probe.wrap(answer_mod, "EntityMatcher", "EntityMatcher build")
+                import oracle.retrieve.entity as entity_mod
+
+                probe.wrap(entity_mod, "EntityMatcher", "EntityMatcher build")  # built where it is named
                 probe.wrap(ingest_mod, "scan_notes", "scan notes")
                 probe.wrap(ingest_mod, "chunk_all", "chunk notes")
                 probe.wrap(ingest_mod, "build_compendium", "build Compendium")
@@ -763,12 +836,13 @@ async def measure(args) -> dict:
                 probe.set_phase(PHASES[0])
                 await asyncio.sleep(args.idle)
 
-                async def ingest_while_asking(phase: str, label: str):
-                    """Ingest with questions arriving all along: (report, seconds, error, waves)."""
+                async def ingest_while_asking(phase: str, label: str, index_=None):
+                    """Ingest (`index_`, else the index asked) with questions to the first index arriving
+                    all along: (report, seconds, error, waves)."""
                     probe.set_phase(phase)
                     stop = asyncio.Event()
                     streaming = asyncio.create_task(asker.stream(oracle, n, args.gap, stop, phase))
-                    report, seconds, error = await run_ingest(index, label)
+                    report, seconds, error = await run_ingest(index_ or index, label)
                     stop.set()
                     return report, seconds, error, await streaming
 
@@ -804,14 +878,40 @@ async def measure(args) -> dict:
                 edit = await asyncio.to_thread(edit_one_session, notes)
                 re_report, re_seconds, re_error, re_waves = await ingest_while_asking(PHASES[3], "re-ingest")
                 rss["end"] = rss_point()
+
+                # 5-7. The reingests again, side by side: in this process and in the worker process.
+                side: dict[str, dict] = {}
+                if worker is not None:
+                    await asyncio.to_thread(edit_one_session, notes)
+                    embedder.worker = worker
+                    try:
+                        side[WORKER_PHASES[0]] = await ingest_while_asking(WORKER_PHASES[0], "re-ingest (worker)")
+                    finally:
+                        embedder.worker = None
+                    for phase, via in ((WORKER_PHASES[1], None), (WORKER_PHASES[2], worker)):
+                        folder = tmp_path / ("second-" + phase.rsplit(", ", 1)[-1].replace(" ", "-"))
+                        second = Index(settings_for("none").model_copy(update={"data_dir": folder}),
+                                       embedder=Embeddings(embedder.in_thread, worker=via))
+                        try:
+                            side[phase] = await ingest_while_asking(phase, phase, index_=second)
+                        finally:
+                            await second.close()
+                    rss["worker_end"] = worker_rss(worker)
+                    rss["end_with_second_campaigns"] = rss_point()
             finally:
                 await index.close()
                 if "llm_index" in locals():
                     await llm_index.close()
+                if locals().get("worker") is not None:
+                    worker_cpu = worker_cpu_seconds(worker)
+                    await worker.close()
         finally:
             fake.stop_thread()
             await probe.stop()
-        busy = contention(cpu_before, cpu_sample())
+        after = cpu_sample()
+        if args.worker:  # the worker process is ours: its CPU is not another process's
+            after = (*after[:3], after[3] + locals().get("worker_cpu", 0.0))
+        busy = contention(cpu_before, after)
 
     def phase_json(name: str) -> dict:
         d = probe.data[name]
@@ -822,9 +922,9 @@ async def measure(args) -> dict:
             "stall_p50_ms": s["p50"],
             "stall_p99_ms": s["p99"],
             "stall_max_ms": s["max"],
-            "ticks_over_target": sum(1 for x in d.lateness_ms if x >= STALL_TARGET_MS),
-            "target_ms": STALL_TARGET_MS,
-            "pass": (s["max"] or 0) < STALL_TARGET_MS,
+            "ticks_over_target": sum(1 for x in d.lateness_ms if x >= target_ms(name)),
+            "target_ms": target_ms(name),
+            "pass": (s["max"] or 0) < target_ms(name),
             "select_overshoot_max_ms": _r(max(d.select_overshoot_ms) if d.select_overshoot_ms else 0.0),
             "slow_iterations": len(d.slow_iterations),
             "worst_iterations": [
@@ -848,7 +948,7 @@ async def measure(args) -> dict:
             out |= {"chunks": report.chunks, "windows_embedded": report.windows_embedded, "entities": report.entities}
         return out
 
-    all_ticks = [x for name in PHASES for x in probe.data[name].lateness_ms]
+    all_ticks = [x for name in ALL_PHASES for x in probe.data[name].lateness_ms]
     return {
         "notes_dir": str(args.notes_dir),
         "questions_from": questions_from,
@@ -865,7 +965,7 @@ async def measure(args) -> dict:
         },
         "model_load_seconds": round(model_seconds, 2),
         "suspects": interval_stats(probe.intervals),
-        "stall": {name: phase_json(name) for name in PHASES}
+        "stall": {name: phase_json(name) for name in ALL_PHASES if name in PHASES or name in side}
         | {"all phases": {**summary(all_ticks), "pass": (max(all_ticks) if all_ticks else 0) < STALL_TARGET_MS}},
         "full_ingest": ingest_json(full_report, full_seconds, full_error, full_waves, PHASES[1]),
         "reingest": ingest_json(re_report, re_seconds, re_error, re_waves, PHASES[3])
@@ -879,7 +979,156 @@ async def measure(args) -> dict:
             for name, g in latency_groups.items()
         },
         "rss": rss,
+        "worker": {phase: ingest_json(*side[phase], phase) for phase in WORKER_PHASES if phase in side},
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Several campaigns in one process (--campaigns 1,5,20)
+
+
+async def build_template(args, root: Path) -> dict:
+    """One campaign's notes copy and its index, built once; every campaign of every count reuses them."""
+    from bench.ingest import copy_notes
+    from oracle.index.index import Index
+    from oracle.settings import Settings
+
+    notes, data = root / "notes", root / "template"
+    copy_notes(args.notes_dir, notes)
+    settings = Settings(_env_file=None, notes_dir=notes, data_dir=data, ollama_host="http://127.0.0.1:9", annotate=False)
+    async with Index(settings) as index:
+        report, seconds, error = await run_ingest(index, "template ingest")
+    if error:
+        raise SystemExit(f"the template ingest failed: {error}")
+    return {"chunks": report.chunks, "windows": report.windows_embedded, "seconds": round(seconds, 1)}
+
+
+async def measure_campaign_count(args, root: Path, count: int) -> dict:
+    """In a process of its own (`--campaigns-child`): `count` campaigns opened through one `Library`
+    (one model, one embedding worker, one Ollama client), each answering questions; peak memory of
+    this process and of the worker, and question latency, 1 at a time and `--concurrency` at once
+    spread over the campaigns."""
+    import shutil
+
+    rss = {"start_before_torch": rss_point()}
+    questions, _ = load_questions(args.questions, args.notes_dir)
+    n = args.concurrency
+    from tests.fakes.ollama_server import FakeOllama
+
+    fake = FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
+    try:
+        import oracle.index.embed as embed_mod
+        from oracle.campaigns import Campaign, Campaigns
+        from oracle.index.library import Library
+        from oracle.oracle import Oracle
+        from oracle.settings import Settings
+
+        loaded = []
+        original_init = embed_mod.Embedder.__init__
+
+        def counting_init(self, *a, **k):  # how many times this process loads the model
+            loaded.append(1)
+            original_init(self, *a, **k)
+
+        embed_mod.Embedder.__init__ = counting_init
+        campaigns = []
+        for i in range(count):
+            data = root / f"c{count}-{i}"
+            # The same notes for every campaign: copying the built index stands for ingesting it again.
+            await asyncio.to_thread(shutil.copytree, root / "template", data)
+            campaigns.append(Campaign(f"c{i}", root / "notes", data, channels=(1000 + i,)))
+        settings = Settings(_env_file=None, notes_dir=root / "notes", data_dir=root / f"base-{count}",
+                            ollama_host=fake.url, annotate=False, reranker="none",
+                            llm_concurrency=args.llm_concurrency or n, embed_worker=args.worker)
+        t = time.perf_counter()
+        library = await Library.open(settings, Campaigns(tuple(campaigns), source=root / "campaigns.toml"))
+        try:
+            await library.embeddings.encode(["warm-up"] * 4)
+            for index in library.indexes().values():
+                await index.vectors()  # opens its Chroma store and checks it holds every window
+            open_seconds = time.perf_counter() - t
+            rss["after_open"] = rss_point()
+            gc.collect()
+            gc.freeze()
+            oracles = [Oracle(library.index(c.name)) for c in campaigns]
+            asker = Asker(questions)
+            for oracle in oracles:  # each campaign's first question builds its matchers and guard
+                await asker.one(oracle, "warm-up")
+            rss["after_warm_up"] = rss_point()
+            for i in range(args.serial):
+                await asker.one(oracles[i % count], "x1")
+            for w in range(args.waves):
+                await asyncio.gather(*(asker.one(oracles[(w * n + j) % count], f"x{n}") for j in range(n)))
+            rss["end"] = rss_point()
+            worker = library.worker
+            worker_memory = process_rss(worker.pid) if worker is not None else None
+        finally:
+            await library.close()
+        return {
+            "campaigns": count,
+            "models_loaded_in_process": len(loaded),
+            "worker": args.worker,
+            "open_seconds": round(open_seconds, 1),
+            "rss": rss,
+            "worker_rss": worker_memory,
+            "x1": latency_json(asker.group("x1")),
+            f"x{n}": latency_json(asker.group(f"x{n}")),
+        }
+    finally:
+        fake.stop_thread()
+
+
+async def measure_campaigns(args) -> dict:
+    """Each count in a fresh process, so each peak is its own; the template index is built once here."""
+    import subprocess
+
+    counts = [int(c) for c in args.campaigns.split(",")]
+    with tempfile.TemporaryDirectory(prefix="oracle-campaigns-") as tmp:
+        root = Path(tmp)
+        template = await build_template(args, root)
+        results = []
+        for count in counts:
+            log_progress(f"{count} campaign(s) in one process")
+            out = root / f"result-{count}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), str(args.notes_dir), "--campaigns-child", str(count),
+                   "--campaigns-root", str(root), "--save", str(out), "--concurrency", str(args.concurrency),
+                   "--serial", str(args.serial), "--waves", str(args.waves), "--worker" if args.worker else "--no-worker"]
+            if args.questions:
+                cmd += ["--questions", str(args.questions)]
+            proc = await asyncio.create_subprocess_exec(*cmd)
+            if await proc.wait() != 0:
+                raise SystemExit(f"the run with {count} campaigns failed")
+            results.append(json.loads(out.read_text()))
+    return {"mode": "campaigns", "notes_dir": str(args.notes_dir), "template": template, "concurrency": args.concurrency,
+            "runs": results}
+
+
+def print_campaigns_table(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console() if sys.stdout.isatty() else Console(width=170)
+    n = r["concurrency"]
+    tpl = r["template"]
+    t = Table(title=f"Campaigns in one process: {r['notes_dir']} each ({tpl['chunks']} chunks, {tpl['windows']} windows)")
+    for name in ("campaigns", "models loaded (bot process)", "open s", "peak RSS after open, MiB",
+                 "peak RSS at the end, MiB", "RSS at the end, MiB", "embedding worker peak RSS, MiB", "ask p50 / p95 ms, 1 at a time",
+                 f"ask p50 / p95 ms, {n} at once"):
+        t.add_column(name, justify="right")
+    for run in r["runs"]:
+        w = run["worker_rss"]
+        t.add_row(str(run["campaigns"]), str(run["models_loaded_in_process"]), f"{run['open_seconds']:.1f}",
+                  f"{run['rss']['after_open']['peak_mib']:,.0f}", f"{run['rss']['end']['peak_mib']:,.0f}",
+                  f"{run['rss']['end']['current_mib']:,.0f}",
+                  f"{w['peak_mib']:,.0f}" if w and w["peak_mib"] else "—",
+                  f"{_f(run['x1']['p50'])} / {_f(run['x1']['p95'])}", f"{_f(run[f'x{n}']['p50'])} / {_f(run[f'x{n}']['p95'])}")
+    runs = r["runs"]
+    if len(runs) > 1:
+        a, b = runs[0], runs[-1]
+        per = (b["rss"]["end"]["current_mib"] - a["rss"]["end"]["current_mib"]) / max(1, b["campaigns"] - a["campaigns"])
+        t.caption = (f"Each further campaign adds about {per:,.0f} MiB to the bot process (RSS at the end, {a['campaigns']} → "
+                     f"{b['campaigns']} campaigns); the model is loaded once in the bot and once in the embedding worker.")
+    console.print(t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -920,8 +1169,10 @@ def print_table(r: dict) -> None:
 
     # 1. Stalls
     t.add_row("[bold]1. Event-loop stall, ms (10 ms sleep, lateness)[/]", "ticks", "", "", "", "", "", "")
-    for name in PHASES:
-        s = r["stall"][name]
+    for name in ALL_PHASES:
+        s = r["stall"].get(name)
+        if s is None:
+            continue
         extra = ""
         if name == PHASES[1]:
             fi = r["full_ingest"]
@@ -931,8 +1182,11 @@ def print_table(r: dict) -> None:
             extra = f" ({ri['seconds']:.1f} s, {ri.get('windows_embedded', '?')} windows, {ri['question_waves']} waves)"
         elif name == PHASES[0]:
             extra = f" ({s['seconds']:.0f} s)"
+        elif name in r.get("worker", {}):
+            wi = r["worker"][name]
+            extra = f" ({wi['seconds']:.1f} s, {wi.get('windows_embedded', '?')} windows, {wi['question_waves']} waves)"
         t.add_row(f"   {name}{extra}", f"{s['ticks']:,}", _f(s["stall_p50_ms"]), "", _f(s["stall_p99_ms"]),
-                  _f(s["stall_max_ms"]), f"< {STALL_TARGET_MS:.0f}", verdict(s["pass"]))
+                  _f(s["stall_max_ms"]), f"< {s.get('target_ms', STALL_TARGET_MS):.0f}", verdict(s["pass"]))
         g = s["gc"]
         if g["gen2"]:
             t.add_row(f"     [dim]full (gen 2) garbage collections ×{g['gen2']} ({g['gen2_on_loop']} on the loop thread), "
@@ -952,9 +1206,16 @@ def print_table(r: dict) -> None:
         if s["select_overshoot_max_ms"] and s["select_overshoot_max_ms"] >= 20:
             t.add_row(f"     [dim]idle poll woke late by up to {s['select_overshoot_max_ms']:.0f} ms (GIL/CPU wait)[/]",
                       "", "", "", "", "", "", "")
-    for key, label in (("full_ingest", "full ingest"), ("reingest", "re-ingest")):
-        if r[key]["error"]:
-            t.add_row(f"   [red]{label} failed: {r[key]['error']}[/]", "", "", "", "", "", "", "")
+    failures = [("full ingest", r["full_ingest"]), ("re-ingest", r["reingest"]), *r.get("worker", {}).items()]
+    for label, data in failures:
+        if data["error"]:
+            t.add_row(f"   [red]{label} failed: {data['error']}[/]", "", "", "", "", "", "", "")
+    if r.get("worker"):
+        stall = r["stall"]
+        pairs = [(PHASES[3], WORKER_PHASES[0]), (WORKER_PHASES[1], WORKER_PHASES[2])]
+        side = "; ".join(f"{_f(stall[a]['stall_max_ms'])} ms in-process vs {_f(stall[b]['stall_max_ms'])} ms worker"
+                         for a, b in pairs if a in stall and b in stall)
+        t.add_row(f"   [bold]worst stall, reingest + {n} questions: {side}[/]", "", "", "", "", "", "", "")
     a = r["stall"]["all phases"]
     t.add_row("   all phases", f"{a['n']:,}", _f(a["p50"]), _f(a["p95"]), _f(a["p99"]), _f(a["max"]),
               f"< {STALL_TARGET_MS:.0f}", verdict(a["pass"]))
@@ -971,8 +1232,10 @@ def print_table(r: dict) -> None:
         reasons = groups["x1"]["rerank_reasons"]
         if name == "llm" and reasons:
             t.add_row(f"     [dim]rerank: {next(iter(reasons))}[/]", "", "", "", "", "", "", "")
-    for label, key in (("during full ingest", "full_ingest"), ("during re-ingest", "reingest")):
-        g = r[key]["questions"]
+    during = [("during full ingest", r["full_ingest"]), ("during re-ingest", r["reingest"])]
+    during += [(f"during the {name}", wi) for name, wi in r.get("worker", {}).items()]
+    for label, data in during:
+        g = data["questions"]
         modes = ", ".join(f"{k} {v}" for k, v in sorted(g["modes"].items()))
         t.add_row(f"   reranker=none, {n} at a time {label} ({modes})", str(g["n"]), _f(g["p50"]), _f(g["p95"]),
                   _f(g["p99"]), _f(g["max"]), "", "")
@@ -991,7 +1254,9 @@ def print_table(r: dict) -> None:
     t.add_row("[bold]3. Peak RSS, MiB (ru_maxrss; current RSS in brackets)[/]", "", "", "", "", "", "", "")
     names = {"start_before_torch": "at start, before torch", "after_model_load": "after the bundled model loads",
              "after_full_ingest": "after the full ingest", "after_load_phase": "after the answering phase",
-             "end": "at the end (after the re-ingest)"}
+             "end": "after the re-ingest", "end_with_second_campaigns": "at the end (after the second campaign's ingests)",
+             "worker_after_model_load": "embedding worker process, after its model loads",
+             "worker_end": "embedding worker process, at the end"}
     for key, label in names.items():
         p = r["rss"].get(key)
         if p:
@@ -1028,12 +1293,20 @@ def main(argv: list[str] | None = None) -> int:
                              "(--no-gc-freeze measures without it)")
     parser.add_argument("--switch-interval-ms", type=float, default=0.0,
                         help="sys.setswitchinterval (the GIL hand-over period, 5 ms by default), to measure its effect")
+    parser.add_argument("--worker", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the reingests with the embedding worker process, side by side with the "
+                             "in-process ones (--no-worker: the first four phases only)")
+    parser.add_argument("--campaigns", help="several campaigns in one process instead: counts, e.g. 1,5,20 "
+                                            "(each in a process of its own; peak memory and question latency)")
+    parser.add_argument("--campaigns-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--campaigns-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--save", type=Path, help="also write the JSON object to this file")
     parser.add_argument("--show", type=Path, help="print the table of a result saved by --save or --json; run nothing")
     args = parser.parse_args(argv)
     if args.show:
-        print_table(json.loads(args.show.read_text()))
+        saved = json.loads(args.show.read_text())
+        print_campaigns_table(saved) if saved.get("mode") == "campaigns" else print_table(saved)
         return 0
     if args.notes_dir is None:
         args.notes_dir = QUICK_NOTES if args.quick else DEFAULT_NOTES
@@ -1045,13 +1318,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.idle = min(args.idle, 2.0)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result = asyncio.run(measure(args))
+    if args.campaigns_child:
+        result = asyncio.run(measure_campaign_count(args, args.campaigns_root, args.campaigns_child))
+        args.save.write_text(json.dumps(result, indent=2))
+        return 0
+    if args.campaigns:
+        result = asyncio.run(measure_campaigns(args))
+        printer = print_campaigns_table
+    else:
+        result = asyncio.run(measure(args))
+        printer = print_table
     if args.save:
         args.save.write_text(json.dumps(result, indent=2))
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print_table(result)
+        printer(result)
     return 0
 
 

@@ -3,13 +3,14 @@
 Layers, each importing only those below it (`tests/test_layers.py` holds them to it):
 
     notes      parse, sessions, chunking, refs          pure text: no I/O
-    index      store and schema, vectors, embed, Compendium, annotate, ingest
+    index      store and schema, vectors, embed, Compendium, annotate, ingest, the embedding
+               worker process, the Library of every campaign's index (and watch, beside it)
     retrieve   keyword, semantic, entity, linked, followup, fusion
     answer     rerank, context, budget, prompt, citations, leaks, excerpts
     oracle     Oracle: search and ask, the stages in order
     cli, eval, dossier (and bot/, outside the core)
 
-Beneath them all: settings, types, text, tokens, llm. The names below are the public API; they
+Beneath them all: settings, campaigns, types, text, tokens, llm. The names below are the public API; they
 load on first use, so importing one layer does not import every other.
 """
 from __future__ import annotations
@@ -25,6 +26,11 @@ _API = {
     "Answer": "oracle.answer.results",
     "Dossier": "oracle.dossier",
     "Turn": "oracle.answer.prompt",
+    "Campaign": "oracle.campaigns",
+    "Campaigns": "oracle.campaigns",
+    "Library": "oracle.index.library",
+    "watch_notes": "oracle.watch",
+    "watch_campaigns": "oracle.watch",
 }
 
 __all__ = sorted(_API)
@@ -32,11 +38,14 @@ __all__ = sorted(_API)
 if TYPE_CHECKING:
     from .answer.prompt import Turn
     from .answer.results import Answer
+    from .campaigns import Campaign, Campaigns
     from .dossier import Dossier
     from .index.index import Index
     from .index.ingest import ingest
+    from .index.library import Library
     from .oracle import Oracle
     from .settings import Settings
+    from .watch import watch_campaigns, watch_notes
 
 
 def __getattr__(name: str) -> Any:

@@ -26,11 +26,14 @@ from rich.table import Table
 
 from .answer.prompt import Turn
 from .answer.results import Answer
+from .campaigns import Campaigns, CampaignsError
 from .errors import OracleError
 from .eval import load_bank, run_eval
 from .eval_answers import run_answers
+from .index.embed import Embedder
 from .index.index import Index
 from .index.ingest import ingest
+from .index.seam import Embeddings, off_loop
 from .index.status import index_status
 from .index.store import StoreError
 from .journal import Journal
@@ -40,6 +43,7 @@ from .retrieve.results import Hit
 from .settings import Settings
 from .types import INGEST_STAGES, IngestReport
 from .types import Progress as IngestProgress
+from .watch import watch_notes
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 150)
@@ -49,12 +53,45 @@ DOMAIN_ERRORS = (OracleError, FileNotFoundError, PermissionError)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
+    """The settings of the one campaign a command works on (`--campaign`, or the only one)."""
+    return one_campaign(campaign_settings(args))
+
+
+def one_campaign(chosen: dict[str, Settings]) -> Settings:
+    if len(chosen) > 1:
+        names = ", ".join(chosen)
+        raise CampaignsError(f"ORACLE_CAMPAIGNS lists several campaigns: name one with --campaign ({names})")
+    return next(iter(chosen.values()))
+
+
+def campaign_settings(args: argparse.Namespace, *, overrides_apply: bool = True) -> dict[str, Settings]:
+    """Each chosen campaign's settings by name: `--campaign NAME`, else every campaign of
+    ORACLE_CAMPAIGNS, else the default one of ORACLE_NOTES_DIR. `--notes`/`--data` apply to one only."""
+    base = Settings()
+    campaigns = Campaigns.from_settings(base)
+    name = getattr(args, "campaign", None)
+    chosen = [campaigns.get(name)] if name else list(campaigns)
+    settings = {c.name: c.settings(base) for c in chosen}
+    if not overrides_apply:
+        return settings
     overrides: dict[str, Any] = {}
     if getattr(args, "notes", None):
         overrides["notes_dir"] = Path(args.notes)
     if getattr(args, "data", None):
         overrides["data_dir"] = Path(args.data)
-    return Settings(**overrides)
+    if overrides and len(settings) > 1:
+        raise CampaignsError("--notes and --data name one campaign's folders: add --campaign NAME")
+    return {n: s.model_copy(update=overrides) if overrides else s for n, s in settings.items()}
+
+
+async def open_indexes(chosen: dict[str, Settings]) -> dict[str, Index]:
+    """One index per campaign; several share one model, loaded once."""
+    if len(chosen) == 1:
+        return {name: Index(s) for name, s in chosen.items()}
+    first = next(iter(chosen.values()))
+    model = await off_loop(Embedder, first.embed_model, query_backend=first.query_backend, cache_dir=first.models_path)
+    shared = Embeddings(model)
+    return {name: Index(s, embedder=shared) for name, s in chosen.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,15 +124,63 @@ class _Bars:
 
 
 async def cmd_ingest(args: argparse.Namespace) -> int:
-    settings = build_settings(args)
-    bars = _Bars(enabled=not args.json and console.is_terminal)
-    async with Index(settings) as index:
-        with bars.progress:
-            report = await ingest(index, progress=bars, by="the command line")
+    """The chosen campaign, or every campaign of ORACLE_CAMPAIGNS in turn."""
+    indexes = await open_indexes(campaign_settings(args))
+    reports: dict[str, dict] = {}
+    try:
+        for name, index in indexes.items():
+            if len(indexes) > 1 and not args.json:
+                out.print(f"[bold]campaign {name}[/] ({index.settings.notes_dir})")
+            bars = _Bars(enabled=not args.json and console.is_terminal)
+            with bars.progress:
+                report = await ingest(index, progress=bars, by="the command line")
+            reports[name] = report.to_json()
+            if not args.json:
+                print_ingest_report(report)
+    finally:
+        for index in indexes.values():
+            await index.close()
     if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False))
-    else:
-        print_ingest_report(report)
+        single = next(iter(reports.values())) if len(reports) == 1 else {"campaigns": reports}
+        print(json.dumps(single, ensure_ascii=False))
+    return 0
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    """Reingest each chosen campaign (every one of ORACLE_CAMPAIGNS by default) whenever its notes
+    have changed and then stayed quiet; one summary per reingest. Runs until interrupted."""
+    chosen = campaign_settings(args)
+    indexes = await open_indexes(chosen)
+    quiet = args.quiet if args.quiet is not None else next(iter(chosen.values())).watch_quiet
+
+    def printer(name: str):
+        async def show(report: IngestReport) -> None:
+            if args.json:
+                paths = {"added": report.added, "changed": report.changed, "removed": report.removed}
+                print(json.dumps({"campaign": name, "paths": paths, **report.to_json()}, ensure_ascii=False), flush=True)
+                return
+            out.print(f"[bold]campaign {name}[/]: the notes changed")
+            print_ingest_report(report)
+        return show
+
+    def complain(name: str):
+        async def show(error: OracleError) -> None:
+            console.print(f"[red]oracle watch:[/] campaign {name}: {error}")
+        return show
+
+    try:
+        for name, index in indexes.items():
+            if not args.json:
+                console.print(f"watching {index.settings.notes_dir} (campaign {name}); reingesting after "
+                              f"{quiet:g} s of quiet. Ctrl-C stops.")
+        await asyncio.gather(*(
+            watch_notes(index, quiet=quiet, on_change=printer(name), on_error=complain(name), catch_up=not args.no_catch_up,
+                        by="oracle watch")
+            for name, index in indexes.items()
+        ))
+    finally:
+        for index in indexes.values():
+            await index.close()
     return 0
 
 
@@ -380,12 +465,13 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     notes = Path(args.notes) if args.notes else _bank_notes(bank_path)
     if notes:
         overrides["notes_dir"] = notes
-    base = Settings(**overrides)
+    campaign = one_campaign(campaign_settings(args, overrides_apply=False))
+    base = campaign.model_copy(update=overrides)
     if args.data:
         overrides["data_dir"] = Path(args.data)
     elif notes:  # one index per corpus, so evaluating several never thrashes one index
         overrides["data_dir"] = base.data_dir / "eval" / _slug(notes)
-    settings = Settings(**overrides)
+    settings = campaign.model_copy(update=overrides)
     bars = _Bars(enabled=not args.json and console.is_terminal)
     async with Index(settings) as index:
         if settings.sqlite_path.exists():
@@ -526,12 +612,17 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser, notes: bool = True) -> None:
+        sp.add_argument("--campaign", help="the campaign of ORACLE_CAMPAIGNS to work on (without the file: default)")
         if notes:
             sp.add_argument("--notes", help="the notes folder (default: ORACLE_NOTES_DIR or ./notes)")
         sp.add_argument("--data", help="where the index lives (default: ORACLE_DATA_DIR or ./var)")
         sp.add_argument("--json", action="store_true", help="print one JSON object")
 
-    common(sub.add_parser("ingest", help="index the notes folder (only what changed)"))
+    common(sub.add_parser("ingest", help="index the notes folder (only what changed; every campaign without --campaign)"))
+    watch = sub.add_parser("watch", help="reingest by itself whenever the notes change and then stay quiet")
+    common(watch)
+    watch.add_argument("--quiet", type=float, help="seconds of quiet before a reingest (default: ORACLE_WATCH_QUIET, 60)")
+    watch.add_argument("--no-catch-up", action="store_true", help="do not ingest once at the start")
     common(sub.add_parser("status", help="what is indexed and whether Ollama answers"), notes=False)
 
     search = sub.add_parser("search", help="retrieval only: what each path found and the fused order")
@@ -580,6 +671,7 @@ def parser() -> argparse.ArgumentParser:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "ingest": cmd_ingest,
+    "watch": cmd_watch,
     "status": cmd_status,
     "search": cmd_search,
     "ask": cmd_ask,

@@ -143,9 +143,11 @@ class LLM:
         keep_alive: str | None = "30m",
         num_ctx: int = 16384,
         answer_tokens: int = 1024,
+        client: ollama.AsyncClient | None = None,
     ) -> None:
         """`timeout` bounds a call that names none; `max_timeout` is the transport's backstop and must
-        cover the longest per-call timeout (the answer's), or httpx would cut that call first."""
+        cover the longest per-call timeout (the answer's), or httpx would cut that call first.
+        `client`: an Ollama client shared with other models' LLMs (see `for_model`); its owner closes it."""
         self.host = host
         self.model = model
         self.timeout = timeout
@@ -155,7 +157,19 @@ class LLM:
         self.warm = False  # the model has answered once in this process: it is loaded
         self._window: Window | None = None
         self._window_lock = asyncio.Lock()
-        self._client = ollama.AsyncClient(host=host, timeout=max(timeout, max_timeout or 0) + 5)
+        self.max_timeout = max_timeout
+        self._owns_client = client is None
+        self._client = client or ollama.AsyncClient(host=host, timeout=max(timeout, max_timeout or 0) + 5)
+
+    def for_model(self, model: str) -> LLM:
+        """This LLM for another model, on the same Ollama client and connections (campaigns that
+        answer with different models share one Ollama). Closing it leaves the client to this one."""
+        if model == self.model:
+            return self
+        return LLM(
+            self.host, model, timeout=self.timeout, max_timeout=self.max_timeout, keep_alive=self.keep_alive,
+            num_ctx=self.num_ctx, answer_tokens=self.answer_tokens, client=self._client,
+        )
 
     async def window(self, timeout: float = 10.0) -> Window:
         """The window requests are sent with: read from the model once; the setting while Ollama is away."""
@@ -220,7 +234,8 @@ class LLM:
         return {"loaded": False, "context_length": None, "reason": ""}
 
     async def close(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()
 
     async def probe(self, timeout: float = 3.0) -> str | None:
         """None when the model answers `show`, else the reason it cannot be used."""

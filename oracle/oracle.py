@@ -58,7 +58,8 @@ class Oracle:
         self.settings = index.settings
         self.matchers = Matchers(index)
         self.dossiers = Dossiers(index, self.matchers)
-        self.llm_slots = asyncio.Semaphore(self.settings.llm_concurrency)
+        # Shared by every campaign on one Ollama when the index was opened with its slots.
+        self.llm_slots = index.llm_slots or asyncio.Semaphore(self.settings.llm_concurrency)
         self._guard: tuple[str, SecretGuard] | None = None
         self._guard_lock = asyncio.Lock()
         settings = self.settings

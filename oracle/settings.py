@@ -43,6 +43,18 @@ class Settings(BaseSettings):
     # Questions are embedded by ONNX Runtime (~4 ms instead of torch's ~14 ms, same vector).
     query_backend: str = Field("onnx", validation_alias="ORACLE_QUERY_BACKEND", pattern="^(onnx|torch)$")
     chroma_url: str | None = Field(None, validation_alias="ORACLE_CHROMA_URL")
+    # Put before every Chroma collection's name: campaigns sharing one Chroma server (ORACLE_CHROMA_URL)
+    # each get their own collections. Empty by default, so an existing index keeps its collections.
+    collection_prefix: str = Field("", validation_alias="ORACLE_COLLECTION_PREFIX", pattern=r"^([A-Za-z0-9][A-Za-z0-9_-]*-)?$")
+    # A TOML file listing several campaigns (see `oracle.campaigns`); unset: one campaign, ORACLE_NOTES_DIR.
+    campaigns: Path | None = Field(None, validation_alias="ORACLE_CAMPAIGNS")
+    # A reingest embeds its windows in one worker process (shared by every campaign, the model loaded
+    # there once), so the encoder never holds this process's interpreter lock while questions wait.
+    # Read where a long-lived process opens its indexes (the bot); one-shot commands embed in-process.
+    embed_worker: bool = Field(True, validation_alias="ORACLE_EMBED_WORKER")
+    # Reingest by itself when a campaign's notes change, once the folder has been quiet this many seconds.
+    watch: bool = Field(False, validation_alias="ORACLE_WATCH")
+    watch_quiet: float = Field(60.0, validation_alias="ORACLE_WATCH_QUIET", gt=0)
 
     # Chunking (measured defaults; see DESIGN.md).
     session_max_words: int = Field(1200, validation_alias="ORACLE_SESSION_MAX_WORDS", ge=50)
@@ -111,10 +123,15 @@ class Settings(BaseSettings):
             )
         return self
 
-    @field_validator("notes_dir", "data_dir")
+    @field_validator("notes_dir", "data_dir", "campaigns")
     @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser()
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("campaigns", mode="before")
+    @classmethod
+    def _unset(cls, value: object) -> object:
+        return None if value == "" else value
 
     @property
     def sqlite_path(self) -> Path:

@@ -13,9 +13,9 @@ CORE = Path(__file__).resolve().parent.parent / "oracle"
 
 # A module may import its own layer and those below; never one above.
 LAYERS = {
-    "errors": 0, "settings": 0, "types": 0, "text": 0, "tokens": 0, "llm": 0,
+    "errors": 0, "settings": 0, "types": 0, "text": 0, "tokens": 0, "llm": 0, "campaigns": 0,
     "notes": 1,
-    "index": 2,
+    "index": 2, "watch": 2,
     "retrieve": 3,
     "answer": 4, "dossier": 4,
     "oracle": 5, "journal": 5,

@@ -61,6 +61,9 @@ class Embedder:
         self._query_encoder: OnnxQueryEncoder | None = None
         self._query_prepared = False
         self._query_lock = threading.Lock()
+        # The fast tokenizer is not safe to share between threads mid-call ("Already borrowed"): the
+        # campaigns of one process share this model, and two reingests may cut windows at once.
+        self._batch_lock = threading.Lock()
         self.source = resolve_model(ref)
         if Path(self.source).exists():
             # A local folder needs nothing from a hub; without this a missing file costs retries.
@@ -95,6 +98,10 @@ class Embedder:
         limit = min(size or self.max_tokens, self.max_tokens)
         if not chunks:
             return []
+        with self._batch_lock:
+            return self._windows(chunks, overlap_tokens, limit)
+
+    def _windows(self, chunks: Sequence[Chunk], overlap_tokens: int, limit: int) -> list[Window]:
         heads = [c.head for c in chunks]
         head_lens = [len(ids) for ids in self.tokenizer(heads, add_special_tokens=False)["input_ids"]]
         encoded = self.tokenizer(
@@ -113,13 +120,14 @@ class Embedder:
         return out
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        return self.model.encode(
-            list(texts),
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        ).astype(np.float32)
+        with self._batch_lock:
+            return self.model.encode(
+                list(texts),
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            ).astype(np.float32)
 
     def prepare_queries(self) -> None:
         """Build the fast question encoder now (a second at most), not on the first question."""

@@ -19,21 +19,33 @@ from .vectors import VectorStore, VectorStoreError
 
 
 def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
-    return f"windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
+    return f"{settings.collection_prefix}windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
 
 
 class Index:
-    def __init__(self, settings: Settings, *, embedder: Embedder | Embeddings | None = None) -> None:
-        """`embedder`: a model already loaded (tests and benchmarks share one), else loaded on first use."""
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | Embeddings | None = None,
+        llm: LLM | None = None,
+        llm_slots: asyncio.Semaphore | None = None,
+    ) -> None:
+        """`embedder`: a model already loaded (tests, benchmarks and the campaigns of one process share
+        one), else loaded on first use. `llm`: an Ollama client shared with other indexes (its owner
+        closes it), else one of its own. `llm_slots`: the LLM calls allowed at once, shared by every
+        index on one Ollama (else each `Oracle` has its own ORACLE_LLM_CONCURRENCY)."""
         self.settings = settings
         self._embedder = Embeddings(embedder) if isinstance(embedder, Embedder) else embedder
+        self.llm_slots = llm_slots
         self._store: Store | None = None
         self._writer: Store | None = None
         self._idle_readers: list[Store] = []
         self._vectors: Vectors | None = None
         self._vectors_checked = False
         self._lock = asyncio.Lock()
-        self.llm = LLM(
+        self._owns_llm = llm is None
+        self.llm = llm or LLM(
             settings.ollama_host,
             settings.model,
             timeout=settings.ollama_timeout,
@@ -119,7 +131,8 @@ class Index:
                 await store.close()
         self._store = self._writer = None
         self._idle_readers = []
-        await self.llm.close()
+        if self._owns_llm:
+            await self.llm.close()
 
     async def __aenter__(self) -> Index:
         return self

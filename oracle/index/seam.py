@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import numpy as np
 
 from ..types import Chunk, Window
 from .embed import Embedder
 from .vectors import DenseHit, VectorStore
+
+if TYPE_CHECKING:
+    from .worker import EmbedWorker
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -57,10 +60,13 @@ class Vectors:
 
 
 class Embeddings:
-    """The embedding model, asynchronously (see `Embedder`)."""
+    """The embedding model, asynchronously (see `Embedder`). With a `worker` (one process shared by
+    every campaign), windows are cut and embedded there, off this process's interpreter lock; a
+    question is always embedded here (`encode_query`: a few ms)."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, *, worker: EmbedWorker | None = None) -> None:
         self._embedder = embedder
+        self.worker = worker
 
     @property
     def fingerprint(self) -> str:
@@ -72,10 +78,14 @@ class Embeddings:
         return self._embedder
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.worker is not None:
+            return await self.worker.encode(texts)
         return await off_loop(self._embedder.encode, texts)
 
     async def encode_query(self, text: str) -> np.ndarray:
         return await off_loop(self._embedder.encode_query, text)
 
     async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
+        if self.worker is not None and chunks:
+            return await self.worker.windows(chunks, overlap_tokens, size)
         return await off_loop(self._embedder.windows, chunks, overlap_tokens, size)

@@ -1,0 +1,199 @@
+"""Notes that index themselves: watch a campaign's notes folder, reingest once it has been quiet.
+
+Notes reach the bot's machine by a sync tool (Obsidian Sync, Syncthing, git) or an editor, a file
+at a time and often in pieces. So a change only arms a timer: the reingest starts once the folder
+has had no change for `quiet` seconds (ORACLE_WATCH_QUIET, 60 by default), and a change during the
+reingest arms it again, for one more reingest after it. Hidden folders and files (`.obsidian/`,
+`.git/`, Syncthing's `.stfolder` and temporary `.syncthing.*.tmp`) and editors' temporary files
+are never a change; neither is the index itself when its folder sits inside the notes.
+
+    task = asyncio.create_task(watch_notes(library.index("tuesday"), on_change=announce))
+    ...
+    task.cancel()   # stops watching; an ingest under way is cancelled like any other
+
+    # or every campaign of a Library, each callback told which campaign:
+    task = asyncio.create_task(watch_campaigns(library, on_change=announce_in_campaign))
+
+The ingest is the incremental one `oracle ingest` runs, under the same lock: while another ingest
+of the campaign runs (`/oracle reingest`, a timer), the watcher waits for quiet again and retries.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from watchfiles import Change, awatch
+
+from .campaigns import Campaign
+from .errors import OracleError
+from .index.index import Index
+from .index.ingest import IngestBusy, ingest
+from .index.library import Library
+from .types import IngestReport
+
+log = logging.getLogger(__name__)
+
+ReportFn = Callable[[IngestReport], Awaitable[None]]
+ErrorFn = Callable[[OracleError], Awaitable[None]]
+
+NOTE_SUFFIXES = {".md", ".yaml", ".yml"}  # notes, and the Compendium file
+# Editors' and sync tools' temporary files: vim (.swp, 4913), emacs (#x#), JetBrains, downloads, partials.
+TEMPORARY = re.compile(r"(~|\.sw[a-p]|\.tmp|\.temp|\.part|\.crdownload|\.bak|___jb_\w+___)$|^#.*#$|^4913$", re.I)
+
+
+class WatchError(OracleError, RuntimeError):
+    """The notes folder cannot be watched."""
+
+
+class NotesFilter:
+    """Which changed paths can change the index (watchfiles' `watch_filter`)."""
+
+    def __init__(self, root: Path, ignore: tuple[Path, ...] = ()) -> None:
+        # As given and as resolved: the watcher reports paths under the folder it was given.
+        self.roots = tuple(dict.fromkeys((root.absolute(), root.resolve())))
+        self.ignore = tuple({q for p in ignore for q in (p.absolute(), p.resolve())})
+
+    def __call__(self, change: Change, path: str) -> bool:
+        p = Path(path)
+        rel = next((p.relative_to(r) for r in self.roots if p.is_relative_to(r)), None)
+        if rel is None:
+            return False
+        if any(part.startswith(".") for part in rel.parts) or any(p.is_relative_to(i) for i in self.ignore):
+            return False
+        if TEMPORARY.search(p.name):
+            return False
+        # A name without a suffix may be a folder renamed or deleted with its notes.
+        return p.suffix.lower() in NOTE_SUFFIXES or not p.suffix
+
+
+async def watch_notes(
+    index: Index,
+    *,
+    quiet: float | None = None,
+    on_change: ReportFn | None = None,
+    on_error: ErrorFn | None = None,
+    catch_up: bool = False,
+    started: asyncio.Event | None = None,
+    by: str = "watching the notes",
+) -> None:
+    """Reingest `index`'s campaign each time its notes folder has changed and then stayed quiet for
+    `quiet` seconds (default ORACLE_WATCH_QUIET). Runs until cancelled.
+
+    `on_change(report)` gets each finished ingest's report (an announcement can say what is new);
+    `on_error(error)` each failed one (the watcher goes on). `catch_up`: ingest once at the start,
+    for what changed while nothing watched. `started` is set once the folder is watched."""
+    settings = index.settings
+    quiet = settings.watch_quiet if quiet is None else quiet
+    root = settings.notes_dir.absolute()
+    if not root.is_dir():
+        raise WatchError(f"cannot watch the notes folder {root}: it does not exist")
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+    last_change = loop.time()
+    notes_filter = NotesFilter(root, ignore=(settings.data_dir,))
+
+    async def listen() -> None:
+        nonlocal last_change
+        async for changes in awatch(root, watch_filter=notes_filter, step=50, debounce=1600):
+            log.debug("notes changed in %s: %s", root, sorted(p for _, p in changes)[:10])
+            last_change = loop.time()
+            changed.set()
+
+    listener = asyncio.create_task(listen(), name=f"watch {root}")
+    await asyncio.sleep(0)  # the listener's first step sets up the watch
+    log.info("watching %s (reingest after %g s of quiet)", root, quiet)
+    if started is not None:
+        started.set()
+    if catch_up:
+        last_change = loop.time() - quiet
+        changed.set()
+    try:
+        while True:
+            await _until(changed.wait(), listener)
+            while (remaining := last_change + quiet - loop.time()) > 0:
+                await _until(asyncio.sleep(remaining), listener)
+            changed.clear()
+            try:
+                report = await ingest(index, by=by)
+            except IngestBusy as exc:  # another ingest of this campaign: try again once it is quiet
+                log.info("%s; reingesting %s after it", exc, root)
+                last_change = loop.time()
+                changed.set()
+                continue
+            except OracleError as exc:
+                log.warning("reingesting %s after a change failed: %s", root, exc)
+                await _tell(on_error, exc)
+                continue
+            log.info("reingested %s: %d added, %d changed, %d removed", root, len(report.added),
+                     len(report.changed), len(report.removed))
+            await _tell(on_change, report)
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+
+
+CampaignReportFn = Callable[[Campaign, IngestReport], Awaitable[None]]
+CampaignErrorFn = Callable[[Campaign, OracleError], Awaitable[None]]
+
+
+async def watch_campaigns(
+    library: Library,
+    *,
+    quiet: float | None = None,
+    on_change: CampaignReportFn | None = None,
+    on_error: CampaignErrorFn | None = None,
+    catch_up: bool = False,
+) -> None:
+    """`watch_notes` for every campaign of `library` at once, each callback told which campaign
+    (`campaign.announce_channel` is where the bot says what is new). Runs until cancelled; one
+    campaign's failed reingest never stops the watching of another."""
+
+    def bind(campaign: Campaign, callback):
+        if callback is None:
+            return None
+
+        async def call(value) -> None:
+            await callback(campaign, value)
+
+        return call
+
+    tasks = [
+        asyncio.create_task(
+            watch_notes(library.index(c), quiet=quiet, on_change=bind(c, on_change), on_error=bind(c, on_error),
+                        catch_up=catch_up, by="watching the notes"),
+            name=f"watch {c.name}",
+        )
+        for c in library
+    ]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _until(awaitable: Awaitable, listener: asyncio.Task) -> None:
+    """Wait for `awaitable`, unless the listener stops first (its error is raised: the watch ended)."""
+    waiter = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait({waiter, listener}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+    if listener.done():
+        listener.result()
+        raise WatchError("watching the notes folder stopped")
+
+
+async def _tell(callback: Callable[[object], Awaitable[None]] | None, value: object) -> None:
+    """A callback that fails (an announcement that cannot be sent) must not stop the watching."""
+    if callback is None:
+        return
+    try:
+        await callback(value)
+    except Exception:
+        log.exception("the watcher's callback failed")

@@ -1,0 +1,124 @@
+"""The embedding worker process: the vectors it makes are the process's own, and a killed worker
+fails the reingest with a reason instead of hanging. Starting it spawns a process that loads torch
+and the model (seconds): one worker serves every test of this file."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from oracle.campaigns import Campaign, Campaigns
+from oracle.index.embed import EmbedError
+from oracle.index.ingest import ingest
+from oracle.index.library import Library
+from oracle.index.worker import EmbedWorker
+from oracle.settings import BUNDLED_EMBED_MODEL
+from oracle.types import GM, PUBLIC
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def worker():
+    worker = EmbedWorker(BUNDLED_EMBED_MODEL)
+    worker.start()
+    yield worker
+    pool = worker._pool
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+async def vectors_by_id(index) -> dict[str, np.ndarray]:
+    vectors = await index.vectors()
+    out = {}
+    for visibility in (PUBLIC, GM):
+        ids, _, matrix = await vectors.vectors(visibility=visibility)
+        out |= dict(zip(ids, matrix))
+    return out
+
+
+async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_process(
+    worker, mini_notes, make_settings, embedder, tmp_path
+):
+    campaigns = Campaigns((
+        Campaign("here", mini_notes, tmp_path / "here"),
+        Campaign("worker", mini_notes, tmp_path / "worker"),
+    ), source=tmp_path / "campaigns.toml")
+    settings = make_settings(mini_notes)
+    in_process = await Library.open(settings, campaigns, embedder=embedder, worker=False)
+    # The library takes the test's worker in place of starting its own.
+    library = await Library.open(settings, campaigns, embedder=embedder, worker=False)
+    library.embeddings.worker = library.worker = worker
+    try:
+        assert embedder.fingerprint == await worker.ready()
+        assert worker.pid not in (None, os.getpid())
+        here = await ingest(in_process.index("here"))
+        there = await ingest(library.index("worker"))
+        assert (here.windows_embedded, here.chunks) == (there.windows_embedded, there.chunks)
+        mine, theirs = await vectors_by_id(in_process.index("here")), await vectors_by_id(library.index("worker"))
+        assert sorted(mine) == sorted(theirs) and len(mine) == here.windows_embedded
+        assert [] == [i for i in mine if not np.array_equal(mine[i], theirs[i])]
+    finally:
+        library.worker = library.embeddings.worker = None  # the fixture stops it
+        await library.close()
+        await in_process.close()
+
+
+@pytest.mark.slow
+async def test_a_killed_worker_fails_the_call_with_a_reason_and_the_next_call_starts_a_new_one(worker):
+    await worker.ready()
+    starts = worker.starts
+    os.kill(worker.pid, signal.SIGKILL)
+    with pytest.raises(EmbedError, match="embedding worker process stopped .*previous index is still served"):
+        await worker.encode(["The party met Brother Aldous."] * 64)
+    vector = await worker.encode(["The party met Brother Aldous."])
+    assert ((1, 384), starts + 1) == (vector.shape, worker.starts)
+
+
+PARENT = """
+import asyncio, sys, time
+from oracle.index.worker import EmbedWorker
+from oracle.settings import BUNDLED_EMBED_MODEL
+
+async def main():
+    worker = EmbedWorker(BUNDLED_EMBED_MODEL)
+    worker.start()
+    await worker.ready()
+    print(worker.pid, flush=True)
+    time.sleep(600)
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_the_worker_does_not_outlive_a_killed_bot(tmp_path):
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = tmp_path / "bot.py"
+    script.write_text(PARENT)
+    repo = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(repo)})
+    try:
+        worker_pid = int(parent.stdout.readline())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        for _ in range(100):  # it notices within a second or two
+            try:
+                os.kill(worker_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(worker_pid, signal.SIGKILL)
+            raise AssertionError("the embedding worker outlived the process that started it")
+    finally:
+        if parent.poll() is None:
+            parent.kill()

@@ -1,0 +1,166 @@
+"""The campaigns file: a good one, every bad one named by its line, routing by channel, parent, category."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oracle.campaigns import Campaign, Campaigns, CampaignsError, load_campaigns
+from oracle.settings import Settings
+
+GOOD = """
+    # Two tables, one server.
+    [campaigns.tuesday]
+    notes = "notes/tuesday"
+    data = "var/tuesday"
+    channels = [1234, 5678]
+    gm_roles = ["GM", "dm"]
+    gm_channels = [9012]
+    model = "qwen2.5:7b"
+    announce_channel = 4444
+
+    [campaigns.friday]
+    notes = "{absolute}"
+    channels = [
+        2222,
+        3333,
+    ]
+"""
+
+
+def write(tmp_path: Path, text: str, folders: tuple[str, ...] = ("notes/tuesday", "notes/friday")) -> Path:
+    for folder in folders:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "conf" / "campaigns.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def base(tmp_path: Path, **overrides) -> Settings:
+    return Settings(_env_file=None, notes_dir=tmp_path / "solo", data_dir=tmp_path / "var", **overrides)
+
+
+def test_a_good_file_resolves_paths_beside_it(tmp_path):
+    friday_notes = tmp_path / "notes" / "friday"
+    path = write(tmp_path, GOOD.format(absolute=friday_notes), ("conf/notes/tuesday", "notes/friday"))
+    campaigns = load_campaigns(path)
+    conf = path.parent
+    assert [
+        Campaign("tuesday", conf / "notes/tuesday", conf / "var/tuesday", (1234, 5678), ("gm", "dm"), (9012,),
+                 "qwen2.5:7b", 4444),
+        Campaign("friday", friday_notes, None, (2222, 3333)),
+    ] == list(campaigns)
+    assert (["tuesday", "friday"], path, False) == (campaigns.names(), campaigns.source, campaigns.is_single)
+
+
+def test_a_campaigns_settings(tmp_path):
+    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    tuesday, friday = load_campaigns(path)
+    settings = base(tmp_path, model="qwen2.5:14b")
+    own = tuesday.settings(settings)
+    assert (path.parent / "notes/tuesday", path.parent / "var/tuesday", "qwen2.5:7b", "") == (
+        own.notes_dir, own.data_dir, own.model, own.collection_prefix)
+    other = friday.settings(settings)
+    assert (tmp_path / "var" / "friday", "qwen2.5:14b") == (other.data_dir, other.model)
+    # On one Chroma server, each campaign's collections carry its name.
+    shared = base(tmp_path, chroma_url="http://127.0.0.1:8000")
+    assert ("tuesday-", "friday-") == (tuesday.settings(shared).collection_prefix, friday.settings(shared).collection_prefix)
+
+
+def test_routing_by_channel_then_thread_parent_then_category(tmp_path):
+    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    campaigns = load_campaigns(path)
+    names = lambda c: c.name if c else None  # noqa: E731
+    assert "tuesday" == names(campaigns.route(1234))
+    assert "tuesday" == names(campaigns.route(9012))  # a game-master channel is the campaign's too
+    assert "friday" == names(campaigns.route(777, parent_id=2222))  # a thread in friday's channel
+    assert "friday" == names(campaigns.route(777, parent_id=888, category_id=3333))
+    assert "tuesday" == names(campaigns.route(1234, parent_id=2222, category_id=3333))  # the channel wins
+    assert None is campaigns.route(777, parent_id=888, category_id=999)
+    assert None is campaigns.route(None)
+
+
+def test_the_default_campaign_answers_everywhere(tmp_path):
+    settings = base(tmp_path)
+    campaigns = Campaigns.from_settings(settings)
+    assert campaigns.is_single and ["default"] == campaigns.names()
+    default = campaigns.route(123, 456, 789)
+    assert (settings.notes_dir, settings.data_dir) == (default.settings(settings).notes_dir,
+                                                       default.settings(settings).data_dir)
+    assert settings.model_dump() == default.settings(settings).model_dump()  # exactly today's settings
+
+
+def test_game_master_roles_and_channels_are_the_campaigns_own(tmp_path):
+    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    tuesday, friday = load_campaigns(path)
+    assert tuesday.is_gm_role(["Dm", "players"], default=["storyteller"])
+    assert not tuesday.is_gm_role(["storyteller"], default=["storyteller"])
+    assert friday.is_gm_role(["Storyteller"], default=["storyteller"])  # no gm_roles: the bot's
+    assert tuesday.is_gm_channel([777, 9012], default=[1])
+    assert not tuesday.is_gm_channel([1], default=[1])
+    assert friday.is_gm_channel([None, 1], default=[1])
+
+
+def test_an_unknown_campaign_name_lists_the_names(tmp_path):
+    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    with pytest.raises(CampaignsError, match=r"no campaign 'sunday' in .*campaigns.toml; the campaigns are: tuesday, friday"):
+        load_campaigns(path).get("sunday")
+    with pytest.raises(CampaignsError, match="no ORACLE_CAMPAIGNS file.*the campaigns are: default"):
+        Campaigns.single(base(tmp_path)).get("tuesday")
+
+
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchanels = [1]\n', 3, "unknown key 'chanels' in campaign 'a'"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1, "2"]\n', 3, "channels must be a list of channel"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = 12\n', 3, "channels must be a list"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [true]\n', 3, "channels must be a list"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\ngm_roles = "gm"\n', 3, "gm_roles must be a list of role names"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nannounce_channel = "12"\n', 3, "announce_channel must be a channel id"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nmodel = 3\n', 3, "model must be an Ollama model name"),
+        ('[campaigns.a]\nnotes = 3\n', 2, "notes must be a folder path in quotes"),
+        ('[campaigns.a]\nnotes = "notes/sunday"\n', 2, "the notes folder .*notes/sunday does not exist"),
+        ('# comment\n[campaigns.a]\ndata = "var/a"\n', 2, "campaign 'a' has no `notes`"),
+        ('[campaigns.Tuesday]\nnotes = "notes/tuesday"\n', 1, "campaign name 'Tuesday': use 1-24 lowercase"),
+        ('[campaigns."two words"]\nnotes = "notes/tuesday"\n', 1, "campaign name 'two words'"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1, 2]\n\n[campaigns.b]\nnotes = "notes/friday"\n'
+         'gm_channels = [2]\n', 7, "channel 2 is mapped to both 'a' and 'b'"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\ndata = "var/x"\n[campaigns.b]\nnotes = "notes/friday"\n'
+         'data = "var/x/"\n', 6, "campaigns 'a' and 'b' share the index folder"),
+        ('[campaign.a]\nnotes = "notes/tuesday"\n', 1, "unknown key 'campaign': the file holds \\[campaigns.NAME\\] tables only"),
+        ('[campaigns]\n', 1, "no campaign: add a \\[campaigns.NAME\\] table"),
+        ('campaigns.a.notes = "notes/tuesday"\ncampaigns.a.colour = "red"\n', 2, "unknown key 'colour'"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1\n', 3, "not valid TOML: Unclosed array \\(at the end of the file\\)"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nnotes = "again"\n', 3, "not valid TOML: Cannot overwrite a value \\(column 16\\)"),
+    ],
+)
+def test_a_bad_file_names_the_file_and_the_line(tmp_path, text, line, message):
+    path = tmp_path / "campaigns.toml"
+    for folder in ("notes/tuesday", "notes/friday"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CampaignsError) as caught:
+        load_campaigns(path)
+    error = str(caught.value)
+    assert error.startswith(str(path)), error
+    assert f", line {line}:" in error, error
+    assert __import__("re").search(message, error), error
+
+
+def test_a_missing_or_unreadable_file(tmp_path):
+    with pytest.raises(CampaignsError, match=r"campaigns file .*nowhere.toml \(ORACLE_CAMPAIGNS\) does not exist"):
+        Campaigns.from_settings(base(tmp_path, campaigns=tmp_path / "nowhere.toml"))
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes(b'[campaigns.a]\nnotes = "caf\xe9"\n')
+    with pytest.raises(CampaignsError, match="not UTF-8"):
+        load_campaigns(bad)
+
+
+def test_the_setting_reads_the_file_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("ORACLE_CAMPAIGNS", str(tmp_path / "c.toml"))
+    assert tmp_path / "c.toml" == Settings(_env_file=None).campaigns
+    monkeypatch.setenv("ORACLE_CAMPAIGNS", "")
+    assert None is Settings(_env_file=None).campaigns

@@ -1,0 +1,109 @@
+"""`--campaign NAME` on the command line, and `oracle watch`, with a campaigns file and without."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from oracle.cli import cmd_watch, main, parser
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
+from tests.index.test_library import HARBOUR
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    """A clean environment in an empty folder: no developer's .env, Ollama away, annotations off."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("ORACLE_CAMPAIGNS", "ORACLE_NOTES_DIR", "ORACLE_DATA_DIR", "ORACLE_CHROMA_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", closed_port_url())
+    monkeypatch.setenv("ORACLE_ANNOTATE", "false")
+    monkeypatch.setenv("ORACLE_DATA_DIR", str(tmp_path / "var"))
+    return monkeypatch
+
+
+@pytest.fixture
+def campaigns_file(env, tmp_path):
+    write_notes(tmp_path / "ember", MINI_CAMPAIGN)
+    write_notes(tmp_path / "harbour", HARBOUR)
+    path = tmp_path / "campaigns.toml"
+    path.write_text('[campaigns.ember]\nnotes = "ember"\nchannels = [1]\n\n'
+                    '[campaigns.harbour]\nnotes = "harbour"\ndata = "var/the-harbour"\nchannels = [2]\n')
+    env.setenv("ORACLE_CAMPAIGNS", str(path))
+    return path
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, " ".join(captured.err.split())
+
+
+def test_an_unknown_campaign_lists_the_names(campaigns_file, capsys):
+    code, _, err = cli(capsys, "search", "anything", "--campaign", "sunday")
+    assert 1 == code
+    assert f"there is no campaign 'sunday' in {campaigns_file}; the campaigns are: ember, harbour" in err
+
+
+def test_without_the_file_only_the_default_campaign_exists(env, capsys):
+    code, _, err = cli(capsys, "status", "--campaign", "tuesday")
+    assert 1 == code
+    assert "no ORACLE_CAMPAIGNS file: only the default campaign); the campaigns are: default" in err
+
+
+def test_a_bad_campaigns_file_stops_every_command_with_its_line(env, tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[campaigns.a]\nnotes = "."\nchanels = [1]\n')
+    env.setenv("ORACLE_CAMPAIGNS", str(bad))
+    for command in (["status"], ["ingest"], ["search", "x"], ["watch"]):
+        code, _, err = cli(capsys, *command)
+        assert (1, True) == (code, f"{bad}, line 3: unknown key 'chanels'" in err), err
+
+
+def test_ingest_takes_every_campaign_and_search_names_one(campaigns_file, tmp_path, capsys):
+    code, out, _ = cli(capsys, "ingest", "--json")
+    assert 0 == code
+    reports = json.loads(out)["campaigns"]
+    assert (["ember", "harbour"], 4) == (sorted(reports), reports["harbour"]["files"]["added"])
+    assert (tmp_path / "var" / "ember" / "oracle.sqlite3").exists()
+    assert (tmp_path / "var" / "the-harbour" / "oracle.sqlite3").exists()  # relative to the file
+
+    code, _, err = cli(capsys, "search", "Who lost two fingers?")
+    assert 1 == code and "lists several campaigns: name one with --campaign (ember, harbour)" in err
+    code, out, _ = cli(capsys, "search", "Who lost two fingers?", "--campaign", "harbour", "--json", "--gm")
+    assert 0 == code
+    fused = [h["label"] for h in json.loads(out)["fused"]]
+    assert "Session 2" == fused[0]
+    assert set(fused) <= {"Session 1", "Session 2", "Session 3", "Sheet: Odile_Marsh"}
+
+
+def test_the_default_campaign_is_todays_single_campaign(env, tmp_path, capsys):
+    notes = write_notes(tmp_path / "notes", HARBOUR)
+    env.setenv("ORACLE_NOTES_DIR", str(notes))
+    code, out, _ = cli(capsys, "ingest", "--campaign", "default", "--json")
+    assert (0, 4) == (code, json.loads(out)["files"]["added"])  # the report itself, as before
+    assert (tmp_path / "var" / "oracle.sqlite3").exists()  # ORACLE_DATA_DIR itself, as before
+
+
+async def test_oracle_watch_prints_each_reingest(campaigns_file, tmp_path, capsys):
+    args = parser().parse_args(["watch", "--campaign", "harbour", "--quiet", "0.3", "--json"])
+    task = asyncio.create_task(cmd_watch(args))
+
+    async def next_report() -> dict:
+        for _ in range(600):
+            lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+            if lines:
+                return json.loads(lines[0])
+            await asyncio.sleep(0.1)
+        raise AssertionError("no reingest")
+
+    try:
+        caught_up = await next_report()  # the notes were never indexed: the first pass takes them all
+        assert ("harbour", 4) == (caught_up["campaign"], len(caught_up["paths"]["added"]))
+        (tmp_path / "harbour" / "sessions" / "Session 4.md").write_text("The Gull limped home to Port Vessery.\n")
+        report = await next_report()
+        assert ("harbour", ["sessions/Session 4.md"]) == (report["campaign"], report["paths"]["added"])
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

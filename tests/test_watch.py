@@ -1,0 +1,199 @@
+"""Watching a notes folder: edits that arrive in pieces end in exactly one reingest, with the right
+result; hidden and temporary files are never a change. Real files, real inotify, real ingest."""
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from oracle.index.ingest import ingest
+from oracle.types import IngestReport
+from oracle.watch import NotesFilter, WatchError, watch_notes
+from watchfiles import Change
+
+QUIET = 0.5  # seconds; every piece of an edit below comes sooner than this after the one before
+STEP = 0.2
+
+
+def labels(settings) -> list[str]:
+    with sqlite3.connect(settings.sqlite_path) as db:
+        return sorted({r[0] for r in db.execute("SELECT label FROM chunks WHERE visibility = 'public'")})
+
+
+def text_of(settings, label: str) -> str:
+    with sqlite3.connect(settings.sqlite_path) as db:
+        return " ".join(r[0] for r in db.execute("SELECT text FROM chunks WHERE label = ?", (label,)))
+
+
+class Watching:
+    """watch_notes in a task, its reports collected."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+        self.reports: list[IngestReport] = []
+        self.errors: list[Exception] = []
+        self.started = asyncio.Event()
+        self.arrived = asyncio.Event()
+
+    async def on_change(self, report: IngestReport) -> None:
+        self.reports.append(report)
+        self.arrived.set()
+
+    async def on_error(self, error: Exception) -> None:
+        self.errors.append(error)
+        self.arrived.set()
+
+    async def __aenter__(self) -> Watching:
+        self.task = asyncio.create_task(
+            watch_notes(self.index, quiet=QUIET, on_change=self.on_change, on_error=self.on_error, started=self.started)
+        )
+        await asyncio.wait_for(self.started.wait(), 10)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+    async def settled(self) -> None:
+        """The first report, then long enough (several quiet periods) for any further one to show."""
+        await asyncio.wait_for(self.arrived.wait(), 120)
+        await asyncio.sleep(4 * QUIET)
+
+
+async def test_an_edit_in_pieces_ends_in_exactly_one_reingest(mini_notes, make_settings, open_index):
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    assert "World: GODS" in labels(settings)
+    async with Watching(index) as watching:
+        (mini_notes / "sessions" / "Session 5.md").write_text("The party reached the Glass Orchard at dusk.\n")
+        await asyncio.sleep(STEP)
+        (mini_notes / "world" / "GODS.md").unlink()
+        await asyncio.sleep(STEP)
+        (mini_notes / ".obsidian" / "workspace.json").write_text("{}")  # hidden: never a change
+        (mini_notes / "sessions" / ".Session 6.md.swp").write_text("x")
+        # A sync writing one file in three pieces, each sooner than the quiet period.
+        slow = mini_notes / "sessions" / "Session 6.md"
+        pieces = ["Mirela opened the sealed letter on the ferry. ", "It named the bell-ringer of Greyhaven. ",
+                  "Teodric burned it before the harbour watch could read it.\n"]
+        for piece in pieces:
+            with slow.open("a", encoding="utf-8") as f:
+                f.write(piece)
+            await asyncio.sleep(STEP)
+        await watching.settled()
+    assert [] == watching.errors
+    assert 1 == len(watching.reports), [(r.added, r.changed, r.removed) for r in watching.reports]
+    report = watching.reports[0]
+    assert (["sessions/Session 5.md", "sessions/Session 6.md"], [], ["world/GODS.md"]) == (
+        report.added, report.changed, report.removed)
+    assert "World: GODS" not in labels(settings)
+    assert {"Session 5", "Session 6"} <= set(labels(settings))
+    assert "".join(pieces).strip() == text_of(settings, "Session 6").strip()
+
+
+async def test_hidden_and_temporary_files_are_never_a_change(mini_notes, make_settings, open_index):
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    async with Watching(index) as watching:
+        (mini_notes / ".obsidian" / "workspace.json").write_text("{}")
+        (mini_notes / ".git").mkdir()
+        (mini_notes / ".git" / "HEAD.md").write_text("ref")
+        (mini_notes / "sessions" / "Session 4.md~").write_text("backup")
+        (mini_notes / "sessions" / "#Session 4.md#").write_text("autosave")
+        (mini_notes / "map.png").write_bytes(b"\x89PNG")
+        await asyncio.sleep(4 * QUIET)
+        assert [] == watching.reports
+        # ...while a real edit is one, after the quiet period.
+        with (mini_notes / "sessions" / "Session 4.md").open("a") as f:
+            f.write("Old Wick blew out the last candle.\n")
+        await watching.settled()
+    assert [(["sessions/Session 4.md"])] == [r.changed for r in watching.reports]
+
+
+async def test_a_change_during_a_reingest_brings_one_more_after_it(mini_notes, make_settings, open_index):
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    async with Watching(index) as watching:
+        (mini_notes / "sessions" / "Session 5.md").write_text("The Glass Orchard.\n")
+        await asyncio.wait_for(watching.arrived.wait(), 120)  # the first ingest is a full one: long
+        watching.arrived.clear()
+        (mini_notes / "sessions" / "Session 7.md").write_text("The Salt Gate.\n")
+        await watching.settled()
+    assert 2 == len(watching.reports)
+    assert ["sessions/Session 7.md"] == watching.reports[1].added
+    assert "Session 7" in labels(settings)
+
+
+@pytest.mark.parametrize(
+    "path, wanted",
+    [
+        ("sessions/Session 5.md", True),
+        ("compendium.yaml", True),
+        ("sessions", True),  # a folder renamed or deleted
+        (".obsidian/workspace.md", False),
+        ("sessions/.sync-conflict.md", False),
+        ("sessions/.syncthing.Session 5.md.tmp", False),
+        ("sessions/Session 5.md~", False),
+        ("sessions/Session 5.md.swp", False),
+        ("sessions/4913", False),
+        ("sessions/#Session 5.md#", False),
+        ("sessions/Session 5.md.part", False),
+        ("map.png", False),
+        ("var/oracle.sqlite3", False),
+        ("var/chroma", False),
+    ],
+)
+def test_which_paths_are_changes(tmp_path, path, wanted):
+    keep = NotesFilter(tmp_path, ignore=(tmp_path / "var",))
+    assert wanted == keep(Change.modified, str(tmp_path / path))
+    assert not keep(Change.added, str(tmp_path.parent / "elsewhere.md"))
+
+
+async def test_a_missing_folder_is_a_clear_error(make_settings, open_index, tmp_path):
+    index = open_index(make_settings(tmp_path / "nowhere"))
+    with pytest.raises(WatchError, match="cannot watch the notes folder .*nowhere: it does not exist"):
+        await watch_notes(index, quiet=QUIET)
+
+
+def test_filter_folder_is_resolved(tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    assert NotesFilter(link)(Change.added, str(Path(tmp_path) / "a.md"))
+
+
+async def test_every_campaign_of_a_library_is_watched_and_named(tmp_path, make_settings, embedder):
+    from oracle.campaigns import Campaign, Campaigns
+    from oracle.index.library import Library
+    from oracle.watch import watch_campaigns
+    from tests.conftest import write_notes
+
+    notes = {name: write_notes(tmp_path / name, {"sessions/Session 1.md": f"The {name} table met.\n"})
+             for name in ("ember", "harbour")}
+    campaigns = Campaigns(tuple(Campaign(n, p, tmp_path / "var" / n) for n, p in notes.items()), source=tmp_path / "c.toml")
+    library = await Library.open(make_settings(tmp_path), campaigns, embedder=embedder, worker=False)
+    seen: list[tuple[str, list[str]]] = []
+    arrived = asyncio.Event()
+
+    async def on_change(campaign, report) -> None:
+        seen.append((campaign.name, report.added))
+        if len(seen) == 3:
+            arrived.set()
+
+    task = asyncio.create_task(watch_campaigns(library, quiet=QUIET, on_change=on_change, catch_up=True))
+    try:
+        for _ in range(600):  # both catch-up ingests done: the folders are watched
+            if len(seen) == 2:
+                break
+            await asyncio.sleep(0.1)
+        (notes["harbour"] / "sessions" / "Session 2.md").write_text("The Gull set sail.\n")
+        await asyncio.wait_for(arrived.wait(), 120)
+        await asyncio.sleep(4 * QUIET)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await library.close()
+    assert [("ember", ["sessions/Session 1.md"]), ("harbour", ["sessions/Session 1.md"])] == sorted(seen[:2])
+    assert [("harbour", ["sessions/Session 2.md"])] == seen[2:]
