@@ -1,4 +1,4 @@
-"""`python -m bot`: open the index once, then run the Discord client until stopped."""
+"""`python -m bot`: open every campaign's index once, then run the Discord client until stopped."""
 from __future__ import annotations
 
 import asyncio
@@ -8,16 +8,16 @@ import sys
 
 import discord
 
+from oracle.campaigns import Campaigns
 from oracle.errors import OracleError
-from oracle.index.index import Index
+from oracle.index.library import Library
 from oracle.index.status import is_indexed
-from oracle.journal import Journal
-from oracle.oracle import Oracle
 from oracle.settings import Settings
 
 from .client import OracleBot
 from .history import ThreadHistory
 from .settings import BotSettings
+from .tables import Tables, open_table
 
 log = logging.getLogger("bot")
 
@@ -27,34 +27,43 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
     if not token:
         log.error("DISCORD_TOKEN is not set: put it in .env or the environment (see .env.example)")
         return 2
-    async with Index(settings) as index:
-        try:
-            # Load the model and open both stores before the gateway connects: a broken index is
-            # reported once, with what to run, instead of failing every question.
-            await index.embedder()
-            await index.vectors()
-        except OracleError as exc:
-            log.error("%s", exc)
-            return 2
-        if not await is_indexed(index):
-            # The bot still starts, so a game master can run /oracle reingest; every question says so.
-            log.error(
-                "the index at %s is empty: nothing has been ingested from %s. Run `oracle ingest`, or "
-                "/oracle reingest as a game master, before players ask.",
-                settings.data_dir, settings.notes_dir,
-            )
+    try:
+        # A bad campaigns file stops here, naming the line, before anything is loaded or connected.
+        campaigns = Campaigns.from_settings(settings)
+        library = await Library.open(settings, campaigns)
+    except OracleError as exc:
+        log.error("%s", exc)
+        return 2
+    async with library:
+        tables = []
+        for campaign in campaigns:
+            index = library.index(campaign)
+            try:
+                # Open both stores before the gateway connects: a broken index is reported once,
+                # with what to run, instead of failing every question.
+                await index.vectors()
+            except OracleError as exc:
+                log.error("campaign %s: %s", campaign.name, exc)
+                return 2
+            if not await is_indexed(index):
+                # The bot still starts, so a game master can run /oracle reingest; every question says so.
+                log.error(
+                    "the index of campaign %s at %s is empty: nothing has been ingested from %s. Run `oracle ingest`, "
+                    "or /oracle reingest as a game master, before players ask.",
+                    campaign.name, index.settings.data_dir, index.settings.notes_dir,
+                )
+            default_announce = bot_settings.announce_channel if campaigns.is_single else None
+            tables.append(await open_table(campaign, index, default_announce=default_announce))
         # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
         # all holding the GIL (300+ ms, measured by bench/load.py) and stalls the gateway heartbeat.
         # Frozen, they are never walked again.
         gc.collect()
         gc.freeze()
         history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
-        journal = await Journal.open(settings.journal_path)
-        oracle = Oracle(index)
         try:
             for message_content in (True, False):
-                bot = OracleBot(settings=bot_settings, index=index, oracle=oracle, history=history,
-                                journal=journal, message_content=message_content)
+                bot = OracleBot(settings=bot_settings, tables=Tables(campaigns, tables, bot_settings), history=history,
+                                library=library, watch=settings.watch, message_content=message_content)
                 try:
                     async with bot:
                         await bot.start(token)
@@ -69,7 +78,8 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
                     return 2
         finally:
             await history.close()
-            await journal.close()
+            for table in tables:
+                await table.journal.close()
     return 1
 
 

@@ -7,13 +7,15 @@ import logging
 import discord
 from discord.ext import commands
 
-from oracle.index.index import Index
-from oracle.journal import Journal
-from oracle.oracle import Oracle
+from oracle.campaigns import Campaign
+from oracle.errors import OracleError
+from oracle.types import IngestReport
+from oracle.watch import watch_campaigns
 
-from .cog import OracleCog
+from .cog import OracleCog, announce
 from .history import ThreadHistory
 from .settings import BotSettings
+from .tables import Tables
 from .views import DYNAMIC_ITEMS
 
 log = logging.getLogger(__name__)
@@ -30,13 +32,15 @@ class OracleBot(commands.Bot):
         self,
         *,
         settings: BotSettings,
-        index: Index,
-        oracle: Oracle,
+        tables: Tables,
         history: ThreadHistory,
-        journal: Journal,
+        library: object | None = None,
+        watch: bool = False,
         message_content: bool = True,
         **options: object,
     ) -> None:
+        """`library` (an `oracle.index.library.Library` over the same campaigns) and `watch`: reingest
+        each campaign by itself when its notes change (ORACLE_WATCH)."""
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=make_intents(message_content),
@@ -45,18 +49,22 @@ class OracleBot(commands.Bot):
             **options,
         )
         self.settings = settings
-        self.index = index
-        self.oracle = oracle
+        self.tables = tables
         self.history = history
-        self.journal = journal
+        self.library = library
+        self.watch = watch
+        self.background: list[asyncio.Task] = []
         self.warming: asyncio.Task | None = None
 
     async def setup_hook(self) -> None:
         # The model loads (10-60 s for a 14B model) while the gateway connects, not on the first question.
-        self.warming = asyncio.create_task(self.warm_model())
+        self.warming = asyncio.create_task(self.warm_models())
+        self.background.append(self.warming)
         await self.add_cog(OracleCog(self))
         # The answers' buttons, matched by their custom ids: clicks on answers an earlier process posted work.
         self.add_dynamic_items(*DYNAMIC_ITEMS)
+        if self.watch and self.library is not None:
+            self.background.append(asyncio.create_task(self.watch_notes()))
         if self.settings.guild_id:
             guild = discord.Object(id=self.settings.guild_id)
             self.tree.copy_global_to(guild=guild)
@@ -65,16 +73,34 @@ class OracleBot(commands.Bot):
             synced = await self.tree.sync()
         log.info("synced %d application commands", len(synced))
 
-    async def warm_model(self) -> None:
-        reason = await self.index.llm.load()
-        if reason is None:
-            log.info("model %s loaded", self.index.settings.model)
-        else:
-            log.warning("could not load the model at startup (%s): the first question will wait for it", reason)
+    async def warm_models(self) -> None:
+        for llm in {id(t.index.llm): t.index.llm for t in self.tables}.values():
+            reason = await llm.load()
+            if reason is None:
+                log.info("model %s loaded", llm.model)
+            else:
+                log.warning("could not load the model at startup (%s): the first question will wait for it", reason)
+
+    async def watch_notes(self) -> None:
+        """ORACLE_WATCH: each campaign reingested once its notes have been quiet; players told what is new."""
+
+        async def changed(campaign: Campaign, report: IngestReport) -> None:
+            table = self.tables.get(campaign.name)
+            if table is not None:
+                await announce(self, table)
+
+        async def failed(campaign: Campaign, error: OracleError) -> None:
+            log.error("reingesting campaign %s after its notes changed failed: %s", campaign.name, error)
+
+        try:
+            await watch_campaigns(self.library, on_change=changed, on_error=failed)  # type: ignore[arg-type]
+        except OracleError as exc:
+            log.error("watching the notes stopped: %s", exc)
 
     async def close(self) -> None:
-        if self.warming is not None and not self.warming.done():
-            self.warming.cancel()
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
         await super().close()
 
     async def on_message(self, message: discord.Message) -> None:

@@ -15,10 +15,9 @@ from discord.ext import commands
 from oracle.answer.citations import Citation
 from oracle.answer.prompt import Turn
 from oracle.answer.results import Answer
-from oracle.index.index import Index
 from oracle.index.ingest import IngestBusy, IngestError
 from oracle.index.status import index_status, is_indexed
-from oracle.journal import Asked, Journal
+from oracle.journal import Asked
 from oracle.llm import describe_loaded, describe_window
 from oracle.oracle import Oracle
 from oracle.types import readable
@@ -36,10 +35,12 @@ from .formatting import (
 )
 from .history import ThreadHistory
 from .listening import hear
+from .reingest import announce as announce_to
 from .reingest import announce_channel, progress_message, run_reingest
 from .reports import unanswered_text
 from .settings import BotSettings
 from .streaming import LiveReply
+from .tables import Table, Tables
 from .views import answer_view
 
 
@@ -48,10 +49,8 @@ class OracleHost(Protocol):
     the cog and never the other way round."""
 
     settings: BotSettings
-    index: Index
-    oracle: Oracle
+    tables: Tables
     history: ThreadHistory
-    journal: Journal
     intents: discord.Intents
     user: discord.ClientUser | None
 
@@ -64,18 +63,11 @@ FAILED = "Something went wrong answering that; the game master can find the deta
 WAITING = "⏳"  # a question over the member's limit: answered when the limit allows
 DROPPED = "✋"  # too many of the member's questions already wait
 NO_THREAD = "No thread was opened for follow-ups: {why}. Ask again with `/oracle ask` to go on."
+CAMPAIGN = "Which campaign (default: this channel's)"
 
 
 class UserError(Exception):
     """Shown to the user as one short sentence."""
-
-
-def is_game_master(member: discord.abc.User, gm_roles: list[str]) -> bool:
-    if not isinstance(member, discord.Member):
-        return False
-    if member.guild_permissions.manage_guild or member.guild_permissions.administrator:
-        return True
-    return any(role.name.casefold() in gm_roles or str(role.id) in gm_roles for role in member.roles)
 
 
 def no_thread_reason(channel: Any) -> str | None:
@@ -109,16 +101,40 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def clearance(self, interaction: discord.Interaction, private: bool) -> bool:
-        """Game-master answers only where only game masters read them."""
-        if not is_game_master(interaction.user, self.bot.settings.gm_roles):
-            return False
-        return private or interaction.channel_id in self.bot.settings.gm_channels
+    def table(self, interaction: discord.Interaction, campaign: str | None = None) -> Table:
+        """The campaign a command is about: the one named (if the member can see it), else the one of
+        the channel (its thread's parent, its category). Where no campaign is mapped, the asker is
+        told privately where the Oracle answers."""
+        tables = self.bot.tables
+        if campaign:
+            table = next((t for t in tables.visible_to(interaction.user) if t.name == campaign), None)
+            if table is None:
+                raise UserError(f"There is no campaign “{campaign}” here.")
+            return table
+        table = tables.route(interaction.channel)
+        if table is None:
+            raise UserError(f"This channel belongs to no campaign. The Oracle answers in {tables.where(interaction.user)}.")
+        return table
 
-    def not_indexed(self) -> str:
+    def is_game_master(self, member: Any, table: Table) -> bool:
+        return self.bot.tables.is_game_master(member, table)
+
+    def clearance(self, interaction: discord.Interaction, table: Table, private: bool) -> bool:
+        """Game-master answers only where only game masters read them."""
+        if not self.is_game_master(interaction.user, table):
+            return False
+        return private or self.bot.tables.is_gm_channel(interaction.channel, table)
+
+    def elsewhere(self, interaction: discord.Interaction, table: Table) -> bool:
+        """The campaign is not the channel's: its answer is private (this channel's readers may not
+        be that campaign's players)."""
+        return self.bot.tables.route(interaction.channel) is not table
+
+    def not_indexed(self, table: Table) -> str:
         """What to say while the notes have never been indexed, and who can fix it."""
-        roles = ", ".join(self.bot.settings.gm_roles)
-        who = f"a game master (role {roles}, or Manage Server)" if roles else "a member with Manage Server"
+        roles = ", ".join(table.campaign.gm_roles if table.campaign.gm_roles is not None else self.bot.settings.gm_roles)
+        manage = ", or Manage Server" if self.bot.tables.single else ""
+        who = f"a game master (role {roles}{manage})" if roles else "a member with Manage Server"
         return f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {who} can run `/oracle reingest`."
 
     def live(self, edit) -> LiveReply:
@@ -135,12 +151,10 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             await asyncio.sleep(delay)
         return True
 
-    async def generation(self) -> str:
-        async with self.bot.index.snapshot() as store:
+    @staticmethod
+    async def generation(table: Table) -> str:
+        async with table.index.snapshot() as store:
             return await store.generation()
-
-    async def record(self, asked: Asked, answer: Answer) -> int:
-        return await self.bot.journal.record(asked, answer)
 
     # -- answering through an interaction ----------------------------------------------------------
 
@@ -148,23 +162,26 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         self,
         interaction: discord.Interaction,
         *,
+        table: Table,
         kind: str,
         question: str,
         asker: Asker,
         private: bool,
-        produce: Callable[..., Awaitable[Answer]],  # (gm, on_stage, on_text, history) -> Answer
+        produce: Callable[..., Awaitable[Answer]],  # (oracle, gm, on_stage, on_text, history) -> Answer
         thread_title: str,
     ) -> None:
         """Defer, wait for the member's turn, produce the answer while showing progress, post it with
         its buttons, then open a thread for follow-ups (or continue the Oracle thread it was asked in)."""
-        if not await is_indexed(self.bot.index):
-            raise UserError(self.not_indexed())
+        if not await is_indexed(table.index):
+            raise UserError(self.not_indexed(table))
+        private = private or self.elsewhere(interaction, table)
         await interaction.response.defer(ephemeral=private, thinking=True)
         channel = interaction.channel
-        in_thread = isinstance(channel, discord.Thread) and await self.bot.history.is_oracle_thread(channel.id)
+        in_thread = isinstance(channel, discord.Thread) and \
+            await self.bot.history.campaign_of(channel.id) == table.name
         # A thread is public: everyone reading it gets the player answer.
-        gm = is_game_master(interaction.user, self.bot.settings.gm_roles) and private if in_thread \
-            else self.clearance(interaction, private)
+        gm = self.is_game_master(interaction.user, table) and private if in_thread \
+            else self.clearance(interaction, table, private)
         if not await self.take_turn(interaction.user.id,
                                     lambda: interaction.edit_original_response(content=WAITING)):
             raise UserError("You already have questions waiting: ask again once they are answered.")
@@ -176,32 +193,32 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 await interaction.edit_original_response(content=PROGRESS.get(stage, stage))
                 live.touch()
 
-            answer = await produce(gm, show, live.update, history)
+            answer = await produce(table.oracle, gm, show, live.update, history)
         except BaseException:
             self.flood.refund(interaction.user.id)
             raise
-        answer_id = await self.record(Asked(
+        answer_id = await table.journal.record(Asked(
             kind, question, interaction.user.id, interaction.user.display_name, interaction.guild_id,
             interaction.channel_id, tuple(t.content for t in history if t.role == "user"), gm,
-            await self.generation(),
+            await self.generation(table),
         ), answer)
         message = await deliver(
             answer,
             lambda text, embed, view: interaction.edit_original_response(content=text, embed=embed, view=view),
             lambda text, embed, view: interaction.followup.send(text, embed=embed, view=view, ephemeral=private,
                                                                 wait=True),
-            asker=asker, view=answer_view(answer_id, sources=bool(answer.citations)),
+            asker=asker, view=answer_view(table.name, answer_id, sources=bool(answer.citations)),
         )
         if message is not None:
-            await self.bot.journal.shown_in(answer_id, message.channel.id, message.id)
+            await table.journal.shown_in(answer_id, message.channel.id, message.id)
         if private or message is None:
             return  # a private answer never joins a thread's history: the thread is public
         if in_thread:
             await self.bot.history.add_turns(channel.id, [Turn("user", question), Turn("assistant", answer.text)])
             return
-        await self.open_thread(interaction, message, thread_title, question, answer)
+        await self.open_thread(interaction, table, message, thread_title, question, answer)
 
-    async def open_thread(self, interaction: discord.Interaction, message: discord.Message, title: str,
+    async def open_thread(self, interaction: discord.Interaction, table: Table, message: discord.Message, title: str,
                           question: str, answer: Answer) -> None:
         """A thread on the answer for follow-ups; when Discord cannot open one, the answer stays and
         the asker is told why, privately."""
@@ -217,7 +234,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 why = f"Discord refused it ({exc.text or exc.status})"
             else:
                 await self.bot.history.add_thread(thread.id, interaction.guild_id, interaction.channel_id,
-                                                  interaction.user.id)
+                                                  interaction.user.id, table.name)
                 await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
                 return
         await interaction.followup.send(NO_THREAD.format(why=why), ephemeral=True)
@@ -225,16 +242,18 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     # -- /oracle ask ---------------------------------------------------------------------------
 
     @app_commands.command(name="ask", description="Ask a question about the campaign")
-    @app_commands.describe(question="What do you want to know?", private="Only you see the answer (no thread)")
+    @app_commands.describe(question="What do you want to know?", private="Only you see the answer (no thread)",
+                           campaign=CAMPAIGN)
     async def ask(
-        self, interaction: discord.Interaction, question: app_commands.Range[str, 1, 1000], private: bool = False
+        self, interaction: discord.Interaction, question: app_commands.Range[str, 1, 1000], private: bool = False,
+        campaign: str | None = None,
     ) -> None:
-        async def produce(gm: bool, show, text, history) -> Answer:
-            return await self.bot.oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=text)
+        async def produce(oracle: Oracle, gm: bool, show, text, history) -> Answer:
+            return await oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=text)
 
         user = interaction.user
         await self.answer_interaction(
-            interaction, kind="ask", question=question, private=private, produce=produce, thread_title=question,
+            interaction, table=self.table(interaction, campaign), kind="ask", question=question, private=private, produce=produce, thread_title=question,
             asker=Asker(user.display_name, question, user.display_avatar.url),
         )
 
@@ -246,12 +265,12 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             raise UserError("That message has no text to ask the notes about.")
         question = f"What do the notes say about this? “{clip(text, 900)}”"
 
-        async def produce(gm: bool, show, on_text, history) -> Answer:
-            return await self.bot.oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=on_text)
+        async def produce(oracle: Oracle, gm: bool, show, on_text, history) -> Answer:
+            return await oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=on_text)
 
         user = interaction.user
         await self.answer_interaction(
-            interaction, kind="message", question=question, private=False, produce=produce,
+            interaction, table=self.table(interaction), kind="message", question=question, private=False, produce=produce,
             thread_title=f"About: {text}",
             asker=Asker(user.display_name, f"About {message.author.display_name}'s message: “{clip(text, 180)}”",
                         user.display_avatar.url, message.jump_url),
@@ -264,24 +283,28 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
 
     @app_commands.command(name="recap", description="Previously on…: the last session (or one you name) retold")
     @app_commands.describe(session="A session number or a word of its title (default: the last)",
-                           private="Only you see the recap (no thread)")
+                           private="Only you see the recap (no thread)", campaign=CAMPAIGN)
     async def recap(self, interaction: discord.Interaction, session: app_commands.Range[str, 1, 100] | None = None,
-                    private: bool = False) -> None:
+                    private: bool = False, campaign: str | None = None) -> None:
         title = f"Previously on… {session}" if session else "Previously on…"
 
-        async def produce(gm: bool, show, text, history) -> Answer:
-            return await self.bot.oracle.recap(session, gm=gm, on_stage=show, on_text=text)
+        async def produce(oracle: Oracle, gm: bool, show, text, history) -> Answer:
+            return await oracle.recap(session, gm=gm, on_stage=show, on_text=text)
 
         user = interaction.user
         await self.answer_interaction(
-            interaction, kind="recap", question=f"recap {session or ''}".strip(), private=private, produce=produce,
+            interaction, table=self.table(interaction, campaign), kind="recap", question=f"recap {session or ''}".strip(), private=private, produce=produce,
             thread_title=title, asker=Asker(user.display_name, title, user.display_avatar.url),
         )
 
     @recap.autocomplete("session")
     async def recap_autocomplete(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        # Shown to whoever types: public session titles only.
-        async with self.bot.index.snapshot() as store:
+        # Shown to whoever types: public session titles only, of the campaign the command is about.
+        try:
+            table = self.table(interaction, interaction.namespace.campaign)
+        except UserError:
+            return []
+        async with table.index.snapshot() as store:
             titles = [t for t in await store.titles(readable(False)) if t.label.startswith("Session ")]
         needle = current.casefold().strip()
         found = [t for t in titles if needle in t.title.casefold()]
@@ -294,7 +317,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     async def on_message(self, message: discord.Message) -> None:
         if message.author.bot or not isinstance(message.channel, discord.Thread):
             return
-        if not await self.bot.history.is_oracle_thread(message.channel.id):
+        table = self.bot.tables.get(await self.bot.history.campaign_of(message.channel.id) or "")
+        if table is None:
             return
         me = self.bot.user
         referenced = message.reference.resolved if message.reference else None
@@ -310,9 +334,9 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         if heard.question is None:
             log.debug("not a question in thread %s (%s)", message.channel.id, heard.why)
             return
-        await self.follow_up(message, heard.question)
+        await self.follow_up(message, table, heard.question)
 
-    async def follow_up(self, message: discord.Message, question: str) -> None:
+    async def follow_up(self, message: discord.Message, table: Table, question: str) -> None:
         thread = message.channel
         waited = False
 
@@ -340,12 +364,12 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             live = self.live(edit)
             async with thread.typing():
                 # A thread is public: everyone reading it gets the player answer.
-                answer = await self.bot.oracle.ask(question, history=history, gm=False, on_text=live.update)
+                answer = await table.oracle.ask(question, history=history, gm=False, on_text=live.update)
             streamed = reply  # the streamed message becomes the answer's first piece
-            answer_id = await self.record(Asked(
+            answer_id = await table.journal.record(Asked(
                 "followup", question, message.author.id, message.author.display_name,
                 message.guild.id if message.guild else None, thread.id,
-                tuple(t.content for t in history if t.role == "user"), False, await self.generation(),
+                tuple(t.content for t in history if t.role == "user"), False, await self.generation(table),
             ), answer)
 
             async def first(text: str, embed: discord.Embed | None, view: Any) -> Any:
@@ -355,10 +379,10 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
 
             shown = await deliver(
                 answer, first, lambda text, embed, view: thread.send(text, embed=embed, view=view),
-                view=answer_view(answer_id, sources=bool(answer.citations)),
+                view=answer_view(table.name, answer_id, sources=bool(answer.citations)),
             )
             if shown is not None:
-                await self.bot.journal.shown_in(answer_id, thread.id, shown.id)
+                await table.journal.shown_in(answer_id, thread.id, shown.id)
             await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
         except Exception:
             self.flood.refund(message.author.id)
@@ -371,26 +395,28 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
 
     # -- the answer's buttons ------------------------------------------------------------------------
 
-    async def show_sources(self, interaction: discord.Interaction, answer_id: int) -> None:
+    async def show_sources(self, interaction: discord.Interaction, campaign: str, answer_id: int) -> None:
         """The cited lines, read again with the clicker's clearance, to the clicker alone."""
         await interaction.response.defer(ephemeral=True, thinking=True)
-        recorded = await self.bot.journal.get(answer_id)
+        table = self.bot.tables.get(campaign)
+        recorded = await table.journal.get(answer_id) if table is not None else None
         if recorded is None or not recorded.citations:
             await interaction.followup.send("This answer has no sources on record.", ephemeral=True)
             return
         citations = [Citation(c["label"], c["path"], c["lines"][0], c["lines"][1]) for c in recorded.citations]
-        gm = is_game_master(interaction.user, self.bot.settings.gm_roles)  # the reply is private
-        cited = await self.bot.oracle.cited(citations, gm=gm)
+        gm = self.is_game_master(interaction.user, table)  # the reply is private
+        cited = await table.oracle.cited(citations, gm=gm)
         embeds = excerpt_embeds([(c.citation.label, c.citation.path, c.citation.start_line, c.citation.end_line,
                                   c.text) for c in cited])
         await interaction.followup.send(embeds=embeds, ephemeral=True)
 
-    async def record_vote(self, interaction: discord.Interaction, answer_id: int, vote: int) -> None:
-        if await self.bot.journal.get(answer_id) is None:
+    async def record_vote(self, interaction: discord.Interaction, campaign: str, answer_id: int, vote: int) -> None:
+        table = self.bot.tables.get(campaign)
+        if table is None or await table.journal.get(answer_id) is None:
             await interaction.response.send_message("This answer is no longer on record.", ephemeral=True)
             return
-        gm = is_game_master(interaction.user, self.bot.settings.gm_roles)
-        votes = await self.bot.journal.vote(answer_id, interaction.user.id, vote, gm=gm,
+        gm = self.is_game_master(interaction.user, table)
+        votes = await table.journal.vote(answer_id, interaction.user.id, vote, gm=gm,
                                             by=f"{interaction.user.display_name} ({interaction.user.id})")
         said = "👍 Thanks: noted as helpful" if vote > 0 else "👎 Thanks: noted as not helpful"
         extra = " The game master will see it with `/oracle unanswered`." if vote < 0 else ""
@@ -402,37 +428,43 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     # -- /oracle reingest --------------------------------------------------------------------------
 
     @app_commands.command(name="reingest", description="Game master: index the notes again after writing them")
-    async def reingest(self, interaction: discord.Interaction) -> None:
-        if not is_game_master(interaction.user, self.bot.settings.gm_roles):
+    @app_commands.describe(campaign=CAMPAIGN)
+    async def reingest(self, interaction: discord.Interaction, campaign: str | None = None) -> None:
+        table = self.table(interaction, campaign)
+        if not self.is_game_master(interaction.user, table):
             raise UserError("Only a game master can reingest the notes.")
         await interaction.response.defer(ephemeral=True, thinking=True)
-        report_to = await progress_message(interaction, gm_channel=interaction.channel_id in self.bot.settings.gm_channels)
-        announce_to = announce_channel(self.bot, self.bot.settings.announce_channel)
+        report_to = await progress_message(interaction, gm_channel=self.bot.tables.is_gm_channel(interaction.channel, table))
         by = f"{interaction.user.display_name} ({interaction.user.id})"
         try:
-            await run_reingest(self.bot.index, by=by, report_to=report_to, announce_to=announce_to)
+            await run_reingest(table.index, by=by, report_to=report_to)
         except IngestBusy as exc:
             raise UserError(f"Not started: {exc}.") from None
         except IngestError as exc:
             raise UserError(f"Reingest failed: {exc}.") from None
+        await announce(self.bot, table)
 
     # -- /oracle unanswered --------------------------------------------------------------------------
 
     @app_commands.command(name="unanswered", description="Game master: the questions the notes could not answer")
-    async def unanswered(self, interaction: discord.Interaction) -> None:
-        if not is_game_master(interaction.user, self.bot.settings.gm_roles):
+    @app_commands.describe(campaign=CAMPAIGN)
+    async def unanswered(self, interaction: discord.Interaction, campaign: str | None = None) -> None:
+        table = self.table(interaction, campaign)
+        if not self.is_game_master(interaction.user, table):
             raise UserError("Only a game master can read the unanswered questions.")
         await interaction.response.defer(ephemeral=True, thinking=True)
-        groups = await self.bot.journal.unanswered(limit=25)
+        groups = await table.journal.unanswered(limit=25)
         await interaction.edit_original_response(content=split_message(unanswered_text(groups))[0])
 
     # -- /oracle status ----------------------------------------------------------------------------
 
     @app_commands.command(name="status", description="What the Oracle has indexed and whether its model answers")
-    async def status(self, interaction: discord.Interaction) -> None:
+    @app_commands.describe(campaign=CAMPAIGN)
+    async def status(self, interaction: discord.Interaction, campaign: str | None = None) -> None:
+        table = self.table(interaction, campaign)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        gm = is_game_master(interaction.user, self.bot.settings.gm_roles)  # the reply is private
-        status = await index_status(self.bot.index, gm=gm)
+        gm = self.is_game_master(interaction.user, table)  # the reply is private
+        status = await index_status(table.index, gm=gm)
         intent = self.bot.intents.message_content
         lines = [
             f"**Notes:** {status['files']} files, {status['sessions']} sessions, {status['chunks']} passages, "
@@ -450,7 +482,9 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                "and restart the bot."),
         ]
         if status["last_ingest"] is None:
-            lines.insert(0, f"⚠️ {self.not_indexed()}")
+            lines.insert(0, f"⚠️ {self.not_indexed(table)}")
+        if not self.bot.tables.single:
+            lines.insert(0, f"**Campaign:** {table.name}")
         if gm:
             withheld = status["withheld"]
             lines.append(
@@ -465,10 +499,14 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     # -- /oracle who -------------------------------------------------------------------------------
 
     @app_commands.command(name="who", description="A Compendium dossier: who or what, and where the notes mention it")
-    @app_commands.describe(name="A name or nickname from the campaign", private="Only you see the answer")
-    async def who(self, interaction: discord.Interaction, name: app_commands.Range[str, 1, 100], private: bool = False) -> None:
+    @app_commands.describe(name="A name or nickname from the campaign", private="Only you see the answer",
+                           campaign=CAMPAIGN)
+    async def who(self, interaction: discord.Interaction, name: app_commands.Range[str, 1, 100], private: bool = False,
+                  campaign: str | None = None) -> None:
+        table = self.table(interaction, campaign)
+        private = private or self.elsewhere(interaction, table)
         await interaction.response.defer(ephemeral=private, thinking=True)
-        dossier = await self.bot.oracle.dossiers.who(name, gm=self.clearance(interaction, private))
+        dossier = await table.oracle.dossiers.who(name, gm=self.clearance(interaction, table, private))
         if dossier is None:
             await interaction.edit_original_response(content=f"The Compendium has no entry for “{name}”.")
             return
@@ -477,8 +515,24 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     @who.autocomplete("name")
     async def who_autocomplete(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         # Autocomplete shows names to whoever types: never game-master-only ones.
-        names = await self.bot.oracle.dossiers.names(current, gm=False, limit=25)
+        try:
+            table = self.table(interaction, interaction.namespace.campaign)
+        except UserError:
+            return []
+        names = await table.oracle.dossiers.names(current, gm=False, limit=25)
         return [app_commands.Choice(name=n[:100], value=n[:100]) for n in names][:25]
+
+    @ask.autocomplete("campaign")
+    @recap.autocomplete("campaign")
+    @reingest.autocomplete("campaign")
+    @unanswered.autocomplete("campaign")
+    @status.autocomplete("campaign")
+    @who.autocomplete("campaign")
+    async def campaign_autocomplete(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        """The campaigns the member can see (a channel of theirs they may view)."""
+        needle = current.casefold().strip()
+        names = [t.name for t in self.bot.tables.visible_to(interaction.user) if needle in t.name.casefold()]
+        return [app_commands.Choice(name=n, value=n) for n in names][:25]
 
     # -- errors --------------------------------------------------------------------------------------
 
@@ -500,6 +554,13 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 await interaction.response.send_message(message, ephemeral=True)
         except discord.HTTPException:
             log.warning("could not report an error to the user", exc_info=True)
+
+
+async def announce(client: Any, table: Table) -> None:
+    """Tell a campaign's players what they can read now that they could not before."""
+    channel = announce_channel(client, table.announce_channel)
+    if channel is not None:
+        await announce_to(channel, await table.news())
 
 
 def message_text(message: discord.Message) -> str:

@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS threads (
     guild_id INTEGER,
     channel_id INTEGER NOT NULL,
     owner_id INTEGER NOT NULL,
-    created TEXT NOT NULL DEFAULT (datetime('now'))
+    created TEXT NOT NULL DEFAULT (datetime('now')),
+    campaign TEXT NOT NULL DEFAULT 'default'  -- the campaign its answers come from
 );
 CREATE TABLE IF NOT EXISTS turns (
     id INTEGER PRIMARY KEY,
@@ -33,21 +34,30 @@ class ThreadHistory:
 
     @classmethod
     async def open(cls, path: Path) -> ThreadHistory:
-        return cls(await open_sqlite(path, SCHEMA))
+        db = await open_sqlite(path, SCHEMA)
+        async with db.execute("SELECT name FROM pragma_table_info('threads')") as cursor:
+            columns = {name for (name,) in await cursor.fetchall()}
+        if "campaign" not in columns:  # a history from before campaigns: its threads are the default one's
+            await db.execute("ALTER TABLE threads ADD COLUMN campaign TEXT NOT NULL DEFAULT 'default'")
+            await db.commit()
+        return cls(db)
 
     async def close(self) -> None:
         await self.db.close()
 
-    async def add_thread(self, thread_id: int, guild_id: int | None, channel_id: int, owner_id: int) -> None:
+    async def add_thread(self, thread_id: int, guild_id: int | None, channel_id: int, owner_id: int,
+                         campaign: str) -> None:
         await self.db.execute(
-            "INSERT OR IGNORE INTO threads (thread_id, guild_id, channel_id, owner_id) VALUES (?,?,?,?)",
-            (thread_id, guild_id, channel_id, owner_id),
+            "INSERT OR IGNORE INTO threads (thread_id, guild_id, channel_id, owner_id, campaign) VALUES (?,?,?,?,?)",
+            (thread_id, guild_id, channel_id, owner_id, campaign),
         )
         await self.db.commit()
 
-    async def is_oracle_thread(self, thread_id: int) -> bool:
-        async with self.db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)) as cursor:
-            return await cursor.fetchone() is not None
+    async def campaign_of(self, thread_id: int) -> str | None:
+        """The campaign of an Oracle thread; None for any other thread."""
+        async with self.db.execute("SELECT campaign FROM threads WHERE thread_id = ?", (thread_id,)) as cursor:
+            row = await cursor.fetchone()
+        return row[0] if row else None
 
     async def add_turns(self, thread_id: int, turns: list[Turn]) -> None:
         await self.db.executemany(

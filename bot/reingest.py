@@ -5,7 +5,8 @@ Discord lets a bot edit an interaction's reply for 15 minutes; a first ingest wi
 one after changing the model, can take longer. So the progress is an ordinary message (in a
 game-master channel, else the game master's direct messages) that the bot may edit for as long as
 it needs; only when neither can be written to does it fall back to the private reply, and the
-summary always goes to the log as well.
+summary always goes to the log as well. What players are told is new is the campaign's
+(`tables.Table.news`), announced by the caller.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import discord
 
 from oracle.index.index import Index
 from oracle.index.ingest import IngestBusy, IngestError, ingest
-from oracle.types import PUBLIC, IngestReport, Progress, readable
+from oracle.types import IngestReport, Progress, readable
 
 from .formatting import split_message
 from .reports import announcement, ingest_summary, progress_line
@@ -85,22 +86,9 @@ def announce_channel(client: discord.Client, channel_id: int | None) -> Any:
     return channel
 
 
-async def public_labels(index: Index) -> set[str] | None:
-    """What players could read before a reingest (None: unknown, so nothing is announced). Read
-    through the connection questions use, which exists already: a new one would have to wait for a
-    running ingest's write lock."""
-    try:
-        store = await index.store()
-        return {t.label for t in await store.titles([PUBLIC])}
-    except Exception:
-        log.warning("could not read the index before the reingest: nothing will be announced", exc_info=True)
-        return None
-
-
-async def run_reingest(index: Index, *, by: str, report_to: ProgressReport, announce_to: Any = None) -> IngestReport:
-    """Ingest what changed, reporting progress every `PROGRESS_EVERY` seconds, then the summary; then
-    tell `announce_to` (players) what they can read now that they could not before. IngestBusy and
-    IngestError are reported, then raised."""
+async def run_reingest(index: Index, *, by: str, report_to: ProgressReport) -> IngestReport:
+    """Ingest what changed, reporting progress every `PROGRESS_EVERY` seconds, then the summary.
+    IngestBusy and IngestError are reported, then raised."""
     latest: dict[str, Progress] = {}
 
     async def report_progress() -> None:
@@ -110,7 +98,6 @@ async def run_reingest(index: Index, *, by: str, report_to: ProgressReport, anno
                 with contextlib.suppress(discord.HTTPException):
                     await report_to.edit(progress_line(latest))
 
-    before = await public_labels(index)
     updater = asyncio.create_task(report_progress())
     try:
         report = await ingest(index, progress=lambda event: latest.__setitem__(event.stage, event), by=by)
@@ -124,10 +111,7 @@ async def run_reingest(index: Index, *, by: str, report_to: ProgressReport, anno
         updater.cancel()
     async with index.snapshot() as store:
         everything = await store.titles(readable(True))
-        public = await store.titles([PUBLIC])
     await report_to.finish(ingest_summary(report, everything))
-    if before and announce_to is not None:  # a first index is no news
-        await announce(announce_to, [t for t in public if t.label not in before])
     return report
 
 

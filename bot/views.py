@@ -1,7 +1,8 @@
 """The buttons under every answer: 📜 Show sources, 👍 and 👎. They keep working after a restart.
 
-Each button is a `discord.ui.DynamicItem`: its custom id names the answer (`oracle:sources:42`,
-`oracle:vote:42:up`), the answer lives in the journal (`oracle.journal`, SQLite), and the bot
+Each button is a `discord.ui.DynamicItem`: its custom id names the campaign and the answer
+(`oracle:sources:tuesday:42`, `oracle:vote:tuesday:42:up`), the answer lives in that campaign's
+journal (`oracle.journal`, SQLite), and the bot
 registers the templates once at startup, so a click on a message posted by an earlier process is
 matched and handled like any other. What a click does lives in the cog (`OracleCog.show_sources`,
 `OracleCog.record_vote`); the buttons only carry the answer's id there.
@@ -15,9 +16,9 @@ import discord
 
 
 class AnswerActions(Protocol):
-    async def show_sources(self, interaction: discord.Interaction, answer_id: int) -> None: ...
+    async def show_sources(self, interaction: discord.Interaction, campaign: str, answer_id: int) -> None: ...
 
-    async def record_vote(self, interaction: discord.Interaction, answer_id: int, vote: int) -> None: ...
+    async def record_vote(self, interaction: discord.Interaction, campaign: str, answer_id: int, vote: int) -> None: ...
 
 
 def actions(interaction: discord.Interaction) -> AnswerActions:
@@ -27,49 +28,56 @@ def actions(interaction: discord.Interaction) -> AnswerActions:
     return cog  # type: ignore[return-value]
 
 
-class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=r"oracle:sources:(?P<answer>\d+)"):
-    def __init__(self, answer_id: int) -> None:
+CAMPAIGN = r"(?P<campaign>[a-z0-9][a-z0-9_-]{0,23})"
+
+
+class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=rf"oracle:sources:{CAMPAIGN}:(?P<answer>\d+)"):
+    def __init__(self, campaign: str, answer_id: int) -> None:
+        self.campaign = campaign
         self.answer_id = answer_id
         super().__init__(discord.ui.Button(
             label="Show sources", emoji="📜", style=discord.ButtonStyle.secondary,
-            custom_id=f"oracle:sources:{answer_id}",
+            custom_id=f"oracle:sources:{campaign}:{answer_id}",
         ))
 
     @classmethod
     async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
                              match: re.Match[str], /) -> SourcesButton:
-        return cls(int(match["answer"]))
+        return cls(match["campaign"], int(match["answer"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await actions(interaction).show_sources(interaction, self.answer_id)
+        await actions(interaction).show_sources(interaction, self.campaign, self.answer_id)
 
 
-class VoteButton(discord.ui.DynamicItem[discord.ui.Button], template=r"oracle:vote:(?P<answer>\d+):(?P<vote>up|down)"):
-    def __init__(self, answer_id: int, vote: str) -> None:
+class VoteButton(discord.ui.DynamicItem[discord.ui.Button],
+                 template=rf"oracle:vote:{CAMPAIGN}:(?P<answer>\d+):(?P<vote>up|down)"):
+    def __init__(self, campaign: str, answer_id: int, vote: str) -> None:
+        self.campaign = campaign
         self.answer_id = answer_id
         self.vote = vote
         super().__init__(discord.ui.Button(
             emoji="👍" if vote == "up" else "👎", style=discord.ButtonStyle.secondary,
-            custom_id=f"oracle:vote:{answer_id}:{vote}",
+            custom_id=f"oracle:vote:{campaign}:{answer_id}:{vote}",
         ))
 
     @classmethod
     async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
                              match: re.Match[str], /) -> VoteButton:
-        return cls(int(match["answer"]), match["vote"])
+        return cls(match["campaign"], int(match["answer"]), match["vote"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await actions(interaction).record_vote(interaction, self.answer_id, 1 if self.vote == "up" else -1)
+        await actions(interaction).record_vote(interaction, self.campaign, self.answer_id,
+                                               1 if self.vote == "up" else -1)
 
 
 DYNAMIC_ITEMS = (SourcesButton, VoteButton)
 
 
-def answer_view(answer_id: int, *, sources: bool) -> discord.ui.View:
+def answer_view(campaign: str, answer_id: int, *, sources: bool) -> discord.ui.View:
     """The buttons of one answer; no Show sources when it cites nothing."""
     view = discord.ui.View(timeout=None)
     if sources:
-        view.add_item(SourcesButton(answer_id))
-    view.add_item(VoteButton(answer_id, "up"))
-    view.add_item(VoteButton(answer_id, "down"))
+        view.add_item(SourcesButton(campaign, answer_id))
+    view.add_item(VoteButton(campaign, answer_id, "up"))
+    view.add_item(VoteButton(campaign, answer_id, "down"))
     return view

@@ -30,8 +30,10 @@ import yaml
 from bot.client import OracleBot
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
+from bot.tables import Table, Tables
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
+from oracle.campaigns import Campaigns
 from oracle.journal import Journal
 from oracle.oracle import Oracle
 from oracle.settings import Settings
@@ -226,8 +228,12 @@ async def start_bot(world: Campaign, fake: FakeDiscord, history_path: Path, *, i
                               "stream_edit_seconds": 3600}
     values.update(overrides)
     settings = BotSettings(_env_file=None, **values)
-    client = OracleBot(settings=settings, index=index, oracle=Oracle(index), history=history, journal=journal,
+    campaigns = Campaigns.single(index.settings)
+    table = Table(campaigns.campaigns[0], index, Oracle(index), journal, settings.announce_channel)
+    await table.news()
+    client = OracleBot(settings=settings, tables=Tables(campaigns, [table], settings), history=history,
                        message_content=message_content, guild_ready_timeout=0.05)
+    client.oracle = table.oracle  # type: ignore[attr-defined]  # the one campaign's, for tests to spy on
     client.completed = []  # type: ignore[attr-defined]
 
     async def on_app_command_completion(interaction, command) -> None:

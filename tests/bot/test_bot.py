@@ -80,8 +80,8 @@ async def test_ask_end_to_end_as_a_player(world, fake, oracle_bot, tmp_path):
     assert (embed["description"], embed["footer"]["text"]) == (source_line(label, path, start, end), "Sources")
     assert original.allowed_mentions == {"parse": []}
     [answer_id] = [r[0] for r in rows(tmp_path / "journal.sqlite3", "SELECT id FROM answers")]
-    assert buttons(original) == [f"oracle:sources:{answer_id}", f"oracle:vote:{answer_id}:up",
-                                 f"oracle:vote:{answer_id}:down"]
+    assert buttons(original) == [f"oracle:sources:default:{answer_id}", f"oracle:vote:default:{answer_id}:up",
+                                 f"oracle:vote:default:{answer_id}:down"]
 
     [thread] = fake.threads
     assert thread["id"] == str(original.id)  # opened on the answer message
@@ -581,7 +581,7 @@ async def test_a_gateway_reconnect_while_writing_does_not_lose_the_answer(world,
     assert inter.original.content == f"The Candle Monk sold the compass [{first_label(request)}]."
     [thread] = fake.threads
     thread_id = int(thread["id"])
-    assert await oracle_bot.history.is_oracle_thread(thread_id)
+    assert await oracle_bot.history.campaign_of(thread_id) == "default"
     first, second = fake.gateway_connections
     assert (first.closed, second.kind, second.session) == (True, "resume", session)
 
