@@ -1062,6 +1062,11 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
             rss["end"] = rss_point()
             worker = library.worker
             worker_memory = process_rss(worker.pid) if worker is not None else None
+            during = None
+            if args.campaigns_ingest:
+                during = await ingest_beside(library, settings, root / f"c{count}-fresh", oracles, asker, n)
+                rss["after_ingest"] = rss_point()
+                during["worker_rss"] = process_rss(worker.pid) if worker is not None else None
         finally:
             await library.close()
         return {
@@ -1073,9 +1078,58 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
             "worker_rss": worker_memory,
             "x1": latency_json(asker.group("x1")),
             f"x{n}": latency_json(asker.group(f"x{n}")),
+            "ingest_beside": during,
         }
     finally:
         fake.stop_thread()
+
+
+async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -> dict:
+    """One more campaign (the same notes, a cold index) fully ingested with the library's shared
+    parts (so through its worker) while waves of `n` questions go to the other campaigns, a second
+    apart; a 10 ms sleep measures the loop's stalls meanwhile."""
+    from oracle.index.index import Index
+    from oracle.index.ingest import ingest
+
+    fresh = Index(settings.model_copy(update={"data_dir": data}), embedder=library.embeddings, llm=library.llm,
+                  llm_slots=library.llm_slots)
+    loop = asyncio.get_running_loop()
+    lateness: list[float] = []
+    stop = asyncio.Event()
+
+    async def monitor() -> None:
+        while not stop.is_set():
+            due = loop.time() + TICK
+            await asyncio.sleep(TICK)
+            lateness.append((loop.time() - due) * 1000)
+
+    async def waves() -> None:
+        w = 0
+        while not stop.is_set():
+            await asyncio.gather(*(asker.one(oracles[(w * n + j) % len(oracles)], "during ingest") for j in range(n)))
+            w += 1
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+
+    before = rss_point()
+    tasks = [asyncio.create_task(monitor()), asyncio.create_task(waves())]
+    t = time.perf_counter()
+    try:
+        report = await ingest(fresh, by="bench/load.py")
+    finally:
+        seconds = time.perf_counter() - t
+        stop.set()
+        await asyncio.gather(*tasks)
+        await fresh.close()
+    return {
+        "seconds": round(seconds, 1),
+        "windows": report.windows_embedded,
+        "stall": summary(lateness),
+        "late_50ms": sum(1 for x in lateness if x >= 50),
+        "rss_before": before,
+        "rss_after": rss_point(),
+        "questions": latency_json(asker.group("during ingest")),
+    }
 
 
 async def measure_campaigns(args) -> dict:
@@ -1092,7 +1146,8 @@ async def measure_campaigns(args) -> dict:
             out = root / f"result-{count}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), str(args.notes_dir), "--campaigns-child", str(count),
                    "--campaigns-root", str(root), "--save", str(out), "--concurrency", str(args.concurrency),
-                   "--serial", str(args.serial), "--waves", str(args.waves), "--worker" if args.worker else "--no-worker"]
+                   "--serial", str(args.serial), "--waves", str(args.waves), "--worker" if args.worker else "--no-worker",
+                   "--campaigns-ingest" if args.campaigns_ingest else "--no-campaigns-ingest"]
             if args.questions:
                 cmd += ["--questions", str(args.questions)]
             proc = await asyncio.create_subprocess_exec(*cmd)
@@ -1123,6 +1178,22 @@ def print_campaigns_table(r: dict) -> None:
                   f"{w['peak_mib']:,.0f}" if w and w["peak_mib"] else "—",
                   f"{_f(run['x1']['p50'])} / {_f(run['x1']['p95'])}", f"{_f(run[f'x{n}']['p50'])} / {_f(run[f'x{n}']['p95'])}")
     runs = r["runs"]
+    if any(run.get("ingest_beside") for run in runs):
+        t2 = Table(title=f"One more campaign built from cold while the others answer {n} questions at once, a second apart")
+        for name in ("campaigns answering", "windows", "seconds", "stall p50 / p99 / max, ms", "wake-ups ≥ 50 ms late",
+                     "questions p50 / p95, ms", "bot RSS before → after, MiB", "worker RSS now / peak, MiB"):
+            t2.add_column(name, justify="right")
+        for run in runs:
+            d = run.get("ingest_beside")
+            if not d:
+                continue
+            st, q, w = d["stall"], d["questions"], d.get("worker_rss") or {}
+            t2.add_row(str(run["campaigns"]), f"{d['windows']:,}", f"{d['seconds']:.0f}",
+                       f"{_f(st['p50'])} / {_f(st['p99'])} / {_f(st['max'])}", f"{d['late_50ms']} of {st['n']:,}",
+                       f"{_f(q['p50'])} / {_f(q['p95'])}",
+                       f"{d['rss_before']['current_mib']:,.0f} → {d['rss_after']['current_mib']:,.0f}",
+                       f"{w.get('current_mib') or 0:,.0f} / {w.get('peak_mib') or 0:,.0f}")
+        console.print(t2)
     if len(runs) > 1:
         a, b = runs[0], runs[-1]
         per = (b["rss"]["end"]["current_mib"] - a["rss"]["end"]["current_mib"]) / max(1, b["campaigns"] - a["campaigns"])
@@ -1298,6 +1369,8 @@ def main(argv: list[str] | None = None) -> int:
                              "in-process ones (--no-worker: the first four phases only)")
     parser.add_argument("--campaigns", help="several campaigns in one process instead: counts, e.g. 1,5,20 "
                                             "(each in a process of its own; peak memory and question latency)")
+    parser.add_argument("--campaigns-ingest", action=argparse.BooleanOptionalAction, default=True,
+                        help="with --campaigns, also build one more campaign from cold while the others answer")
     parser.add_argument("--campaigns-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--campaigns-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")

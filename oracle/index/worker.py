@@ -110,14 +110,21 @@ class EmbedWorker:
         Calls made before it is ready wait for it."""
         if self._pool is not None:
             return
-        # spawn: a fork of a process that already runs threads (Chroma, aiosqlite, torch) can deadlock.
-        self._pool = ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_load,
-            initargs=(self.ref, self.nice, self.threads),
-        )
-        self._ready = self._pool.submit(_fingerprint)
+        try:
+            # spawn: a fork of a process that already runs threads (Chroma, aiosqlite, torch) can deadlock.
+            self._pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_load,
+                initargs=(self.ref, self.nice, self.threads),
+            )
+            self._ready = self._pool.submit(_fingerprint)
+        except OSError as exc:  # no process or semaphore allowed here (a sandbox without /dev/shm)
+            self._discard()
+            raise EmbedError(
+                f"cannot start the embedding worker process ({exc.strerror or exc}): set ORACLE_EMBED_WORKER=false "
+                "to embed in this process"
+            ) from exc
         self.starts += 1
 
     async def ready(self) -> str:

@@ -241,10 +241,16 @@ def secret_pattern(vault: Vault) -> re.Pattern[str]:
 
 def assert_clean(pattern: re.Pattern[str], thing: object, where: str, echo: str = "") -> None:
     """No secret in `thing`, but for the player's own question echoed back (`echo`): a player who
-    asks about a secret name has not learned it from the Oracle."""
+    asks about a secret name has not learned it from the Oracle. A word of the question standing
+    alone as a value counts as echoed too: a trace names the word that matched a public name as a
+    typo (`"matched": "qzclonorthi"` for the alias "Lonorthi"), and that word is the player's; the
+    same word inside a longer text (a chunk, an answer) is still caught."""
     text = thing if isinstance(thing, str) else json.dumps(thing, ensure_ascii=False, default=str)
     if echo:
         text = text.replace(echo, "")
+        if not isinstance(thing, str):
+            for word in set(re.findall(r"\w+", echo)):
+                text = re.sub(re.escape(json.dumps(word, ensure_ascii=False)), '""', text, flags=re.I)
     found = pattern.findall(text)
     assert [] == found, f"{where} shows a player {found}"
 
