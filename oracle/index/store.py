@@ -326,6 +326,34 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    async def term_docs(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(chunks in the index, {term: chunks holding it}) for index terms (stemmed as FTS_TOKENIZE
+        stems) among `terms`; a term no chunk holds is left out."""
+        if not terms:
+            return (await self._one("SELECT count(*) FROM chunks"))[0], {}
+        asked = sorted(set(terms))
+        rows = await self._all(
+            f"SELECT term, doc, (SELECT count(*) FROM chunks) FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})",
+            asked,
+        )
+        total = rows[0][2] if rows else (await self._one("SELECT count(*) FROM chunks"))[0]
+        return total, {r[0]: int(r[1]) for r in rows}
+
+    async def matching_chunks(self, ids: Sequence[str], matches: Sequence[str]) -> list[tuple[int, str]]:
+        """(number of the FTS5 query in `matches`, chunk id) for each chunk among `ids` each query
+        matches. Every query is pre-quoted. One FTS5 lookup by rowid per chunk and query, so the cost
+        follows the candidates, not the size of the index."""
+        if not ids or not matches:
+            return []
+        chunk_rows = ",".join("(?)" for _ in ids)
+        query_rows = ",".join("(?, ?)" for _ in matches)
+        return await self._all(
+            f"WITH d(id) AS (VALUES {chunk_rows}), q(i, m) AS (VALUES {query_rows})"
+            " SELECT q.i, c.id FROM d JOIN chunks c INDEXED BY chunks_id_cover ON c.id = d.id, q"
+            " WHERE EXISTS (SELECT 1 FROM chunks_fts f WHERE f.chunks_fts MATCH q.m AND f.rowid = c.n)",
+            (*ids, *[v for i, m in enumerate(matches) for v in (i, m)]),
+        )
+
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
         vmarks = ",".join("?" * len(visibilities))
         rows = await self._all_in(
