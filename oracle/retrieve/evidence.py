@@ -3,16 +3,17 @@ computed and a few cheap reads.
 
 Every chunk any path found is a candidate. Its features, in `FEATURES` order:
 
-- per path (keyword, semantic, entity): whether it found the chunk, the reciprocal of its rank, its
-  score normalised as DBSF normalises it (clipped to [0, 1] by the path's mean ± 3σ) and its score
-  over the path's best score. A path that did not find the chunk gives zeros.
+- per path (keyword, semantic, entity): whether it found the chunk, the reciprocal of its rank and
+  its log rank, its score normalised as DBSF normalises it (clipped to [0, 1] by the path's
+  mean ± 3σ) and its score over the path's best score. A path that did not find the chunk gives zeros.
 - semantic: the best and second-best window similarities (cosine; a long session that matches in
-  two places, not one passing line).
+  two places, not one passing line), the best one's distance to the question's best, and how many
+  of the chunk's windows came back (ln(1 + n)).
 - keyword: the question's coverage — the share of its terms the chunk holds, weighted by IDF
   (ln(1 + (N − df + 0.5)/(df + 0.5)), the BM25 idf) and unweighted — and proximity: whether its two
   rarest terms stand within ten words of each other (FTS5 `NEAR`). Terms are the question's words
   without stopwords, as FTS5 stems them; terms in more than half the chunks are left out, as the
-  keyword path leaves them out.
+  keyword path leaves them out. Coverage is also given as its distance to the question's best.
 - entity: whether a named entity is in the chunk's label or heading, or the chunk is its own note.
 - whether the chunk refers to, or is referred to by, the current fusion's top k (the notes'
   references, `linked.py`): an arc is often tied together only by them.
@@ -44,11 +45,14 @@ from .keyword import stem
 
 KINDS = ("session", "sheet", "world", "note")
 FEATURES: tuple[str, ...] = (
-    *(f"{path}_{what}" for path in PATHS for what in ("found", "rr", "norm", "rel")),
+    *(f"{path}_{what}" for path in PATHS for what in ("found", "rr", "lr", "norm", "rel")),
     "semantic_best",
     "semantic_second",
+    "semantic_gap",
+    "semantic_windows",
     "coverage_idf",
     "coverage",
+    "coverage_gap",
     "proximity",
     "entity_in_head",
     "linked",
@@ -104,21 +108,24 @@ def _quoted(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def path_features(hits: Scored) -> dict[str, tuple[float, float, float, float]]:
-    """(found, 1/rank, DBSF-normalised score, score / best score) for each chunk a path found."""
+def path_features(hits: Scored) -> dict[str, tuple[float, ...]]:
+    """(found, 1/rank, 1 − ln rank / ln(n + 1), DBSF-normalised score, score / best score) for each
+    chunk a path of n results found: the reciprocal rank tells the first few apart, the log rank the
+    rest."""
     if not hits:
         return {}
     values = [s for _, s in hits]
     mean, std = statistics.fmean(values), statistics.pstdev(values)
     low, span = mean - 3 * std, 6 * std
     top = max(values)
-    out: dict[str, tuple[float, float, float, float]] = {}
+    out: dict[str, tuple[float, ...]] = {}
+    log_n = math.log(len(hits) + 1)
     for rank, (cid, score) in enumerate(hits, 1):
         if cid in out:
             continue
         norm = 1.0 if span == 0 else min(1.0, max(0.0, (score - low) / span))
         rel = score / top if top > 0 else 0.0
-        out[cid] = (1.0, 1.0 / rank, norm, rel)
+        out[cid] = (1.0, 1.0 / rank, 1.0 - math.log(rank) / log_n, norm, rel)
     return out
 
 
@@ -153,17 +160,26 @@ def build_features(
     fused_by = {f.id: (rank, f.score) for rank, f in enumerate(fused, 1)}
     top_fused = max((f.score for f in fused), default=0.0) or 1.0
     idf_total = sum(terms.idf) or 1.0
+    top_sim = max((sims[0] for cid, sims in windows.items() if sims), default=0.0)
+    coverage = {cid: sum(terms.idf[t] for t in held) / idf_total for cid, held in holds.items()}
+    top_coverage = max(coverage.values(), default=0.0)
     rows = np.zeros((len(ids), len(FEATURES)), dtype=np.float64)
     for i, cid in enumerate(ids):
         row: list[float] = []
         for path in PATHS:
-            row += by_path[path].get(cid, (0.0, 0.0, 0.0, 0.0))
+            row += by_path[path].get(cid, (0.0,) * 5)
         sims = windows.get(cid, ())
-        row += [sims[0] if sims else 0.0, sims[1] if len(sims) > 1 else 0.0]
+        row += [
+            sims[0] if sims else 0.0,
+            sims[1] if len(sims) > 1 else 0.0,
+            sims[0] - top_sim if sims else -1.0,
+            math.log1p(len(sims)),
+        ]
         held = holds.get(cid, set())
         row += [
-            sum(terms.idf[t] for t in held) / idf_total,
+            coverage.get(cid, 0.0),
             len(held) / len(terms.words) if terms.words else 0.0,
+            coverage.get(cid, 0.0) - top_coverage,
             float(cid in near),
         ]
         chunk = chunks.get(cid)

@@ -38,9 +38,9 @@ async def semantic_windows(
     depth: int,
     vector: np.ndarray | None = None,
 ) -> list[tuple[str, tuple[float, ...]]]:
-    """The semantic path with each chunk's best two window similarities, best first (one when only
-    one of its windows came back): a session whose second window also matches speaks of the
-    question at length, not in one passing line. The learned fusion weighs both."""
+    """The semantic path with the similarity of each of a chunk's windows that came back, best first:
+    a session whose second window also matches speaks of the question at length, not in one
+    passing line. The learned fusion weighs them."""
     if vector is None:
         vector = await embedder.encode_query(text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
@@ -53,9 +53,7 @@ async def semantic_windows(
         hits = await vectors.query(vector, n, visibility=visibility)
         best: dict[str, list[float]] = {}
         for hit in hits:  # sorted by distance: the first window of a chunk is its best
-            sims = best.setdefault(hit.chunk_id, [])
-            if len(sims) < 2:
-                sims.append(1.0 - hit.distance)
+            best.setdefault(hit.chunk_id, []).append(1.0 - hit.distance)
         present = await store.visible_chunk_ids(list(best), visibilities)
         found = [(cid, tuple(sims)) for cid, sims in best.items() if cid in present]
         if len(found) >= depth or len(hits) < n:
