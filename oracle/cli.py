@@ -237,7 +237,8 @@ async def cmd_search(args: argparse.Namespace) -> int:
     out.print(f"[bold]entities[/] {names}")
     for name, hits in retrieval.paths.items():
         out.print(hits_table(f"{name} path", hits[:k]))
-    fusion = {"dbsf": "distribution-based score fusion", "rrf": "reciprocal rank fusion"}.get(
+    fusion = {"dbsf": "distribution-based score fusion", "rrf": "reciprocal rank fusion",
+              "learned": "learned fusion of the paths' evidence"}.get(
         settings.fusion, "weighted reciprocal rank fusion"
     )
     out.print(hits_table(f"fused ({fusion})", retrieval.fused[:k]))

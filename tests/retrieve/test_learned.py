@@ -294,3 +294,23 @@ def test_training_is_reproducible_from_the_same_rows_and_seed():
     assert first == second
     ranker = LearnedRanker.from_json(json.loads(first))
     assert FEATURES[int(np.argmax(ranker.weights))] == "coverage_idf"
+
+
+@module_loop
+async def test_eval_reports_the_fused_stage_beside_the_final_one(mini, tmp_path):
+    from oracle.eval import Question, run_eval
+
+    path = tmp_path / "sheets-first.json"
+    path.write_text(json.dumps(model_data({"kind_sheet": 5.0, "fused_rr": 1.0})))
+    questions = [Question("q1", "Who is Mirela?", ("Sheet: Mirela_Vane",)), Question("q2", "Who ambushed them at the ford?", ("Session 2",))]
+    learned = await run_eval(oracle_for(mini, fusion="learned", fusion_model=path), questions, gm=False, k=8)
+    fallback = await run_eval(oracle_for(mini, fusion="learned", fusion_model=tmp_path / "absent.json"), questions,
+                              gm=False, k=8)
+
+    assert "learned" == learned["fusion"]
+    assert "dbsf, no learned model" == fallback["fusion"]
+    overall = learned["overall"]
+    assert 0 == learned["reranked"]  # no Ollama: the final list is the fused one, and both say so
+    for name in ("hit_at_5", "hit_at_10", "mrr", "ndcg_at_10", "all_gold_at_10"):
+        assert overall[name] == overall[f"fused_{name}"]
+    assert 1.0 == overall["fused_hit_at_5"]
