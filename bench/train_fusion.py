@@ -27,7 +27,9 @@ splits are never read here.
    for multi-session (`arc`) questions, nDCG@10, recall@8, MRR. With --loco, the
    leave-one-corpus-out table: trained on three corpora, scored on the fourth.
 
-Same banks, same indexes, same seed: the same JSON, byte for byte.
+Same collected rows, same seed: the same JSON, byte for byte. Searching the banks again over the same
+indexes gives the same rows, except where Chroma's approximate search returns another set of windows
+(seen: the window count of a few candidates in a few questions).
 """
 from __future__ import annotations
 

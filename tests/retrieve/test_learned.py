@@ -202,6 +202,9 @@ async def test_evidence_over_a_real_index(mini):
     # The same reads, asked directly: each chunk each quoted term matches.
     found = await store.matching_chunks([session1, gods], ['"compass"', '"drowned"'])
     assert {(0, session1), (1, session1), (1, gods)} == set(found)
+    # Read through or looked up chunk by chunk, the answer is the same.
+    for lookups in ({0}, {1}, {0, 1}):
+        assert set(found) == set(await store.matching_chunks([session1, gods], ['"compass"', '"drowned"'], lookups))
 
 
 @module_loop
