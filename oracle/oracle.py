@@ -156,7 +156,7 @@ class Oracle:
             t = time.perf_counter()
             seeds = [f.id for f in fused[:k]]
             evidence = await gather_evidence(
-                store, query, scored, windows, chunks, entities, fused, seeds, visibilities
+                store, query, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats
             )
             timings["evidence"] = _ms(t)
             t = time.perf_counter()

@@ -326,18 +326,20 @@ class Store:
         )
         return {r[0] for r in rows}
 
-    async def term_docs(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(chunks in the index, {term: chunks holding it}) for index terms (stemmed as FTS_TOKENIZE
-        stems) among `terms`; a term no chunk holds is left out."""
+    async def term_docs(self, terms: Sequence[str]) -> dict[str, int]:
+        """{term: chunks holding it} for the index terms (stemmed as FTS_TOKENIZE stems) among
+        `terms`; a term no chunk holds is left out."""
         if not terms:
-            return (await self._one("SELECT count(*) FROM chunks"))[0], {}
+            return {}
         asked = sorted(set(terms))
         rows = await self._all(
-            f"SELECT term, doc, (SELECT count(*) FROM chunks) FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})",
-            asked,
+            f"SELECT term, doc FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})", asked
         )
-        total = rows[0][2] if rows else (await self._one("SELECT count(*) FROM chunks"))[0]
-        return total, {r[0]: int(r[1]) for r in rows}
+        return {r[0]: int(r[1]) for r in rows}
+
+    async def count_all_chunks(self) -> int:
+        """Every chunk, whatever its visibility: the N of the FTS5 index's term counts."""
+        return (await self._one("SELECT count(*) FROM chunks"))[0]
 
     async def matching_chunks(
         self, ids: Sequence[str], matches: Sequence[str], lookups: Collection[int] = ()
@@ -346,7 +348,8 @@ class Store:
         matches. Every query is pre-quoted. A query whose number is in `lookups` (a term many chunks
         hold) is asked chunk by chunk, by rowid, so its cost follows the candidates; the others
         (rarer terms, short posting lists) are read through once, which is cheaper than a few dozen
-        lookups. The unary `+` keeps SQLite from turning the candidates into rowid lookups there."""
+        lookups: each posting is checked against the candidates' rowids, never joined to its chunk. The
+        unary `+` keeps SQLite from turning the candidates into rowid lookups there."""
         if not ids or not matches:
             return []
         asked = [i for i in range(len(matches)) if i in lookups]
@@ -358,8 +361,8 @@ class Store:
         parts = []
         for i in range(len(matches)):
             if i not in lookups:
-                parts.append(f"SELECT {i}, c.id FROM chunks_fts f JOIN chunks c ON c.n = +f.rowid"
-                             " WHERE f.chunks_fts MATCH ? AND c.id IN (SELECT id FROM d)")
+                parts.append(f"SELECT {i}, c.id FROM chunks_fts f JOIN chunks c ON c.n = f.rowid"
+                             " WHERE f.chunks_fts MATCH ? AND +f.rowid IN (SELECT n FROM chunks WHERE id IN d)")
                 params.append(matches[i])
         if asked:
             parts.append(
