@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,18 +133,22 @@ def path_features(hits: Scored) -> dict[str, tuple[float, ...]]:
     return out
 
 
-def entity_in_head(chunk: Chunk, entities: Sequence[EntityMatch]) -> bool:
-    """A named entity in the chunk's label or heading, or the chunk is the entity's own note."""
-    if not entities:
-        return False
-    head = f" {normalize_text(chunk.label)} {normalize_text(chunk.heading)} ".replace("_", " ")
-    for e in entities:
-        if e.note_path and e.note_path == chunk.path:
+def head_matcher(entities: Sequence[EntityMatch]) -> Callable[[Chunk], bool]:
+    """Whether a named entity is in a chunk's label or heading, or the chunk is the entity's own
+    note. The names are folded and compiled once per question, not once per candidate."""
+    notes = {e.note_path for e in entities if e.note_path}
+    names = sorted({n for e in entities for n in (normalize(e.name), normalize(e.matched)) if n}, key=len, reverse=True)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)") if names else None
+
+    def holds(chunk: Chunk) -> bool:
+        if chunk.path in notes:
             return True
-        for name in (normalize(e.name), normalize(e.matched)):
-            if name and re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", head):
-                return True
-    return False
+        if pattern is None:
+            return False
+        head = f" {normalize_text(chunk.label)} {normalize_text(chunk.heading)} ".replace("_", " ")
+        return pattern.search(head) is not None
+
+    return holds
 
 
 def build_features(
@@ -164,6 +168,7 @@ def build_features(
     fused_by = {f.id: (rank, f.score) for rank, f in enumerate(fused, 1)}
     top_fused = max((f.score for f in fused), default=0.0) or 1.0
     idf_total = sum(terms.idf) or 1.0
+    in_head = head_matcher(entities)
     top_sim = max((sims[0] for cid, sims in windows.items() if sims), default=0.0)
     coverage = {cid: sum(terms.idf[t] for t in held) / idf_total for cid, held in holds.items()}
     top_coverage = max(coverage.values(), default=0.0)
@@ -187,7 +192,7 @@ def build_features(
             float(cid in near),
         ]
         chunk = chunks.get(cid)
-        row.append(float(chunk is not None and entity_in_head(chunk, entities)))
+        row.append(float(chunk is not None and in_head(chunk)))
         row.append(float(cid in linked))
         kind = chunk.kind if chunk is not None and chunk.kind in KINDS else "note"
         row += [float(kind == k) for k in KINDS]
