@@ -324,7 +324,8 @@ async def cmd_search(args: argparse.Namespace) -> int:
     out.print(f"[bold]entities[/] {names}")
     for name, hits in retrieval.paths.items():
         out.print(hits_table(f"{name} path", hits[:k]))
-    fusion = {"dbsf": "distribution-based score fusion", "rrf": "reciprocal rank fusion"}.get(
+    fusion = {"dbsf": "distribution-based score fusion", "rrf": "reciprocal rank fusion",
+              "learned": "learned fusion of the paths' evidence"}.get(
         settings.fusion, "weighted reciprocal rank fusion"
     )
     out.print(hits_table(f"fused ({fusion})", retrieval.fused[:k]))
@@ -534,6 +535,10 @@ def print_eval(result: dict, k: int) -> None:
         ("arc_coverage_at_k", f"arc coverage, top {k}"),
         ("arc_coverage_context", "arc coverage, context"),
         ("ann_recall", "approximate vs exact dense search"),
+        *((f"fused_{key}", f"fused stage ({result.get('fusion', 'fused')}): {name}") for key, name in (
+            ("hit_at_5", "any gold in the top 5"), ("hit_at_10", "any gold in the top 10"),
+            ("recall_at_k", f"recall@{k}"), ("mrr", "MRR"), ("ndcg_at_10", "nDCG@10"),
+            ("all_gold_at_10", "all gold in the top 10"))),
         ("answer_shown", "answer shown: passages (all key terms)"),
         ("answer_shown_first_words", "answer shown: first 60 words (baseline)"),
         ("answer_terms_shown", "answer key terms shown: passages"),

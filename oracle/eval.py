@@ -200,6 +200,9 @@ class QuestionResult:
     ndcg10: float
     all_gold_at_10: bool
     ann_recall: float | None
+    # The same measures of the fused stage (the pool in fused order, before any reranker): with
+    # ORACLE_FUSION=learned, the learned order, beside what the reranker made of it.
+    fused: dict[str, float] = field(default_factory=dict)
     lost: dict[str, str] = field(default_factory=dict)  # gold entry -> stage where it was lost
     # Share of the gold answer's key terms in what passages show: excerpts, and the first 60 words.
     answer_terms: float | None = None
@@ -250,6 +253,7 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
             "arc_coverage_at_k": mean(r.final_at_k for r in arcs),
             "arc_coverage_context": mean(r.context for r in arcs),
             "ann_recall": mean(r.ann_recall for r in rs),
+            **{f"fused_{name}": mean(r.fused.get(name) for r in rs) for name in FUSED_MEASURES},
             "answers": sum(1 for r in rs if r.answer_terms is not None),
             "answer_shown": mean(_all(r.answer_terms) for r in rs),
             "answer_terms_shown": mean(r.answer_terms for r in rs),
@@ -279,6 +283,21 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
         "overall": block(answerable),
         "by_kind": {kind: block(rs) for kind, rs in sorted(by_kind.items())},
         "misses": misses,
+    }
+
+
+FUSED_MEASURES = ("hit_at_5", "hit_at_10", "recall_at_k", "mrr", "ndcg_at_10", "all_gold_at_10")
+
+
+def stage_measures(relevant: Sequence[str], chunks: Sequence[Chunk], k: int) -> dict[str, float]:
+    """The final list's headline measures, for another stage's list."""
+    return {
+        "hit_at_5": hit(relevant, chunks, 5),
+        "hit_at_10": hit(relevant, chunks, 10),
+        "recall_at_k": recall(relevant, chunks, k),
+        "mrr": mrr(relevant, chunks),
+        "ndcg_at_10": ndcg(relevant, chunks),
+        "all_gold_at_10": float(bool(relevant) and recall(relevant, chunks, 10) == 1.0),
     }
 
 
@@ -334,6 +353,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 ndcg10=ndcg(relevant, final),
                 all_gold_at_10=bool(relevant) and recall(relevant, final, 10) == 1.0,
                 ann_recall=len(approx & set(exact)) / len(exact) if exact else None,
+                fused=stage_measures(relevant, pool, k),
                 lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
                 answer_terms=answer_terms,
                 answer_terms_first_words=first_words,
@@ -341,4 +361,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
         )
     summary = summarise(results)
     summary["reranked"] = reranks  # questions the reranker reordered (0: it was off for all)
+    # Which fusion ordered the pool: "learned" only when its model was read.
+    fusion = oracle.settings.fusion
+    summary["fusion"] = "dbsf, no learned model" if fusion == "learned" and oracle.ranker is None else fusion
     return summary

@@ -30,12 +30,14 @@ from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve import path_depth
 from .retrieve.entity import Matchers, entity_path
+from .retrieve.evidence import gather_evidence
 from .retrieve.followup import expand_followup
 from .retrieve.fusion import make_fusion
 from .retrieve.keyword import keyword_path
+from .retrieve.learned import load_ranker
 from .retrieve.linked import linked_path
 from .retrieve.results import Hit, Retrieval
-from .retrieve.semantic import semantic_path
+from .retrieve.semantic import semantic_windows
 from .types import Chunk, Scored, readable
 
 StageFn = Callable[[str], Awaitable[None]]
@@ -63,9 +65,14 @@ class Oracle:
         self._guard: tuple[str, SecretGuard] | None = None
         self._guard_lock = asyncio.Lock()
         settings = self.settings
-        # Chosen once: how the paths' lists are fused, and what orders the pool.
+        # Chosen once: how the paths' lists are fused, and what orders the pool. The learned fusion
+        # reorders every candidate of the current fusion, so that one keeps them all; without a
+        # readable model it is the current fusion.
+        self.learned = settings.fusion == "learned"
+        self.ranker = load_ranker(settings.fusion_model) if self.learned else None
         self.fuse = make_fusion(
-            settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k, limit=settings.fused_pool
+            settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k,
+            limit=None if self.learned else settings.fused_pool,
         )
         self.reranker = make_reranker(
             settings.reranker, llm=index.llm, timeout=settings.rerank_timeout, slots=self.llm_slots,
@@ -120,11 +127,14 @@ class Oracle:
             return result
 
         query_vector = None
+        windows: dict[str, tuple[float, ...]] = {}
 
         async def semantic() -> Scored:
             nonlocal query_vector  # kept: the passages' excerpts are matched against it too
             query_vector = await embedder.encode_query(query)
-            return await semantic_path(store, vectors, embedder, query, visibilities, depth, query_vector)
+            found = await semantic_windows(store, vectors, embedder, query, visibilities, depth, query_vector)
+            windows.update(found)
+            return [(cid, sims[0]) for cid, sims in found]
 
         keyword, semantic, entity = await asyncio.gather(
             timed("keyword", keyword_path(store, query, visibilities, depth, (settings.fts_head_weight, 1.0))),
@@ -141,8 +151,22 @@ class Oracle:
         wanted = list(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
         chunks = {c.id: c for c in await store.chunks_by_ids(wanted)}
         paths = {name: _hits(hits, chunks) for name, hits in scored.items()}
-        fused_hits = [Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks]
         timings["load"] = _ms(t)
+
+        evidence = None
+        if self.learned:
+            t = time.perf_counter()
+            seeds = [f.id for f in fused[:k]]
+            evidence = await gather_evidence(
+                store, query, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats
+            )
+            timings["evidence"] = _ms(t)
+            t = time.perf_counter()
+            if self.ranker is not None:
+                fused = self.ranker.rank(evidence, fused)
+            fused = fused[: settings.fused_pool]
+            timings["learned"] = _ms(t)
+        fused_hits = [Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks]
 
         t = time.perf_counter()
         seeds = [h.chunk.id for h in fused_hits[:k]]
@@ -150,7 +174,7 @@ class Oracle:
         linked_hits = _hits(linked, {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])})
         timings["linked"] = _ms(t)
         timings["total"] = _ms(started)
-        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector)
+        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector, evidence)
 
     async def select(self, retrieval: Retrieval, k: int | None = None, *, store: Store | None = None) -> Selection:
         """Rerank the pool (fused, then linked) on its cached annotations and pack the context.

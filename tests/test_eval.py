@@ -418,3 +418,20 @@ def test_every_gold_answer_is_in_its_gold_notes(bank, notes):
             missing.update({q.id: t for t in content_terms(q.answer) if t not in held})
     assert {} == missing
     assert all(bool(q.answer) == bool(q.relevant) for q in questions)  # every answerable question has one
+
+
+def test_the_reranker_orders_the_learned_pool_and_eval_shows_both_stages(tmp_path, monkeypatch, capsys):
+    notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
+    bank = write_bank(tmp_path / "bank.jsonl", [BANK[0]])
+    monkeypatch.setenv("ORACLE_FUSION", "learned")
+    with FakeOllama(responder=reversing_reranker) as fake:
+        monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(tmp_path / "data"), "--json", "--k", "1")
+        assert [] != [r for r in fake.chat_requests() if request_kind(r) == "rerank"]
+    assert 0 == code
+    result = json.loads(stdout)
+    overall = result["overall"]
+    assert ("learned", 1) == (result["fusion"], result["reranked"])
+    # The learned stage put Session 1 first; the reranker, reversing the pool, did not.
+    assert (1.0, 1.0) == (overall["fused_hit_at_5"], overall["fused_mrr"])
+    assert overall["mrr"] < overall["fused_mrr"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -377,6 +377,51 @@ class Store:
             (*asked, share),
         )
         return {r[0] for r in rows}
+
+    async def term_docs(self, terms: Sequence[str]) -> dict[str, int]:
+        """{term: chunks holding it} for the index terms (stemmed as FTS_TOKENIZE stems) among
+        `terms`; a term no chunk holds is left out."""
+        if not terms:
+            return {}
+        asked = sorted(set(terms))
+        rows = await self._all(
+            f"SELECT term, doc FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})", asked
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    async def count_all_chunks(self) -> int:
+        """Every chunk, whatever its visibility: the N of the FTS5 index's term counts."""
+        return (await self._one("SELECT count(*) FROM chunks"))[0]
+
+    async def matching_chunks(
+        self, ids: Sequence[str], matches: Sequence[str], lookups: Collection[int] = ()
+    ) -> list[tuple[int, str]]:
+        """(number of the FTS5 query in `matches`, chunk id) for each chunk among `ids` each query
+        matches. Every query is pre-quoted. A query whose number is in `lookups` (a term many chunks
+        hold) is asked chunk by chunk, by rowid, so its cost follows the candidates; the others
+        (rarer terms, short posting lists) are read through once, which is cheaper than a few dozen
+        lookups: each posting is checked against the candidates' rowids, never joined to its chunk. The
+        unary `+` keeps SQLite from turning the candidates into rowid lookups there."""
+        if not ids or not matches:
+            return []
+        asked = [i for i in range(len(matches)) if i in lookups]
+        ctes = [f"d(id) AS (VALUES {','.join('(?)' for _ in ids)})"]
+        params: list = [*ids]
+        if asked:
+            ctes.append(f"q(i, m) AS (VALUES {','.join('(?, ?)' for _ in asked)})")
+            params += [v for i in asked for v in (i, matches[i])]
+        parts = []
+        for i in range(len(matches)):
+            if i not in lookups:
+                parts.append(f"SELECT {i}, c.id FROM chunks_fts f JOIN chunks c ON c.n = f.rowid"
+                             " WHERE f.chunks_fts MATCH ? AND +f.rowid IN (SELECT n FROM chunks WHERE id IN d)")
+                params.append(matches[i])
+        if asked:
+            parts.append(
+                "SELECT q.i, c.id FROM d JOIN chunks c INDEXED BY chunks_id_cover ON c.id = d.id, q"
+                " WHERE EXISTS (SELECT 1 FROM chunks_fts f WHERE f.chunks_fts MATCH q.m AND f.rowid = c.n)"
+            )
+        return await self._all(f"WITH {', '.join(ctes)} " + " UNION ALL ".join(parts), params)
 
     async def visible_chunk_ids(self, ids: Sequence[str], visibilities: Sequence[str]) -> set[str]:
         vmarks = ",".join("?" * len(visibilities))

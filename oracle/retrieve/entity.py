@@ -85,6 +85,14 @@ class MentionStats:
     def __init__(self) -> None:
         self.total: int | None = None
         self.df: dict[int, int] = {}
+        self.all_chunks: int | None = None
+
+    async def indexed(self, store: Store) -> int:
+        """Every chunk of the generation, any visibility: the learned fusion's N for term IDF (the
+        FTS5 term counts it divides cover every chunk). Counting them took 1 ms a question at 25k chunks."""
+        if self.all_chunks is None:
+            self.all_chunks = await store.count_all_chunks()
+        return self.all_chunks
 
     async def read(
         self, store: Store, entity_ids: Sequence[int], visibilities: Sequence[str]

@@ -92,8 +92,9 @@ def make_fusion(
     method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None
 ) -> Fuse:
     """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list in, the fused pool out.
-    Plain RRF counts every path alike; weighted RRF and DBSF weigh them by `weights`."""
-    if method == "dbsf":
+    Plain RRF counts every path alike; weighted RRF and DBSF weigh them by `weights`. `learned` fuses
+    as DBSF does: the learned model (`learned.py`) reorders that list, and falls back to it."""
+    if method in ("dbsf", "learned"):
         return lambda scored: dbsf(scored, weights=weights, limit=limit)
     by = weights if method == "weighted_rrf" else None
 

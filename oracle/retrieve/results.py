@@ -7,6 +7,7 @@ import numpy as np
 
 from ..types import Chunk
 from .entity import EntityMatch
+from .evidence import Evidence
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Retrieval:
     timings_ms: dict[str, float] = field(default_factory=dict)
     linked: list[Hit] = field(default_factory=list)  # reached from the fused top k by a reference
     query_vector: np.ndarray | None = None  # the search query embedded by the semantic path
+    evidence: Evidence | None = None  # the learned fusion's features of every candidate (ORACLE_FUSION=learned)
 
     @property
     def pool(self) -> list[Hit]:
@@ -72,4 +74,5 @@ class Retrieval:
             "union": self.union,
             "overlap": self.overlap,
             "timings_ms": self.timings,
+            **({"evidence": self.evidence.to_json()} if self.evidence is not None else {}),
         }

@@ -25,6 +25,22 @@ async def semantic_path(
     vector: np.ndarray | None = None,
 ) -> Scored:
     """`vector`: the question already embedded (by the caller, who keeps it for the excerpts)."""
+    found = await semantic_windows(store, vectors, embedder, text, visibilities, depth, vector)
+    return [(cid, sims[0]) for cid, sims in found]
+
+
+async def semantic_windows(
+    store: Store,
+    vectors: Vectors,
+    embedder: Embeddings,
+    text: str,
+    visibilities: Sequence[str],
+    depth: int,
+    vector: np.ndarray | None = None,
+) -> list[tuple[str, tuple[float, ...]]]:
+    """The semantic path with the similarity of each of a chunk's windows that came back, best first:
+    a session whose second window also matches speaks of the question at length, not in one
+    passing line. The learned fusion weighs them."""
     if vector is None:
         vector = await embedder.encode_query(text)
     visibility = visibilities[0] if len(visibilities) == 1 else None
@@ -35,13 +51,12 @@ async def semantic_path(
     n = depth * 8
     for _ in range(4):
         hits = await vectors.query(vector, n, visibility=visibility)
-        best: dict[str, float] = {}
+        best: dict[str, list[float]] = {}
         for hit in hits:  # sorted by distance: the first window of a chunk is its best
-            best.setdefault(hit.chunk_id, 1.0 - hit.distance)
+            best.setdefault(hit.chunk_id, []).append(1.0 - hit.distance)
         present = await store.visible_chunk_ids(list(best), visibilities)
-        found = [(cid, score) for cid, score in best.items() if cid in present]
+        found = [(cid, tuple(sims)) for cid, sims in best.items() if cid in present]
         if len(found) >= depth or len(hits) < n:
             return found[:depth]
         n *= 4
     return found[:depth]
-

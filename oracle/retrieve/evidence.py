@@ -1,0 +1,244 @@
+"""The evidence for the learned fusion: a row of features per candidate, from what the paths already
+computed and a few cheap reads.
+
+Every chunk any path found is a candidate. Its features, in `FEATURES` order:
+
+- per path (keyword, semantic, entity): whether it found the chunk, the reciprocal of its rank and
+  its log rank, its score normalised as DBSF normalises it (clipped to [0, 1] by the path's
+  mean ± 3σ) and its score over the path's best score. A path that did not find the chunk gives zeros.
+- semantic: the best and second-best window similarities (cosine; a long session that matches in
+  two places, not one passing line), the best one's distance to the question's best, and how many
+  of the chunk's windows came back (ln(1 + n)).
+- keyword: the question's coverage — the share of its terms the chunk holds, weighted by IDF
+  (ln(1 + (N − df + 0.5)/(df + 0.5)), the BM25 idf) and unweighted — and proximity: whether its two
+  rarest terms stand within ten words of each other (FTS5 `NEAR`). Terms are the question's words
+  without stopwords, as FTS5 stems them; terms in more than half the chunks are left out, as the
+  keyword path leaves them out. Coverage is also given as its distance to the question's best.
+- entity: whether a named entity is in the chunk's label or heading, or the chunk is its own note.
+- whether the chunk refers to, or is referred to by, the current fusion's top k (the notes'
+  references, `linked.py`): an arc is often tied together only by them.
+- the chunk's kind (session, sheet, world, note), its length (ln of characters), how many paths
+  found it, and the current fusion's own verdict (its score and reciprocal rank), so the model
+  starts from the order it replaces.
+
+Everything is per question: two reads of the index (term counts; which candidates hold each term,
+by reading a rare term's posting list or looking a common one up candidate by candidate, whichever
+reads less) and one of the references, then arithmetic on a few dozen rows.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..index.store import Store
+from ..text import STOPWORDS, normalize, normalize_text
+from ..types import Chunk, Scored
+from . import PATHS
+from .entity import EntityMatch, MentionStats
+from .fusion import Fused
+from .keyword import stem
+
+KINDS = ("session", "sheet", "world", "note")
+FEATURES: tuple[str, ...] = (
+    *(f"{path}_{what}" for path in PATHS for what in ("found", "rr", "lr", "norm", "rel")),
+    "semantic_best",
+    "semantic_second",
+    "semantic_gap",
+    "semantic_windows",
+    "coverage_idf",
+    "coverage",
+    "coverage_gap",
+    "proximity",
+    "entity_in_head",
+    "linked",
+    *(f"kind_{kind}" for kind in KINDS),
+    "log_chars",
+    "paths_agree",
+    "fused_score",
+    "fused_rr",
+)
+MAX_TERMS = 8  # the rarest terms of a long question are enough to tell coverage
+NEAR = 10
+# Reading one posting entry costs a few hundredth of one lookup by rowid (0.05 µs against 17-29 µs,
+# measured on the CRD3 log at 10× and 100×): a term held by fewer than 400 chunks per candidate is
+# read whole, and the keyword path's common terms (in over half the chunks) are not asked at all.
+SCAN_PER_CANDIDATE = 400
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The candidates of one question, in the current fusion's order, and their features."""
+
+    ids: tuple[str, ...]
+    features: np.ndarray  # (len(ids), len(FEATURES))
+
+    def to_json(self) -> dict:
+        return {cid: dict(zip(FEATURES, map(float, row))) for cid, row in zip(self.ids, self.features)}
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The question's searchable terms, rarest first, each with its idf."""
+
+    words: tuple[str, ...]  # as the user wrote them (folded): FTS5 stems them itself
+    idf: tuple[float, ...]
+
+
+def question_terms(total: int, df: Mapping[str, int], stems: Mapping[str, str]) -> Terms:
+    """The terms the index holds in at most half its chunks, rarest first, at most `MAX_TERMS`."""
+    kept = []
+    for word, s in stems.items():
+        count = df.get(s, 0)
+        if count and count <= total / 2:
+            kept.append((count, word, math.log(1 + (total - count + 0.5) / (count + 0.5))))
+    kept.sort()
+    kept = kept[:MAX_TERMS]
+    return Terms(tuple(w for _, w, _ in kept), tuple(i for _, _, i in kept))
+
+
+def query_words(query: str) -> list[str]:
+    """The question's words, folded, stopwords out, each once."""
+    words = dict.fromkeys(w for w in _WORD.findall(normalize_text(query)) if w not in STOPWORDS and not w.isdigit())
+    return list(words)
+
+
+def _quoted(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def path_features(hits: Scored) -> dict[str, tuple[float, ...]]:
+    """(found, 1/rank, 1 − ln rank / ln(n + 1), DBSF-normalised score, score / best score) for each
+    chunk a path of n results found: the reciprocal rank tells the first few apart, the log rank the
+    rest."""
+    if not hits:
+        return {}
+    values = [s for _, s in hits]
+    mean, std = statistics.fmean(values), statistics.pstdev(values)
+    low, span = mean - 3 * std, 6 * std
+    top = max(values)
+    out: dict[str, tuple[float, ...]] = {}
+    log_n = math.log(len(hits) + 1)
+    for rank, (cid, score) in enumerate(hits, 1):
+        if cid in out:
+            continue
+        norm = 1.0 if span == 0 else min(1.0, max(0.0, (score - low) / span))
+        rel = score / top if top > 0 else 0.0
+        out[cid] = (1.0, 1.0 / rank, 1.0 - math.log(rank) / log_n, norm, rel)
+    return out
+
+
+def head_matcher(entities: Sequence[EntityMatch]) -> Callable[[Chunk], bool]:
+    """Whether a named entity is in a chunk's label or heading, or the chunk is the entity's own
+    note. The names are folded and compiled once per question, not once per candidate."""
+    notes = {e.note_path for e in entities if e.note_path}
+    names = sorted({n for e in entities for n in (normalize(e.name), normalize(e.matched)) if n}, key=len, reverse=True)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)") if names else None
+
+    def holds(chunk: Chunk) -> bool:
+        if chunk.path in notes:
+            return True
+        if pattern is None:
+            return False
+        head = f" {normalize_text(chunk.label)} {normalize_text(chunk.heading)} ".replace("_", " ")
+        return pattern.search(head) is not None
+
+    return holds
+
+
+def build_features(
+    ids: Sequence[str],
+    scored: Mapping[str, Scored],
+    windows: Mapping[str, Sequence[float]],
+    chunks: Mapping[str, Chunk],
+    entities: Sequence[EntityMatch],
+    terms: Terms,
+    holds: Mapping[str, set[int]],
+    near: set[str],
+    linked: set[str],
+    fused: Sequence[Fused],
+) -> np.ndarray:
+    """The feature rows of `ids` (see the module docstring), pure: everything read is passed in."""
+    by_path = {path: path_features(scored.get(path, [])) for path in PATHS}
+    fused_by = {f.id: (rank, f.score) for rank, f in enumerate(fused, 1)}
+    top_fused = max((f.score for f in fused), default=0.0) or 1.0
+    idf_total = sum(terms.idf) or 1.0
+    in_head = head_matcher(entities)
+    top_sim = max((sims[0] for cid, sims in windows.items() if sims), default=0.0)
+    coverage = {cid: sum(terms.idf[t] for t in held) / idf_total for cid, held in holds.items()}
+    top_coverage = max(coverage.values(), default=0.0)
+    rows = np.zeros((len(ids), len(FEATURES)), dtype=np.float64)
+    for i, cid in enumerate(ids):
+        row: list[float] = []
+        for path in PATHS:
+            row += by_path[path].get(cid, (0.0,) * 5)
+        sims = windows.get(cid, ())
+        row += [
+            sims[0] if sims else 0.0,
+            sims[1] if len(sims) > 1 else 0.0,
+            sims[0] - top_sim if sims else -1.0,
+            math.log1p(len(sims)),
+        ]
+        held = holds.get(cid, set())
+        row += [
+            coverage.get(cid, 0.0),
+            len(held) / len(terms.words) if terms.words else 0.0,
+            coverage.get(cid, 0.0) - top_coverage,
+            float(cid in near),
+        ]
+        chunk = chunks.get(cid)
+        row.append(float(chunk is not None and in_head(chunk)))
+        row.append(float(cid in linked))
+        kind = chunk.kind if chunk is not None and chunk.kind in KINDS else "note"
+        row += [float(kind == k) for k in KINDS]
+        row.append(math.log1p(len(chunk.text)) if chunk is not None else 0.0)
+        row.append(float(sum(cid in by_path[p] for p in PATHS)))
+        rank, score = fused_by.get(cid, (0, 0.0))
+        row += [score / top_fused, 1.0 / rank if rank else 0.0]
+        rows[i] = row
+    return rows
+
+
+async def gather_evidence(
+    store: Store,
+    query: str,
+    scored: Mapping[str, Scored],
+    windows: Mapping[str, Sequence[float]],
+    chunks: Mapping[str, Chunk],
+    entities: Sequence[EntityMatch],
+    fused: Sequence[Fused],
+    seeds: Sequence[str],
+    visibilities: Sequence[str],
+    stats: MentionStats | None = None,
+) -> Evidence:
+    """Every candidate's features. `fused`: the current fusion's order of all candidates; `seeds`:
+    its top k, whose references mark the linked candidates; `stats`: the counts of the store's
+    generation, kept between questions."""
+    ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
+    words = query_words(query)
+    stems = dict(zip(words, stem(words)))
+    total = await (stats or MentionStats()).indexed(store)
+    df = await store.term_docs(list(stems.values()))
+    terms = question_terms(total, df, stems)
+    matches = [_quoted(w) for w in terms.words]
+    if len(terms.words) >= 2:
+        matches.append(f"NEAR({_quoted(terms.words[0])} {_quoted(terms.words[1])}, {NEAR})")
+    # A term many chunks hold is looked up chunk by chunk; a rarer one's whole posting list is read.
+    counts = [df[stems[w]] for w in terms.words]
+    counts += [counts[0] + counts[1]] if len(counts) >= 2 else []
+    lookups = {i for i, count in enumerate(counts) if count > SCAN_PER_CANDIDATE * len(ids)}
+    holds: dict[str, set[int]] = {}
+    near: set[str] = set()
+    for i, cid in await store.matching_chunks(ids, matches, lookups):
+        if i < len(terms.words):
+            holds.setdefault(cid, set()).add(i)
+        else:
+            near.add(cid)
+    linked = {ref.chunk_id for ref in await store.references(seeds, visibilities)} if seeds else set()
+    features = build_features(ids, scored, windows, chunks, entities, terms, holds, near, linked, fused)
+    return Evidence(ids, features)
