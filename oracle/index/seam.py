@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
@@ -17,11 +17,16 @@ from ..types import Chunk, Window
 from .embed import Embedder
 from .vectors import DenseHit, VectorStore
 
-if TYPE_CHECKING:
-    from .worker import EmbedWorker
-
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class WindowEncoder(Protocol):
+    """What encodes a reingest's windows elsewhere: the embedding worker process (`worker.EmbedWorker`)."""
+
+    async def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]: ...
 
 
 async def off_loop(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -64,7 +69,7 @@ class Embeddings:
     every campaign), windows are cut and embedded there, off this process's interpreter lock; a
     question is always embedded here (`encode_query`: a few ms)."""
 
-    def __init__(self, embedder: Embedder, *, worker: EmbedWorker | None = None) -> None:
+    def __init__(self, embedder: Embedder, *, worker: WindowEncoder | None = None) -> None:
         self._embedder = embedder
         self.worker = worker
 
