@@ -24,12 +24,25 @@ def runs(text: str, n: int = RUN_WORDS) -> set[tuple[str, ...]]:
 
 class SecretGuard:
     def __init__(self, chunks: Iterable[ChunkText], n: int = RUN_WORDS) -> None:
+        """The secret runs, less those public text also holds. Public text is only read where a
+        secret run could start (its first word), and not at all when nothing is secret: the guard is
+        rebuilt after every ingest, on a thread that holds the interpreter lock while it works."""
         self.n = n
+        chunks = list(chunks)
         secret: set[tuple[str, ...]] = set()
-        public: set[tuple[str, ...]] = set()
         for chunk in chunks:
-            (secret if chunk.visibility == GM else public).update(runs(chunk.text, n))
-        self.secret_runs = secret - public
+            if chunk.visibility == GM:
+                secret.update(runs(chunk.text, n))
+        if secret:
+            starts = {run[0] for run in secret}
+            for chunk in chunks:
+                if chunk.visibility == GM:
+                    continue
+                words = _WORD.findall(normalize_text(chunk.text))
+                for i in range(len(words) - n + 1):
+                    if words[i] in starts:
+                        secret.discard(tuple(words[i : i + n]))
+        self.secret_runs = secret
 
     def leaks(self, answer: str) -> bool:
-        return not self.secret_runs.isdisjoint(runs(answer, self.n))
+        return bool(self.secret_runs) and not self.secret_runs.isdisjoint(runs(answer, self.n))
