@@ -24,6 +24,7 @@ import ollama
 from pydantic import BaseModel, ValidationError
 
 from .errors import OracleError
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,19 @@ class LLM:
         self.max_timeout = max_timeout
         self._owns_client = client is None
         self._client = client or ollama.AsyncClient(host=host, timeout=max(timeout, max_timeout or 0) + 5)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLM:
+        """The Ollama client the settings describe: ORACLE_MODEL, its window and timeouts."""
+        return cls(
+            settings.ollama_host,
+            settings.model,
+            timeout=settings.ollama_timeout,
+            max_timeout=max(settings.answer_timeout, settings.rerank_timeout),
+            keep_alive=settings.keep_alive,
+            num_ctx=settings.num_ctx,
+            answer_tokens=settings.answer_tokens,
+        )
 
     def for_model(self, model: str) -> LLM:
         """This LLM for another model, on the same Ollama client and connections (campaigns that

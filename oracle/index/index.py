@@ -45,15 +45,7 @@ class Index:
         self._vectors_checked = False
         self._lock = asyncio.Lock()
         self._owns_llm = llm is None
-        self.llm = llm or LLM(
-            settings.ollama_host,
-            settings.model,
-            timeout=settings.ollama_timeout,
-            max_timeout=max(settings.answer_timeout, settings.rerank_timeout),
-            keep_alive=settings.keep_alive,
-            num_ctx=settings.num_ctx,
-            answer_tokens=settings.answer_tokens,
-        )
+        self.llm = llm or LLM.from_settings(settings)
 
     async def store(self) -> Store:
         """The connection questions read through: it sees only committed ingests."""

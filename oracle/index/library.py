@@ -43,15 +43,7 @@ class Library:
         self.campaigns = campaigns
         self.embeddings = embeddings
         self.worker = worker
-        self.llm = LLM(
-            settings.ollama_host,
-            settings.model,
-            timeout=settings.ollama_timeout,
-            max_timeout=max(settings.answer_timeout, settings.rerank_timeout),
-            keep_alive=settings.keep_alive,
-            num_ctx=settings.num_ctx,
-            answer_tokens=settings.answer_tokens,
-        )
+        self.llm = LLM.from_settings(settings)
         self.llm_slots = asyncio.Semaphore(settings.llm_concurrency)
         llms: dict[str, LLM] = {settings.model: self.llm}
         self._indexes: dict[str, Index] = {}
