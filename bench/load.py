@@ -7,8 +7,9 @@
 NOTES_DIR defaults to the real 113-session CRD3 log (/work/shared/eval/crd3/notes); `--quick` uses
 the bundled sample campaign (notes/) for a smoke run. The notes are copied into a temporary folder
 (one session gets edited) and indexed into a cold temporary data folder. A fake Ollama
-(tests/fakes/ollama_server.py, real HTTP on 127.0.0.1, in a thread of its own as a real Ollama
-would be a process of its own) answers every chat at once, so no LLM time is in any number.
+(tests/fakes/ollama_server.py, real HTTP on 127.0.0.1) answers every chat at once, so no LLM time
+is in any number. It runs in a process of its own, as a real Ollama does (`--ollama-in-thread`: in
+a thread of this one, where its HTTP handling competes with the loop for the GIL).
 Annotations are off: without a real model none would exist.
 
 The process starts as the bot does (load the model, open the stores), then runs these phases while a
@@ -640,6 +641,39 @@ def load_questions(path: Path | None, notes_src: Path) -> tuple[list[str], str]:
 _FIRST_LABEL = re.compile(r"^\[([^\]\n]+)\] \(", re.M)
 
 
+class _OllamaProcess:
+    """The fake Ollama in a process of its own, as a real Ollama is: its HTTP handling never holds
+    this process's GIL, so the loop's stalls are the bot's own."""
+
+    def __init__(self) -> None:
+        import subprocess
+
+        root = Path(__file__).resolve().parent.parent
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.ollama_server", "--port", "0", "--responder", "bench.load:fake_answer"],
+            stdout=subprocess.PIPE, text=True, cwd=root, env=env,
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        if not self.url.startswith("http"):
+            self.process.kill()
+            raise RuntimeError("the fake Ollama process did not start")
+
+    def stop_thread(self) -> None:  # the name FakeOllama's thread mode uses
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def fake_ollama(in_thread: bool):
+    """The fake Ollama: a process of its own (the default), or a thread of this process."""
+    if in_thread:
+        from tests.fakes.ollama_server import FakeOllama
+
+        return FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
+    return _OllamaProcess()
+
+
 def fake_answer(request: dict) -> str:
     """An instant, plausible answer: two sentences citing the first fragment of the context."""
     user = next((m.get("content", "") for m in reversed(request.get("messages") or []) if m.get("role") == "user"), "")
@@ -756,9 +790,7 @@ async def measure(args) -> dict:
         probe = LoopProbe(args.slow_ms, None if args.no_dump else args.dump_after_ms)
         await probe.start(args.asyncio_debug)
 
-        from tests.fakes.ollama_server import FakeOllama
-
-        fake = FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
+        fake = fake_ollama(args.ollama_in_thread)
         try:
             import torch
 
@@ -1013,9 +1045,7 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
     rss = {"start_before_torch": rss_point()}
     questions, _ = load_questions(args.questions, args.notes_dir)
     n = args.concurrency
-    from tests.fakes.ollama_server import FakeOllama
-
-    fake = FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
+    fake = fake_ollama(args.ollama_in_thread)
     try:
         import oracle.index.embed as embed_mod
         from oracle.campaigns import Campaign, Campaigns
@@ -1373,6 +1403,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --campaigns, also build one more campaign from cold while the others answer")
     parser.add_argument("--campaigns-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--campaigns-root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ollama-in-thread", action="store_true",
+                        help="run the fake Ollama in a thread of this process (it then competes for the GIL)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--save", type=Path, help="also write the JSON object to this file")
     parser.add_argument("--show", type=Path, help="print the table of a result saved by --save or --json; run nothing")

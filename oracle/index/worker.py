@@ -31,9 +31,10 @@ from .seam import off_loop
 
 log = logging.getLogger(__name__)
 
-# How much lower the worker's CPU priority is than the bot's (nice(2) increment): at 10 the kernel
-# gives the bot's threads about ten times the worker's share of a contended core.
-NICE = 10
+# How much lower the worker's CPU priority is than the bot's (nice(2) increment). At 19, the lowest,
+# the kernel gives the bot's threads about seventy times the worker's share of a contended core: a
+# reingest only ever uses what questions leave.
+NICE = 19
 
 
 def worker_threads() -> int:

@@ -52,7 +52,8 @@ Typical use::
 
 From synchronous code or for a CLI subprocess: ``fake.run_in_thread()`` /
 ``fake.stop_thread()`` (or ``with FakeOllama() as fake:``), or
-``python -m tests.fakes.ollama_server --port 0 [--cited]`` which prints its URL.
+``python -m tests.fakes.ollama_server --port 0 [--cited | --responder MODULE:FUNCTION]``, which
+prints its URL (a process of its own, as a real Ollama is: it never holds the caller's GIL).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import importlib
 import inspect
 import json
 import logging
@@ -895,6 +897,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reply", help="fixed text for every answer (default: echo, or JSON for a schema)")
     parser.add_argument("--cited", action="store_true", help="answer with citations from the context sent "
                         "(cited_responder): for `oracle eval --answers` without a model")
+    parser.add_argument("--responder", metavar="MODULE:FUNCTION",
+                        help="answer with this function of a request (a benchmark's own, in a process of its own)")
     args = parser.parse_args(argv)
 
     async def serve() -> None:
@@ -903,6 +907,9 @@ def main(argv: list[str] | None = None) -> None:
             fake.responder = lambda _request: args.reply
         elif args.cited:
             fake.responder = cited_responder
+        elif args.responder:
+            module, _, name = args.responder.partition(":")
+            fake.responder = getattr(importlib.import_module(module), name)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
