@@ -26,6 +26,7 @@ import aiosqlite
 
 from .answer.results import Answer, abstains
 from .errors import OracleError
+from .index.seam import off_loop
 from .retrieve.keyword import stem
 from .text import STOPWORDS, text_words
 
@@ -163,6 +164,27 @@ async def open_sqlite(path: Path, schema: str) -> aiosqlite.Connection:
     return db
 
 
+def group_unanswered(rows: Sequence[Sequence], limit: int) -> list[Unanswered]:
+    """(id, created, question, mode, abstained, voted down) rows, newest first, into groups of similar
+    questions, each named by its newest wording."""
+    groups: list[tuple[frozenset[str], Unanswered]] = []
+    for id_, created, question, mode, abstained, down in rows:
+        why = {"not_found"} if mode == "not_found" else {"abstained"} if abstained else set()
+        if down:
+            why.add("voted_down")
+        if not why:
+            continue
+        words = content_words(question)
+        group = next((g for w, g in groups if similar(w, words)), None)
+        if group is None:
+            groups.append((words, Unanswered(question, 0, created)))
+            group = groups[-1][1]
+        group.asked += 1
+        group.why |= why
+        group.ids.append(id_)
+    return [g for _, g in groups][:limit]
+
+
 class Journal:
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         self.db = db
@@ -262,28 +284,14 @@ class Journal:
         """Groups of similar questions the notes did not answer, the most recently asked first.
         `gm=False` leaves out questions answered with the game master's clearance."""
         async with self.db.execute(
-            "SELECT a.id, a.created, a.question, a.mode, a.abstained,"
-            " EXISTS (SELECT 1 FROM votes v WHERE v.answer_id = a.id AND v.vote = -1)"
-            " FROM answers a WHERE a.kind != 'recap' AND (? OR a.gm = 0) ORDER BY a.id DESC",
+            "SELECT id, created, question, mode, abstained, down FROM (SELECT a.*,"
+            " EXISTS (SELECT 1 FROM votes v WHERE v.answer_id = a.id AND v.vote = -1) AS down FROM answers a"
+            " WHERE a.kind != 'recap' AND (? OR a.gm = 0))"
+            " WHERE mode = 'not_found' OR abstained OR down ORDER BY id DESC",
             (int(gm),),
         ) as cursor:
             rows = await cursor.fetchall()
-        groups: list[tuple[frozenset[str], Unanswered]] = []
-        for id_, created, question, mode, abstained, down in rows:
-            why = {"not_found"} if mode == "not_found" else {"abstained"} if abstained else set()
-            if down:
-                why.add("voted_down")
-            if not why:
-                continue
-            words = content_words(question)
-            group = next((g for w, g in groups if similar(w, words)), None)
-            if group is None:
-                groups.append((words, Unanswered(question, 0, created)))
-                group = groups[-1][1]
-            group.asked += 1
-            group.why |= why
-            group.ids.append(id_)
-        return [g for _, g in groups][:limit]
+        return await off_loop(group_unanswered, rows, limit)  # stemming every question is CPU work
 
     async def bank(self) -> list[dict]:
         """Confirmed questions in the evaluation bank format (`shared/eval/README.md`), oldest first."""
