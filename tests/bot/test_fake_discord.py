@@ -708,7 +708,6 @@ async def test_advance_expires_the_interaction_token(fake, bot):
     inter = await fake.interaction("later", member=fake.gm)
     await inter.wait_acknowledged()
     fake.advance(fake.token_ttl + 1)
-    assert inter.elapsed() > fake.token_ttl
     gate.set()
     await fake.wait_until(lambda: failures, 3, "the followup to fail")
     [error] = failures

@@ -75,6 +75,8 @@ from typing import Any, Callable, NamedTuple
 
 from aiohttp import web
 
+from tests.fakes.serving import serve
+
 __all__ = [
     "CutStream",
     "Delay",
@@ -483,18 +485,7 @@ class FakeOllama:
         app.router.add_post("/api/chat", self._chat)
         app.router.add_post("/api/generate", self._generate)
         app.router.add_post("/api/embed", self._embed)
-        # handler_cancellation: a client that timed out stops a sleeping Delay handler.
-        # shutdown_timeout: stop() must not wait for such handlers.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = runner.addresses[0][1]
+        self._runner, self.port = await serve(app, self.host, self.port)  # a timed-out client stops a Delay
         return self
 
     async def stop(self) -> None:

@@ -13,9 +13,16 @@ import discord.http
 import yarl
 from aiohttp import web
 
+from ..serving import serve
 from .channels import Channels
 from .commands import Commands
-from .constants import API_VERSION, BOT_PERMS, EVERYONE_PERMS, GM_PERMS, PRIVILEGED_INTENTS
+from .constants import (
+    API_VERSION,
+    BOT_PERMS,
+    EVERYONE_PERMS,
+    GM_PERMS,
+    PRIVILEGED_INTENTS,
+)
 from .gateway import Gateway, GatewayConnection, GatewaySession
 from .interactions import FakeInteraction, Interactions
 from .models import FakeMember, FakeMessage, World, _Snowflakes
@@ -129,16 +136,7 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, 
         app.router.add_get("/resume", self._handle_gateway)
         app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", self._handle_attachment)
         app.router.add_route("*", "/api/v{version:\\d+}/{tail:.*}", self._handle_api)
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = runner.addresses[0][1]
+        self._runner, self.port = await serve(app, self.host, self.port)
         return self
 
     async def stop(self) -> None:
