@@ -305,7 +305,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         except UserError:
             return []
         async with table.index.snapshot() as store:
-            titles = [t for t in await store.titles(readable(False)) if t.label.startswith("Session ")]
+            titles = await store.titles(readable(False), kind="session")
         needle = current.casefold().strip()
         found = [t for t in titles if needle in t.title.casefold()]
         found.sort(key=lambda t: -int("".join(ch for ch in t.label if ch.isdigit()) or 0))

@@ -300,13 +300,15 @@ class Store:
         )
         return [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
 
-    async def titles(self, visibilities: Sequence[str]) -> list[Titled]:
-        """Each note's labels readable by `visibilities`, with their titles, in note order: what a
-        reingest summary names ("Session 34 — The Fall") and what players are told is new."""
+    async def titles(self, visibilities: Sequence[str], *, kind: str | None = None) -> list[Titled]:
+        """Each note's labels readable by `visibilities` (of one `kind`, if given), with their titles,
+        in note order: what a reingest summary names ("Session 34 — The Fall"), what players are told
+        is new, and the sessions a recap offers."""
         marks = ",".join("?" * len(visibilities))
         rows = await self._all(
-            f"SELECT path, label, heading FROM chunks WHERE visibility IN ({marks}) ORDER BY path, start_line, part",
-            tuple(visibilities),
+            f"SELECT path, label, heading FROM chunks WHERE visibility IN ({marks})"
+            + (" AND kind = ?" if kind else "") + " ORDER BY path, start_line, part",
+            (*visibilities, *([kind] if kind else [])),
         )
         seen: dict[tuple[str, str], Titled] = {}
         for path, label, heading in rows:
