@@ -7,6 +7,7 @@ Everything here is synchronous and CPU-bound; callers run it off the event loop.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
@@ -141,7 +142,11 @@ class Embedder:
             if self.cache_dir is not None:
                 cache = self.cache_dir / f"query-{self.fingerprint}.onnx"
             try:
-                self._query_encoder = OnnxQueryEncoder(self.model, self.tokenizer, self.max_tokens, cache=cache)
+                # A tokenizer of its own: the fast tokenizer keeps each call's truncation and padding
+                # on the shared object, so a question tokenized while a reingest's batch is would
+                # unpad the batch or cut its windows short.
+                own = copy.deepcopy(self.tokenizer)
+                self._query_encoder = OnnxQueryEncoder(self.model, own, self.max_tokens, cache=cache)
             except Exception as exc:  # never worse than torch: only slower
                 log.warning("questions are embedded with torch (slower): %s", exc)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 import threading
 
 import numpy as np
@@ -13,6 +14,7 @@ from sentence_transformers.sentence_transformer.modules import Normalize, Poolin
 from oracle.index.embed import Embedder
 from oracle.index.query_encoder import OnnxQueryEncoder, QueryEncoderUnavailable
 from oracle.settings import Settings
+from oracle.types import Chunk
 
 pytestmark = pytest.mark.integration
 
@@ -113,3 +115,50 @@ async def test_the_index_exports_next_to_its_data(make_settings, tmp_path):
         embedder = (await index.embedder()).in_thread
     assert embedder.query_runtime == "onnx"
     assert [p.name for p in settings.models_path.iterdir()] == [f"query-{embedder.fingerprint}.onnx"]
+
+
+def test_questions_embedded_while_a_reingest_embeds_on_another_thread(embedder):
+    """The fast tokenizer keeps its truncation and padding settings between calls: a question's call
+    (cut at the model's length, unpadded) racing a reingest's calls (windows: never cut; a batch:
+    padded) left the batch unpadded ("Unable to create tensor") or a chunk's windows cut short
+    without a word. Questions and windows never share a tokenizer mid-call."""
+    embedder.prepare_queries()
+    assert embedder.query_runtime == "onnx"
+    assert embedder._query_encoder.tokenizer is not embedder.tokenizer
+    batch = [f"Session {n}. " + "The party crossed the Ashen Road again. " * (n % 7 + 1) for n in range(24)]
+    long_text = " ".join(f"In session {n} the party crossed the Ashen Road again." for n in range(120))
+    chunks = [
+        Chunk(f"c{n}", "log.md", f"Session {n}", "session", 1, 1, f"Session {n}", 1, 2, long_text, f"h{n}")
+        for n in range(3)
+    ]
+    expected_batch = embedder.encode(batch)
+    expected_windows = embedder.windows(chunks, 32)
+    expected = {q: embedder.encode_query(q) for q in QUESTIONS}
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def reingest() -> None:
+        try:
+            for _ in range(8):
+                assert embedder.windows(chunks, 32) == expected_windows
+                assert np.allclose(embedder.encode(batch), expected_batch, atol=1e-5)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=reingest)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # hand the interpreter over often: the race shows at once
+    try:
+        thread.start()
+        asked = 0
+        while not done.is_set():
+            for question in QUESTIONS:
+                assert np.allclose(embedder.encode_query(question), expected[question], atol=1e-5), question[:40]
+                asked += 1
+        thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert not failures, failures
+    assert asked > len(QUESTIONS)
