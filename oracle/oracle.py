@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from .answer.budget import fit_answer_prompt
-from .answer.citations import Citation, verify
+from .answer.citations import Citation, Verified, verify
 from .answer.context import Context, pack_context
 from .answer.excerpts import Excerpt, choose_excerpts, query_terms
 from .answer.leaks import SecretGuard
@@ -25,7 +25,7 @@ from .answer.trace import Mode, build_trace
 from .dossier import Dossiers
 from .index import annotate
 from .index.index import Index
-from .index.seam import Embeddings, Vectors, off_loop
+from .index.seam import Embeddings, Vectors, off_loop, search_concurrency
 from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve import path_depth
@@ -62,6 +62,7 @@ class Oracle:
         self.dossiers = Dossiers(index, self.matchers)
         # Shared by every campaign on one Ollama when the index was opened with its slots.
         self.llm_slots = index.llm_slots or asyncio.Semaphore(self.settings.llm_concurrency)
+        self.search_slots = index.search_slots or asyncio.Semaphore(search_concurrency(self.settings))
         self._guard: tuple[str, SecretGuard] | None = None
         self._guard_lock = asyncio.Lock()
         settings = self.settings
@@ -227,7 +228,8 @@ class Oracle:
     ) -> Answer:
         await stage("searching")
         user_turns = [t.content for t in history if t.role == "user"]
-        retrieval = await self.search(question, history=user_turns, gm=gm, store=store)
+        async with self.search_slots:
+            retrieval = await self.search(question, history=user_turns, gm=gm, store=store)
         if not retrieval.fused:
             return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval=retrieval)
         if self.settings.reranker == "llm" and self.llm_slots.locked():
@@ -260,8 +262,10 @@ class Oracle:
         nothing usable, `fallback(reason, trace, started writing)` answers instead."""
         calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
         window = await self.index.llm.window()
-        fitted = fit_answer_prompt(
-            prompt, selection.context, history, num_ctx=window.num_ctx, reply_tokens=window.answer_tokens
+        # Counting a prompt's tokens is milliseconds of pure Python a question: off the event loop.
+        fitted = await off_loop(
+            fit_answer_prompt, prompt, selection.context, history, num_ctx=window.num_ctx,
+            reply_tokens=window.answer_tokens,
         )
         selection.context = context = fitted.context
         tokens = dict(fitted.tokens)
@@ -300,8 +304,9 @@ class Oracle:
             except LLMError as exc:
                 return await fallback(str(exc), extra, t)
         retrieval.timings_ms["answer"] = _ms(t)
-        verified = verify(text, context)
-        if not gm and (await self.secret_guard(store)).leaks(verified.text):
+        guard = None if gm else await self.secret_guard(store)
+        verified, leaked = await off_loop(_checked, text, context, guard)
+        if leaked:
             # Players get the passages as if the model had failed: saying why would tell them a
             # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)", question)
@@ -489,6 +494,13 @@ class Oracle:
 def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:
     """A path's (id, score) list as ranked hits, 1-based, over the chunks that could be loaded."""
     return [Hit(chunks[cid], rank, score) for rank, (cid, score) in enumerate(scored, 1) if cid in chunks]
+
+
+def _checked(text: str, context: Context, guard: SecretGuard | None) -> tuple[Verified, bool]:
+    """The answer's citations verified, and whether it repeats game-master-only text (`guard`: a
+    player's question)."""
+    verified = verify(text, context)
+    return verified, guard is not None and guard.leaks(verified.text)
 
 
 def _whole_sentences(text: str) -> str:

@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     rerank_timeout: float = Field(60.0, validation_alias="ORACLE_RERANK_TIMEOUT", gt=0)
     answer_timeout: float = Field(300.0, validation_alias="ORACLE_ANSWER_TIMEOUT", gt=0)
     llm_concurrency: int = Field(2, validation_alias="ORACLE_LLM_CONCURRENCY", ge=1)
+    # Questions searched at once in one process, all campaigns together (0: one per CPU core). The
+    # others wait their turn; a search is CPU work, so more at once only stalls the event loop.
+    search_concurrency: int = Field(0, validation_alias="ORACLE_SEARCH_CONCURRENCY", ge=0)
 
     # Ollama calls at ingest. Every call has a timeout: the client's default is none.
     ollama_timeout: float = Field(120.0, validation_alias="ORACLE_OLLAMA_TIMEOUT", gt=0)

@@ -1,5 +1,5 @@
 """Twenty questions at once while a reingest runs: all answered, each from the old index or the new
-one (never a mix), and never more LLM calls at once than the configured limit."""
+one (never a mix), and never more LLM calls or searches at once than the configured limits."""
 from __future__ import annotations
 
 import asyncio
@@ -41,7 +41,7 @@ async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, ope
         return Reply("The notes say so [Session 1].")
 
     fake_ollama.responder = slow_llm
-    settings = make_settings(mini_notes, ollama_host=fake_ollama.url, llm_concurrency=2)
+    settings = make_settings(mini_notes, ollama_host=fake_ollama.url, llm_concurrency=2, search_concurrency=3)
     index = open_index(settings)
     await ingest(index)
     old = chunk_ids(settings)
@@ -52,6 +52,19 @@ async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, ope
     log.write_text(log.read_text().replace("Weeping Bridge", "Weeping Stone Bridge"))
 
     oracle = Oracle(index)
+    searching = searching_most = 0
+    search = oracle.search
+
+    async def counted_search(*args, **kwargs):
+        nonlocal searching, searching_most
+        searching += 1
+        searching_most = max(searching_most, searching)
+        try:
+            return await search(*args, **kwargs)
+        finally:
+            searching -= 1
+
+    oracle.search = counted_search
     reingest = asyncio.create_task(ingest(index))
     answers = await asyncio.gather(*(oracle.ask(q) for q in QUESTIONS))
     await reingest
@@ -64,3 +77,4 @@ async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, ope
         used = {c.id for c in answer.fragments} | {s.chunk.id for s in answer.headlines}
         assert used <= old or used <= new, f"{answer.question!r} mixed two indexes"
     assert 2 == most  # the questions' rerank and answer calls: never more than ORACLE_LLM_CONCURRENCY
+    assert 3 == searching_most  # the others waited their turn: ORACLE_SEARCH_CONCURRENCY

@@ -30,14 +30,17 @@ class Index:
         embedder: Embedder | Embeddings | None = None,
         llm: LLM | None = None,
         llm_slots: asyncio.Semaphore | None = None,
+        search_slots: asyncio.Semaphore | None = None,
     ) -> None:
         """`embedder`: a model already loaded (tests, benchmarks and the campaigns of one process share
         one), else loaded on first use. `llm`: an Ollama client shared with other indexes (its owner
         closes it), else one of its own. `llm_slots`: the LLM calls allowed at once, shared by every
-        index on one Ollama (else each `Oracle` has its own ORACLE_LLM_CONCURRENCY)."""
+        index on one Ollama (else each `Oracle` has its own ORACLE_LLM_CONCURRENCY); `search_slots`, likewise,
+        the questions searched at once in this process (ORACLE_SEARCH_CONCURRENCY)."""
         self.settings = settings
         self._embedder = Embeddings(embedder) if isinstance(embedder, Embedder) else embedder
         self.llm_slots = llm_slots
+        self.search_slots = search_slots
         self._store: Store | None = None
         self._writer: Store | None = None
         self._idle_readers: list[Store] = []

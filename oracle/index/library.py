@@ -23,7 +23,7 @@ from ..llm import LLM
 from ..settings import Settings
 from .embed import EmbedError, Embedder
 from .index import Index
-from .seam import Embeddings, off_loop
+from .seam import Embeddings, off_loop, search_concurrency
 from .worker import EmbedWorker
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class Library:
         self.worker = worker
         self.llm = LLM.from_settings(settings)
         self.llm_slots = asyncio.Semaphore(settings.llm_concurrency)
+        self.search_slots = asyncio.Semaphore(search_concurrency(settings))
         llms: dict[str, LLM] = {settings.model: self.llm}
         self._indexes: dict[str, Index] = {}
         for campaign in campaigns:
@@ -52,7 +53,9 @@ class Library:
             if own.model not in llms:
                 llms[own.model] = self.llm.for_model(own.model)
             llm = llms[own.model]
-            self._indexes[campaign.name] = Index(own, embedder=embeddings, llm=llm, llm_slots=self.llm_slots)
+            self._indexes[campaign.name] = Index(
+                own, embedder=embeddings, llm=llm, llm_slots=self.llm_slots, search_slots=self.search_slots
+            )
 
     @classmethod
     async def open(

@@ -8,11 +8,13 @@ synchronous classes, and CPU-bound work goes through `off_loop`; no other module
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
+from ..settings import Settings
 from ..types import Chunk, Window
 from .embed import Embedder
 from .vectors import DenseHit, VectorStore
@@ -27,6 +29,29 @@ class WindowEncoder(Protocol):
     async def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]: ...
+
+
+# How often the interpreter lock changes hands (Python's default: every 5 ms). A thread running
+# pure Python (a note parsed, a prompt's tokens counted) makes the event loop wait up to this long
+# each time it wants the lock, and with several such threads the waits add up. The bot sets 1 ms:
+# `bench/load.py` measured the loop's worst stall while answering 20 questions at once fall from
+# 23-45 ms to 17 ms, with no fewer questions answered a second.
+SWITCH_INTERVAL = 0.001
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, not the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def search_concurrency(settings: Settings) -> int:
+    """Questions searched at once (ORACLE_SEARCH_CONCURRENCY, else one per core). A search is CPU
+    work in this process (matching, fusion, the stores' rows), the event loop's included: more at
+    once than there are cores only makes each slower and the loop later, while a question waiting
+    for its turn costs nothing."""
+    return settings.search_concurrency or usable_cores()
 
 
 async def off_loop(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..types import Chunk, Window
 from .embed import EmbedError, Embedder
-from .seam import off_loop
+from .seam import off_loop, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,7 @@ NICE = 19
 
 def worker_threads() -> int:
     """Torch threads in the worker: every core but one, so the bot's event loop always finds a core."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores - 1)
+    return max(1, usable_cores() - 1)
 
 # ---------------------------------------------------------------------------------------------
 # In the worker process

@@ -71,6 +71,7 @@ async def test_campaigns_share_the_model_and_ollama_but_not_the_index(library):
     assert ("qwen2.5:14b", "qwen2.5:7b") == (ember.llm.model, harbour.llm.model)
     assert ember.llm._client is harbour.llm._client  # one Ollama client, each campaign its own model
     assert Oracle(ember).llm_slots is Oracle(harbour).llm_slots is library.llm_slots
+    assert Oracle(ember).search_slots is Oracle(harbour).search_slots is library.search_slots
     assert ember.settings.sqlite_path != harbour.settings.sqlite_path
     assert library.index(Campaign("harbour", harbour.settings.notes_dir)) is harbour
     with pytest.raises(CampaignsError, match="no campaign 'sunday'.*ember, harbour"):
