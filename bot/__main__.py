@@ -11,6 +11,7 @@ import discord
 from oracle.campaigns import Campaigns
 from oracle.errors import OracleError
 from oracle.index.library import Library
+from oracle.index.seam import SWITCH_INTERVAL
 from oracle.index.status import is_indexed
 from oracle.settings import Settings
 
@@ -59,6 +60,7 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         # Frozen, they are never walked again.
         gc.collect()
         gc.freeze()
+        sys.setswitchinterval(SWITCH_INTERVAL)  # the loop waits less for threads' interpreter lock
         history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
         try:
             for message_content in (True, False):
