@@ -44,7 +44,7 @@ Chroma thread runs; the stack samples tell which.
 
 It starts as `python -m bot` does: gc.freeze() once everything is loaded, so a full collection no
 longer walks the ~480k objects the imports leave (`--no-gc-freeze` measures without it, 300+ ms
-stalls). `--switch-interval-ms` tries a shorter GIL hand-over than Python's 5 ms.
+stalls). It hands the GIL over every 1 ms, as the bot does (`--switch-interval-ms 5`: Python's default).
 
 With `--campaigns 1,5,20`, it measures several campaigns in one process instead: one campaign's
 index is built once (a full ingest of NOTES_DIR), then, for each count, a fresh process copies that
@@ -780,6 +780,7 @@ async def run_ingest(index, label: str) -> tuple[object | None, float, str]:
 
 async def measure(args) -> dict:
     from bench.ingest import contention, copy_notes, cpu_sample, edit_one_session, machine
+    from oracle.index.seam import search_concurrency
 
     rss = {"start_before_torch": rss_point()}
     questions, questions_from = load_questions(args.questions, args.notes_dir)
@@ -844,11 +845,14 @@ async def measure(args) -> dict:
                 llm_index = Index(settings_for("llm"), embedder=embedder)
                 llm_oracle = Oracle(llm_index)
                 # What may hold the GIL or a core while the loop is late: timed in whatever thread runs it.
-                for vs in (vectors.in_thread, (await llm_index.vectors()).in_thread):
+                def probe_chroma(vs) -> None:
                     probe.wrap(vs, "upsert", "Chroma upsert")
                     probe.wrap(vs, "query", "Chroma query")
                     probe.wrap(vs, "all_ids", "Chroma all_ids")
                     probe.wrap(vs, "delete", "Chroma delete")
+
+                for vs in (vectors.in_thread, (await llm_index.vectors()).in_thread):
+                    probe_chroma(vs)
                 probe.wrap(embedder.in_thread, "encode", lambda texts, *a, **k: "encode 1 text" if len(texts) == 1 else "encode batch")
                 probe.wrap(embedder, "windows", "tokenize windows")
                 import oracle.index.ingest as ingest_mod
@@ -925,6 +929,7 @@ async def measure(args) -> dict:
                         second = Index(settings_for("none").model_copy(update={"data_dir": folder}),
                                        embedder=Embeddings(embedder.in_thread, worker=via))
                         try:
+                            probe_chroma((await second.vectors()).in_thread)
                             side[phase] = await ingest_while_asking(phase, phase, index_=second)
                         finally:
                             await second.close()
@@ -987,6 +992,7 @@ async def measure(args) -> dict:
         "questions": len(questions),
         "concurrency": n,
         "llm_concurrency": args.llm_concurrency or n,
+        "search_concurrency": search_concurrency(settings_for("none")),
         "asyncio_debug": args.asyncio_debug,
         "gc_freeze": args.gc_freeze,
         "gc_frozen_objects": gc.get_freeze_count(),
@@ -1079,7 +1085,8 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
             open_seconds = time.perf_counter() - t
             rss["after_open"] = rss_point()
             gc.collect()
-            gc.freeze()
+            gc.freeze()  # as `python -m bot` does
+            sys.setswitchinterval(args.switch_interval_ms / 1000)
             oracles = [Oracle(library.index(c.name)) for c in campaigns]
             asker = Asker(questions)
             for oracle in oracles:  # each campaign's first question builds its matchers and guard
@@ -1164,8 +1171,6 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
 
 async def measure_campaigns(args) -> dict:
     """Each count in a fresh process, so each peak is its own; the template index is built once here."""
-    import subprocess
-
     counts = [int(c) for c in args.campaigns.split(",")]
     with tempfile.TemporaryDirectory(prefix="oracle-campaigns-") as tmp:
         root = Path(tmp)
@@ -1177,7 +1182,8 @@ async def measure_campaigns(args) -> dict:
             cmd = [sys.executable, str(Path(__file__).resolve()), str(args.notes_dir), "--campaigns-child", str(count),
                    "--campaigns-root", str(root), "--save", str(out), "--concurrency", str(args.concurrency),
                    "--serial", str(args.serial), "--waves", str(args.waves), "--worker" if args.worker else "--no-worker",
-                   "--campaigns-ingest" if args.campaigns_ingest else "--no-campaigns-ingest"]
+                   "--campaigns-ingest" if args.campaigns_ingest else "--no-campaigns-ingest",
+                   "--switch-interval-ms", str(args.switch_interval_ms)]
             if args.questions:
                 cmd += ["--questions", str(args.questions)]
             proc = await asyncio.create_subprocess_exec(*cmd)
@@ -1256,6 +1262,7 @@ def print_table(r: dict) -> None:
     console.print(
         f"Notes: {r['notes_dir']}; {r['questions']} questions from {r['questions_from']}; "
         f"{r['concurrency']} at once; LLM: fake Ollama answering instantly (llm_concurrency {r['llm_concurrency']}); "
+        f"searches at once: {r.get('search_concurrency', '?')}; "
         f"model loaded + warmed in {r['model_load_seconds']:.1f} s"
         + ("; [yellow]asyncio debug mode on: latencies inflated[/]" if r["asyncio_debug"] else "")
         + (f"; [yellow]gc.freeze() after startup ({r['gc_frozen_objects']:,} objects)[/]" if r.get("gc_freeze") else "")
@@ -1392,8 +1399,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gc-freeze", action=argparse.BooleanOptionalAction, default=True,
                         help="gc.freeze() once the model and stores are loaded, as `python -m bot` does "
                              "(--no-gc-freeze measures without it)")
-    parser.add_argument("--switch-interval-ms", type=float, default=0.0,
-                        help="sys.setswitchinterval (the GIL hand-over period, 5 ms by default), to measure its effect")
+    parser.add_argument("--switch-interval-ms", type=float, default=1.0,
+                        help="sys.setswitchinterval, the GIL hand-over period: 1 ms as the bot sets it "
+                             "(oracle.index.seam.SWITCH_INTERVAL); 5 is Python's default")
     parser.add_argument("--worker", action=argparse.BooleanOptionalAction, default=True,
                         help="also run the reingests with the embedding worker process, side by side with the "
                              "in-process ones (--no-worker: the first four phases only)")
