@@ -26,9 +26,11 @@ monitor task sleeps 10 ms in a loop and records how late each wake-up is (`loop.
    same session edited again;
 6. a second campaign (the same notes, a cold data folder of its own) fully ingested in-process while
    the first campaign answers the question waves; then
-7. the same second campaign ingested into another cold folder through the worker process.
+7. the same second campaign ingested into another cold folder through the worker process; and
+8. (unless --no-chroma-server) again, through the worker, into a `chroma run` server on 127.0.0.1
+   (ORACLE_CHROMA_URL): the embedded Chroma holds the bot's GIL for every write, a server does not.
 
-Phases 4-7 put the in-process and the worker reingests side by side in one run; the worker's target
+Phases 4-8 put the in-process and the worker reingests side by side in one run; the worker's target
 is a stall under 50 ms.
 
 The target is a stall under 100 ms in every phase, so the Discord gateway heartbeat is never late.
@@ -63,6 +65,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import functools
 import gc
 import json
@@ -98,12 +101,13 @@ WORKER_PHASES = (
     "re-ingest + questions, worker process",
     "second campaign's full ingest + questions, in-process",
     "second campaign's full ingest + questions, worker process",
+    "second campaign's full ingest + questions, worker process, Chroma server",
 )
 ALL_PHASES = PHASES + WORKER_PHASES
 
 
 def target_ms(phase: str) -> float:
-    return WORKER_TARGET_MS if phase.endswith("worker process") else STALL_TARGET_MS
+    return WORKER_TARGET_MS if "worker process" in phase else STALL_TARGET_MS
 IDLE_THREAD_FRAMES = (  # a thread whose top frame is one of these is waiting, not working
     ("threading.py", "wait"),
     ("queue.py", "get"),
@@ -781,6 +785,7 @@ async def run_ingest(index, label: str) -> tuple[object | None, float, str]:
 async def measure(args) -> dict:
     from bench.ingest import contention, copy_notes, cpu_sample, edit_one_session, machine
     from oracle.index.seam import search_concurrency
+    from tests.chroma_server import ChromaServer
 
     rss = {"start_before_torch": rss_point()}
     questions, questions_from = load_questions(args.questions, args.notes_dir)
@@ -924,18 +929,27 @@ async def measure(args) -> dict:
                         side[WORKER_PHASES[0]] = await ingest_while_asking(WORKER_PHASES[0], "re-ingest (worker)")
                     finally:
                         embedder.worker = None
-                    for phase, via in ((WORKER_PHASES[1], None), (WORKER_PHASES[2], worker)):
+                    runs = [(WORKER_PHASES[1], None, False), (WORKER_PHASES[2], worker, False)]
+                    if args.chroma_server:
+                        runs.append((WORKER_PHASES[3], worker, True))
+                    for phase, via, server in runs:
+                        probe.set_phase("between phases")  # the setup's waits are the benchmark's, not a stall
                         folder = tmp_path / ("second-" + phase.rsplit(", ", 1)[-1].replace(" ", "-"))
-                        second = Index(settings_for("none").model_copy(update={"data_dir": folder}),
+                        chroma = await asyncio.to_thread(ChromaServer, tmp_path / "chroma-server") if server else None
+                        update = {"data_dir": folder} | ({"chroma_url": chroma.url} if chroma else {})
+                        second = Index(settings_for("none").model_copy(update=update),
                                        embedder=Embeddings(embedder.in_thread, worker=via))
                         try:
                             probe_chroma((await second.vectors()).in_thread)
                             side[phase] = await ingest_while_asking(phase, phase, index_=second)
                         finally:
                             await second.close()
+                            if chroma is not None:
+                                await asyncio.to_thread(chroma.stop)
                     rss["worker_end"] = worker_rss(worker)
                     rss["end_with_second_campaigns"] = rss_point()
             finally:
+                probe.set_phase("done")  # closing is not a phase: its waits are nobody's stall
                 await index.close()
                 if "llm_index" in locals():
                     await llm_index.close()
@@ -943,8 +957,8 @@ async def measure(args) -> dict:
                     worker_cpu = worker_cpu_seconds(worker)
                     await worker.close()
         finally:
-            fake.stop_thread()
             await probe.stop()
+            fake.stop_thread()
         after = cpu_sample()
         if args.worker:  # the worker process is ours: its CPU is not another process's
             after = (*after[:3], after[3] + locals().get("worker_cpu", 0.0))
@@ -1129,16 +1143,50 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
     from oracle.index.ingest import ingest
 
     fresh = Index(settings.model_copy(update={"data_dir": data}), embedder=library.embeddings, llm=library.llm,
-                  llm_slots=library.llm_slots)
+                  llm_slots=library.llm_slots, search_slots=library.search_slots)
     loop = asyncio.get_running_loop()
     lateness: list[float] = []
     stop = asyncio.Event()
+    full_collections: list[float] = []  # ms of each generation-2 collection: it holds the GIL throughout
+    gc_started = [0.0]
+
+    def on_gc(what: str, info: dict) -> None:
+        if what == "start":
+            gc_started[0] = time.perf_counter()
+        elif info.get("generation") == 2:
+            full_collections.append((time.perf_counter() - gc_started[0]) * 1000)
+
+    gc.callbacks.append(on_gc)
+    # What the loop thread is doing when it is 100 ms overdue (sampled from another thread).
+    last_tick = [time.perf_counter()]
+    overdue: Counter = Counter()
+    main = threading.main_thread().ident
+
+    def watch() -> None:
+        while not stop.is_set():
+            time.sleep(0.02)
+            if time.perf_counter() - last_tick[0] > 0.1 and (frame := sys._current_frames().get(main)):
+                stack = []
+                while frame is not None and len(stack) < 6:
+                    code = frame.f_code
+                    stack.append(f"{Path(code.co_filename).name}:{frame.f_lineno} {code.co_name}")
+                    frame = frame.f_back
+                overdue[" ⟵ ".join(stack)] += 1
+
+    # faulthandler dumps every thread's stack from a C thread that needs no GIL: it names what holds
+    # the GIL (or stops the process) when even the watchdog thread cannot run.
+    dumps = open(data.parent / "stalls.txt", "w+")  # noqa: SIM115 - closed below
 
     async def monitor() -> None:
         while not stop.is_set():
             due = loop.time() + TICK
+            faulthandler.dump_traceback_later(0.2, file=dumps)
             await asyncio.sleep(TICK)
+            faulthandler.cancel_dump_traceback_later()
             lateness.append((loop.time() - due) * 1000)
+            last_tick[0] = time.perf_counter()
+            if lateness[-1] >= 100:
+                events.append((round(last_tick[0] - t0, 2), f"loop {lateness[-1]:.0f} ms late"))
 
     async def waves() -> None:
         w = 0
@@ -1148,21 +1196,40 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
 
+    events: list[tuple[float, str]] = []  # when the loop was 100 ms late, beside the ingest's stages
+    t0 = time.perf_counter()
+
+    def progress(p) -> None:
+        if p.done in (0, p.total) or p.stage != "embed":
+            events.append((round(time.perf_counter() - t0, 2), f"{p.stage} {p.done}/{p.total}"))
+
     before = rss_point()
     tasks = [asyncio.create_task(monitor()), asyncio.create_task(waves())]
+    watchdog = threading.Thread(target=watch, name="loop-watchdog", daemon=True)
+    watchdog.start()
     t = time.perf_counter()
     try:
-        report = await ingest(fresh, by="bench/load.py")
+        report = await ingest(fresh, by="bench/load.py", progress=progress)
     finally:
         seconds = time.perf_counter() - t
         stop.set()
         await asyncio.gather(*tasks)
+        gc.callbacks.remove(on_gc)
+        watchdog.join()
+        dumps.seek(0)
+        stall_dumps = dumps.read()[:20000]
+        dumps.close()
         await fresh.close()
     return {
         "seconds": round(seconds, 1),
         "windows": report.windows_embedded,
         "stall": summary(lateness),
         "late_50ms": sum(1 for x in lateness if x >= 50),
+        "full_collections": len(full_collections),
+        "full_collection_max_ms": round(max(full_collections, default=0.0), 1),
+        "loop_overdue_stacks": dict(overdue.most_common(5)),
+        "events": events,
+        "stall_dumps": stall_dumps,
         "rss_before": before,
         "rss_after": rss_point(),
         "questions": latency_json(asker.group("during ingest")),
@@ -1217,7 +1284,8 @@ def print_campaigns_table(r: dict) -> None:
     if any(run.get("ingest_beside") for run in runs):
         t2 = Table(title=f"One more campaign built from cold while the others answer {n} questions at once, a second apart")
         for name in ("campaigns answering", "windows", "seconds", "stall p50 / p99 / max, ms", "wake-ups ≥ 50 ms late",
-                     "questions p50 / p95, ms", "bot RSS before → after, MiB", "worker RSS now / peak, MiB"):
+                     "full GCs, longest ms", "questions p50 / p95, ms", "bot RSS before → after, MiB",
+                     "worker RSS now / peak, MiB"):
             t2.add_column(name, justify="right")
         for run in runs:
             d = run.get("ingest_beside")
@@ -1226,6 +1294,7 @@ def print_campaigns_table(r: dict) -> None:
             st, q, w = d["stall"], d["questions"], d.get("worker_rss") or {}
             t2.add_row(str(run["campaigns"]), f"{d['windows']:,}", f"{d['seconds']:.0f}",
                        f"{_f(st['p50'])} / {_f(st['p99'])} / {_f(st['max'])}", f"{d['late_50ms']} of {st['n']:,}",
+                       f"{d.get('full_collections', '?')}, {_f(d.get('full_collection_max_ms', 0))}",
                        f"{_f(q['p50'])} / {_f(q['p95'])}",
                        f"{d['rss_before']['current_mib']:,.0f} → {d['rss_after']['current_mib']:,.0f}",
                        f"{w.get('current_mib') or 0:,.0f} / {w.get('peak_mib') or 0:,.0f}")
@@ -1323,6 +1392,8 @@ def print_table(r: dict) -> None:
         pairs = [(PHASES[3], WORKER_PHASES[0]), (WORKER_PHASES[1], WORKER_PHASES[2])]
         side = "; ".join(f"{_f(stall[a]['stall_max_ms'])} ms in-process vs {_f(stall[b]['stall_max_ms'])} ms worker"
                          for a, b in pairs if a in stall and b in stall)
+        if WORKER_PHASES[3] in stall:
+            side += f" vs {_f(stall[WORKER_PHASES[3]]['stall_max_ms'])} ms worker + Chroma server"
         t.add_row(f"   [bold]worst stall, reingest + {n} questions: {side}[/]", "", "", "", "", "", "", "")
     a = r["stall"]["all phases"]
     t.add_row("   all phases", f"{a['n']:,}", _f(a["p50"]), _f(a["p95"]), _f(a["p99"]), _f(a["max"]),
@@ -1405,6 +1476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action=argparse.BooleanOptionalAction, default=True,
                         help="also run the reingests with the embedding worker process, side by side with the "
                              "in-process ones (--no-worker: the first four phases only)")
+    parser.add_argument("--chroma-server", action=argparse.BooleanOptionalAction, default=True,
+                        help="also build the second campaign into a `chroma run` server (ORACLE_CHROMA_URL), "
+                             "through the worker")
     parser.add_argument("--campaigns", help="several campaigns in one process instead: counts, e.g. 1,5,20 "
                                             "(each in a process of its own; peak memory and question latency)")
     parser.add_argument("--campaigns-ingest", action=argparse.BooleanOptionalAction, default=True,

@@ -228,27 +228,10 @@ async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_setti
 
 
 async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_path):
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-    from urllib.request import urlopen
+    from tests.chroma_server import ChromaServer
 
-    from tests.conftest import closed_port_url
-
-    url = closed_port_url()
-    port = url.rsplit(":", 1)[1]
-    chroma = subprocess.Popen(
-        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", port],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                urlopen(f"{url}/api/v2/heartbeat", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with ChromaServer(tmp_path / "server") as chroma:
+        url = chroma.url
         settings = make_settings(mini_notes, chroma_url=url)
         index = open_index(settings)
         report = await ingest(index)
@@ -259,9 +242,6 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
         hits = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
         assert [("Session 1",)] == top
-    finally:
-        chroma.terminate()
-        chroma.wait(10)
 
 
 async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):
