@@ -35,7 +35,7 @@ class WindowEncoder(Protocol):
 # pure Python (a note parsed, a prompt's tokens counted) makes the event loop wait up to this long
 # each time it wants the lock, and with several such threads the waits add up. The bot sets 1 ms:
 # `bench/load.py` measured the loop's worst stall during an ingest with questions arriving fall from
-# 114 ms to 26-42 ms, with no fewer questions answered a second.
+# 114 ms to 24-49 ms, with no fewer questions answered a second.
 SWITCH_INTERVAL = 0.001
 
 
