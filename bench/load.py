@@ -1217,7 +1217,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
         gc.callbacks.remove(on_gc)
         watchdog.join()
         dumps.seek(0)
-        stall_dumps = dumps.read()[:20000]
+        stall_dumps = dumps.read()[:500_000]  # every thread of a 20-campaign process
         dumps.close()
         await fresh.close()
     return {
