@@ -1157,24 +1157,8 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
             full_collections.append((time.perf_counter() - gc_started[0]) * 1000)
 
     gc.callbacks.append(on_gc)
-    # What the loop thread is doing when it is 100 ms overdue (sampled from another thread).
-    last_tick = [time.perf_counter()]
-    overdue: Counter = Counter()
-    main = threading.main_thread().ident
-
-    def watch() -> None:
-        while not stop.is_set():
-            time.sleep(0.02)
-            if time.perf_counter() - last_tick[0] > 0.1 and (frame := sys._current_frames().get(main)):
-                stack = []
-                while frame is not None and len(stack) < 6:
-                    code = frame.f_code
-                    stack.append(f"{Path(code.co_filename).name}:{frame.f_lineno} {code.co_name}")
-                    frame = frame.f_back
-                overdue[" ⟵ ".join(stack)] += 1
-
     # faulthandler dumps every thread's stack from a C thread that needs no GIL: it names what holds
-    # the GIL (or stops the process) when even the watchdog thread cannot run.
+    # the GIL (or stops the process) when no Python thread can run to look.
     dumps = open(data.parent / "stalls.txt", "w+")  # noqa: SIM115 - closed below
 
     async def monitor() -> None:
@@ -1184,9 +1168,8 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
             await asyncio.sleep(TICK)
             faulthandler.cancel_dump_traceback_later()
             lateness.append((loop.time() - due) * 1000)
-            last_tick[0] = time.perf_counter()
             if lateness[-1] >= 100:
-                events.append((round(last_tick[0] - t0, 2), f"loop {lateness[-1]:.0f} ms late"))
+                events.append((round(time.perf_counter() - t0, 2), f"loop {lateness[-1]:.0f} ms late"))
 
     async def waves() -> None:
         w = 0
@@ -1205,17 +1188,13 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
 
     before = rss_point()
     tasks = [asyncio.create_task(monitor()), asyncio.create_task(waves())]
-    watchdog = threading.Thread(target=watch, name="loop-watchdog", daemon=True)
-    watchdog.start()
-    t = time.perf_counter()
     try:
         report = await ingest(fresh, by="bench/load.py", progress=progress)
     finally:
-        seconds = time.perf_counter() - t
+        seconds = time.perf_counter() - t0
         stop.set()
         await asyncio.gather(*tasks)
         gc.callbacks.remove(on_gc)
-        watchdog.join()
         dumps.seek(0)
         stall_dumps = dumps.read()[:500_000]  # every thread of a 20-campaign process
         dumps.close()
@@ -1227,7 +1206,6 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
         "late_50ms": sum(1 for x in lateness if x >= 50),
         "full_collections": len(full_collections),
         "full_collection_max_ms": round(max(full_collections, default=0.0), 1),
-        "loop_overdue_stacks": dict(overdue.most_common(5)),
         "events": events,
         "stall_dumps": stall_dumps,
         "rss_before": before,
