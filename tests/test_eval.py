@@ -323,15 +323,21 @@ def reversing_reranker(request: dict):
     return "unused"
 
 
-def test_the_final_stage_is_the_rerankers_order(tmp_path, monkeypatch, capsys):
+def eval_with_a_reversing_reranker(tmp_path, monkeypatch, capsys) -> dict:
+    """`oracle eval --json --k 1` of the bank's first question (Session 1: first of the fused list)
+    with an Ollama whose reranker reverses the pool; the JSON it printed."""
     notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
-    bank = write_bank(tmp_path / "bank.jsonl", [BANK[0]])  # Session 1: first of the fused list
+    bank = write_bank(tmp_path / "bank.jsonl", [BANK[0]])
     with FakeOllama(responder=reversing_reranker) as fake:
         monkeypatch.setenv("OLLAMA_HOST", fake.url)
         code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(tmp_path / "data"), "--json", "--k", "1")
         assert [] != [r for r in fake.chat_requests() if request_kind(r) == "rerank"]
     assert 0 == code
-    result = json.loads(stdout)
+    return json.loads(stdout)
+
+
+def test_the_final_stage_is_the_rerankers_order(tmp_path, monkeypatch, capsys):
+    result = eval_with_a_reversing_reranker(tmp_path, monkeypatch, capsys)
     overall = result["overall"]
     assert 1 == result["reranked"]
     assert (1.0, 0.0) == (overall["fused_recall_at_k"], overall["final_recall_at_k"])
@@ -421,15 +427,8 @@ def test_every_gold_answer_is_in_its_gold_notes(bank, notes):
 
 
 def test_the_reranker_orders_the_learned_pool_and_eval_shows_both_stages(tmp_path, monkeypatch, capsys):
-    notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
-    bank = write_bank(tmp_path / "bank.jsonl", [BANK[0]])
     monkeypatch.setenv("ORACLE_FUSION", "learned")
-    with FakeOllama(responder=reversing_reranker) as fake:
-        monkeypatch.setenv("OLLAMA_HOST", fake.url)
-        code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(tmp_path / "data"), "--json", "--k", "1")
-        assert [] != [r for r in fake.chat_requests() if request_kind(r) == "rerank"]
-    assert 0 == code
-    result = json.loads(stdout)
+    result = eval_with_a_reversing_reranker(tmp_path, monkeypatch, capsys)
     overall = result["overall"]
     assert ("learned", 1) == (result["fusion"], result["reranked"])
     # The learned stage put Session 1 first; the reranker, reversing the pool, did not.
