@@ -270,6 +270,63 @@ def contention(before: tuple[float, float, float, float], after: tuple[float, fl
     }
 
 
+# The pause probe's whole program: sleep 1 ms, note every wake-up `gap` seconds late (its start and end
+# on CLOCK_MONOTONIC, the clock of every process on the machine). It runs no Python threads and holds no
+# lock anybody else wants, so a pause it sees is the machine's: the hypervisor took the CPU (steal), or
+# the kernel stopped the whole machine.
+_PAUSE_PROBE = """
+import sys, time
+gap = float(sys.argv[2]) / 1000
+with open(sys.argv[1], "w", buffering=1) as out:
+    last = time.monotonic()
+    while True:
+        time.sleep(0.001)
+        now = time.monotonic()
+        if now - last >= gap:
+            out.write(f"{last:.4f} {now:.4f}\\n")
+        last = now
+"""
+
+
+class PauseProbe:
+    """A process of its own that notes when the machine paused, so a benchmark can tell a stall of its
+    event loop that the whole machine shared from one of its own making. Times are `time.perf_counter()`
+    values (CLOCK_MONOTONIC on Linux, like the probe's)."""
+
+    def __init__(self, folder: Path, gap_ms: float = 30.0) -> None:
+        import subprocess
+
+        self.gap_ms = gap_ms
+        self.path = Path(folder) / "machine-pauses.txt"
+        self._proc = subprocess.Popen([sys.executable, "-c", _PAUSE_PROBE, str(self.path), str(gap_ms)])
+
+    def pauses(self, start: float = float("-inf"), end: float = float("inf")) -> list[tuple[float, float]]:
+        """Pauses (start, end) that overlap [start, end]."""
+        try:
+            lines = self.path.read_text().splitlines()
+        except OSError:
+            return []
+        spans = [tuple(map(float, line.split())) for line in lines if len(line.split()) == 2]
+        return [(s, e) for s, e in spans if e > start and s < end]
+
+    def stop(self) -> None:
+        self._proc.kill()
+        self._proc.wait()
+
+
+def pauses_json(pauses: list[tuple[float, float]], late_ticks: list[tuple[float, float]]) -> dict:
+    """How often the machine paused, and how many of the loop's late wake-ups (due, woke) one covered
+    for at least half of their lateness (those are not the loop's doing)."""
+    shared = sum(
+        1 for due, woke in late_ticks if any(min(woke, e) - max(due, s) >= 0.5 * (woke - due) for s, e in pauses)
+    )
+    return {
+        "machine_pauses": len(pauses),
+        "machine_pause_max_ms": round(max(((e - s) * 1000 for s, e in pauses), default=0.0), 1),
+        "late_ticks_in_machine_pause": shared,
+    }
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -91,6 +91,7 @@ CRD3_QUESTIONS = REPO / "bench" / "crd3_questions.txt"
 STALL_TARGET_MS = 100.0
 WORKER_TARGET_MS = 50.0  # with the embedding worker process, a reingest must leave the loop this free
 TICK = 0.010  # the monitor's sleep
+MACHINE_PAUSE = "the whole machine paused (another process saw it)"
 ATTRIBUTE_MS = 50.0  # a wake-up this late is matched against what was running meanwhile
 PHASES = ("idle", "full ingest + questions", "answering only", "re-ingest + questions")
 # The same reingests side by side, embedding in this process and in the worker process: a session
@@ -783,7 +784,7 @@ async def run_ingest(index, label: str) -> tuple[object | None, float, str]:
 
 
 async def measure(args) -> dict:
-    from bench.ingest import contention, copy_notes, cpu_sample, edit_one_session, machine
+    from bench.ingest import PauseProbe, contention, copy_notes, cpu_sample, edit_one_session, machine
     from oracle.index.seam import search_concurrency
     from tests.chroma_server import ChromaServer
 
@@ -795,6 +796,7 @@ async def measure(args) -> dict:
         tmp_path = Path(tmp)
         probe = LoopProbe(args.slow_ms, None if args.no_dump else args.dump_after_ms)
         await probe.start(args.asyncio_debug)
+        machine_probe = PauseProbe(tmp_path)
 
         fake = fake_ollama(args.ollama_in_thread)
         try:
@@ -959,6 +961,10 @@ async def measure(args) -> dict:
         finally:
             await probe.stop()
             fake.stop_thread()
+            machine_probe.stop()
+        # A late wake-up inside a pause another process saw too was the machine's, not the loop's.
+        machine_pauses = machine_probe.pauses()
+        probe.intervals += [(MACHINE_PAUSE, start, end) for start, end in machine_pauses]
         after = cpu_sample()
         if args.worker:  # the worker process is ours: its CPU is not another process's
             after = (*after[:3], after[3] + locals().get("worker_cpu", 0.0))
@@ -1014,6 +1020,8 @@ async def measure(args) -> dict:
             **machine(worker_threads, load_start),
             "switch_interval_ms": sys.getswitchinterval() * 1000,
             **busy,
+            "machine_pauses": len(machine_pauses),
+            "machine_pause_max_ms": round(max(((e - s) * 1000 for s, e in machine_pauses), default=0.0), 1),
         },
         "model_load_seconds": round(model_seconds, 2),
         "suspects": interval_stats(probe.intervals),
@@ -1139,6 +1147,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
     """One more campaign (the same notes, a cold index) fully ingested with the library's shared
     parts (so through its worker) while waves of `n` questions go to the other campaigns, a second
     apart; a 10 ms sleep measures the loop's stalls meanwhile."""
+    from bench.ingest import PauseProbe, pauses_json
     from oracle.index.index import Index
     from oracle.index.ingest import ingest
 
@@ -1161,6 +1170,8 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
     # the GIL (or stops the process) when no Python thread can run to look.
     dumps = open(data.parent / "stalls.txt", "w+")  # noqa: SIM115 - closed below
 
+    late_ticks: list[tuple[float, float]] = []  # (due, woke) of wake-ups ≥ ATTRIBUTE_MS late
+
     async def monitor() -> None:
         while not stop.is_set():
             due = loop.time() + TICK
@@ -1168,6 +1179,9 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
             await asyncio.sleep(TICK)
             faulthandler.cancel_dump_traceback_later()
             lateness.append((loop.time() - due) * 1000)
+            if lateness[-1] >= ATTRIBUTE_MS:
+                woke = time.perf_counter()
+                late_ticks.append((woke - lateness[-1] / 1000, woke))
             if lateness[-1] >= 100:
                 events.append((round(time.perf_counter() - t0, 2), f"loop {lateness[-1]:.0f} ms late"))
 
@@ -1187,6 +1201,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
             events.append((round(time.perf_counter() - t0, 2), f"{p.stage} {p.done}/{p.total}"))
 
     before = rss_point()
+    machine_probe = PauseProbe(data.parent)
     tasks = [asyncio.create_task(monitor()), asyncio.create_task(waves())]
     try:
         report = await ingest(fresh, by="bench/load.py", progress=progress)
@@ -1195,6 +1210,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
         stop.set()
         await asyncio.gather(*tasks)
         gc.callbacks.remove(on_gc)
+        machine_probe.stop()
         dumps.seek(0)
         stall_dumps = dumps.read()[:500_000]  # every thread of a 20-campaign process
         dumps.close()
@@ -1204,6 +1220,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
         "windows": report.windows_embedded,
         "stall": summary(lateness),
         "late_50ms": sum(1 for x in lateness if x >= 50),
+        **pauses_json(machine_probe.pauses(t0, t0 + seconds), late_ticks),
         "full_collections": len(full_collections),
         "full_collection_max_ms": round(max(full_collections, default=0.0), 1),
         "events": events,
@@ -1262,7 +1279,7 @@ def print_campaigns_table(r: dict) -> None:
     if any(run.get("ingest_beside") for run in runs):
         t2 = Table(title=f"One more campaign built from cold while the others answer {n} questions at once, a second apart")
         for name in ("campaigns answering", "windows", "seconds", "stall p50 / p99 / max, ms", "wake-ups ≥ 50 ms late",
-                     "full GCs, longest ms", "questions p50 / p95, ms", "bot RSS before → after, MiB",
+                     "machine pauses (max ms) / late wake-ups in one", "full GCs, longest ms", "questions p50 / p95, ms", "bot RSS before → after, MiB",
                      "worker RSS now / peak, MiB"):
             t2.add_column(name, justify="right")
         for run in runs:
@@ -1272,6 +1289,8 @@ def print_campaigns_table(r: dict) -> None:
             st, q, w = d["stall"], d["questions"], d.get("worker_rss") or {}
             t2.add_row(str(run["campaigns"]), f"{d['windows']:,}", f"{d['seconds']:.0f}",
                        f"{_f(st['p50'])} / {_f(st['p99'])} / {_f(st['max'])}", f"{d['late_50ms']} of {st['n']:,}",
+                       f"{d.get('machine_pauses', '?')} ({_f(d.get('machine_pause_max_ms'))}) / "
+                       f"{d.get('late_ticks_in_machine_pause', '?')}",
                        f"{d.get('full_collections', '?')}, {_f(d.get('full_collection_max_ms', 0))}",
                        f"{_f(q['p50'])} / {_f(q['p95'])}",
                        f"{d['rss_before']['current_mib']:,.0f} → {d['rss_after']['current_mib']:,.0f}",
@@ -1306,6 +1325,9 @@ def print_table(r: dict) -> None:
         share = m["other_processes_share"]
         note = " [red]- the machine was busy: numbers are unreliable[/]" if share > 0.05 else ""
         console.print(f"During the run other processes used {share:.1%} of all cores, steal {m['steal_share']:.1%}{note}")
+    if m.get("machine_pauses") is not None:
+        console.print(f"A process of its own saw the machine pause {m['machine_pauses']} times for 30 ms or more "
+                      f"(longest {m['machine_pause_max_ms']:g} ms); a late wake-up inside one says so below")
     console.print(
         f"Notes: {r['notes_dir']}; {r['questions']} questions from {r['questions_from']}; "
         f"{r['concurrency']} at once; LLM: fake Ollama answering instantly (llm_concurrency {r['llm_concurrency']}); "
