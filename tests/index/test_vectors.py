@@ -1,5 +1,6 @@
 """The Chroma store on disk: writes are cut into small batches (Chroma holds the interpreter lock for
-a whole write), and nothing is lost or mixed at the batches' edges."""
+a whole write), nothing is lost or mixed at the batches' edges, and Chroma saves its index after every
+batch (else a write after a read rebuilds it from the log, holding the lock for up to a second)."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,3 +51,37 @@ def test_an_upsert_replaces_rows_across_batches(tmp_path):
     stored_ids, _, stored = store.vectors()
     by_id = dict(zip(stored_ids, stored))
     assert all(np.allclose(by_id[i], v, atol=1e-6) for i, v in zip(ids, second))
+
+
+def hnsw_settings(store: VectorStore) -> list[dict]:
+    return [
+        store.client.get_collection(c.name).configuration_json["hnsw"] for c in store.collections.values()
+    ]
+
+
+def test_collections_save_their_index_after_every_batch(tmp_path):
+    store = VectorStore(tmp_path / "chroma", "test")
+    assert [h["sync_threshold"] for h in hnsw_settings(store)] == [vectors_mod._WRITE_BATCH] * 2
+
+
+def test_a_store_made_with_chromas_default_saving_is_set_to_save_as_often(tmp_path):
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    ids, vectors, metadatas = window_rows(40)
+    old = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=ChromaSettings(anonymized_telemetry=False))
+    for visibility in ("public", "gm"):  # as the Oracle made them before: Chroma's save every 1,000 windows
+        collection = old.get_or_create_collection(
+            f"test-{visibility}", embedding_function=None,
+            configuration={"hnsw": {"space": "cosine", "ef_search": 200, "ef_construction": 200}},
+        )
+        rows = [i for i, m in enumerate(metadatas) if m["visibility"] == visibility]
+        collection.upsert(ids=[ids[i] for i in rows], embeddings=vectors[rows], metadatas=[metadatas[i] for i in rows])
+    assert old.get_collection("test-public").configuration_json["hnsw"]["sync_threshold"] == 1000
+    old.close()
+
+    store = VectorStore(tmp_path / "chroma", "test")
+    assert [h["sync_threshold"] for h in hnsw_settings(store)] == [vectors_mod._WRITE_BATCH] * 2
+    assert [h["space"] for h in hnsw_settings(store)] == ["cosine"] * 2
+    assert store.all_ids() == set(ids)  # nothing lost on the way
+    assert store.query(vectors[1], 1, visibility="public")[0].window_id == ids[1]
