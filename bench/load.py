@@ -73,6 +73,7 @@ import logging
 import os
 import re
 import resource
+import shutil
 import sys
 import tempfile
 import threading
@@ -1068,8 +1069,6 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
     (one model, one embedding worker, one Ollama client), each answering questions; peak memory of
     this process and of the worker, and question latency, 1 at a time and `--concurrency` at once
     spread over the campaigns."""
-    import shutil
-
     rss = {"start_before_torch": rss_point()}
     questions, _ = load_questions(args.questions, args.notes_dir)
     n = args.concurrency
@@ -1175,7 +1174,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
     async def monitor() -> None:
         while not stop.is_set():
             due = loop.time() + TICK
-            faulthandler.dump_traceback_later(0.2, file=dumps)
+            faulthandler.dump_traceback_later(0.1, file=dumps)
             await asyncio.sleep(TICK)
             faulthandler.cancel_dump_traceback_later()
             lateness.append((loop.time() - due) * 1000)
@@ -1252,6 +1251,11 @@ async def measure_campaigns(args) -> dict:
             if await proc.wait() != 0:
                 raise SystemExit(f"the run with {count} campaigns failed")
             results.append(json.loads(out.read_text()))
+            for left in root.iterdir():  # the run's campaigns: a count given twice starts afresh
+                if left.is_dir() and left.name not in ("template", "notes"):
+                    await asyncio.to_thread(shutil.rmtree, left)
+                elif left.is_file():
+                    left.unlink()
     return {"mode": "campaigns", "notes_dir": str(args.notes_dir), "template": template, "concurrency": args.concurrency,
             "runs": results}
 
