@@ -314,19 +314,6 @@ class PauseProbe:
         self._proc.wait()
 
 
-def pauses_json(pauses: list[tuple[float, float]], late_ticks: list[tuple[float, float]]) -> dict:
-    """How often the machine paused, and how many of the loop's late wake-ups (due, woke) one covered
-    for at least half of their lateness (those are not the loop's doing)."""
-    shared = sum(
-        1 for due, woke in late_ticks if any(min(woke, e) - max(due, s) >= 0.5 * (woke - due) for s, e in pauses)
-    )
-    return {
-        "machine_pauses": len(pauses),
-        "machine_pause_max_ms": round(max(((e - s) * 1000 for s, e in pauses), default=0.0), 1),
-        "late_ticks_in_machine_pause": shared,
-    }
-
-
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -577,6 +577,17 @@ def attribute(late_ticks: list[tuple[float, float]], intervals: list[tuple[str, 
     return dict(counts.most_common())
 
 
+def machine_pauses_json(pauses: list[tuple[float, float]], late_ticks: list[tuple[float, float]]) -> dict:
+    """How often the pause probe saw the machine pause, and how many of the loop's late wake-ups fell
+    in one (by `attribute`'s rule): those were the machine's, not the loop's."""
+    shared = attribute(late_ticks, [(MACHINE_PAUSE, s, e) for s, e in pauses])
+    return {
+        "machine_pauses": len(pauses),
+        "machine_pause_max_ms": round(max(((e - s) * 1000 for s, e in pauses), default=0.0), 1),
+        "late_ticks_in_machine_pause": shared.get(MACHINE_PAUSE, 0),
+    }
+
+
 def interval_stats(intervals: list[tuple[str, float, float]]) -> dict:
     by: dict[str, list[float]] = defaultdict(list)
     for k, s, e in intervals:
@@ -1021,8 +1032,7 @@ async def measure(args) -> dict:
             **machine(worker_threads, load_start),
             "switch_interval_ms": sys.getswitchinterval() * 1000,
             **busy,
-            "machine_pauses": len(machine_pauses),
-            "machine_pause_max_ms": round(max(((e - s) * 1000 for s, e in machine_pauses), default=0.0), 1),
+            **machine_pauses_json(machine_pauses, [t for name in ALL_PHASES for t in probe.data[name].late_ticks]),
         },
         "model_load_seconds": round(model_seconds, 2),
         "suspects": interval_stats(probe.intervals),
@@ -1146,7 +1156,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
     """One more campaign (the same notes, a cold index) fully ingested with the library's shared
     parts (so through its worker) while waves of `n` questions go to the other campaigns, a second
     apart; a 10 ms sleep measures the loop's stalls meanwhile."""
-    from bench.ingest import PauseProbe, pauses_json
+    from bench.ingest import PauseProbe
     from oracle.index.index import Index
     from oracle.index.ingest import ingest
 
@@ -1219,7 +1229,7 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
         "windows": report.windows_embedded,
         "stall": summary(lateness),
         "late_50ms": sum(1 for x in lateness if x >= 50),
-        **pauses_json(machine_probe.pauses(t0, t0 + seconds), late_ticks),
+        **machine_pauses_json(machine_probe.pauses(t0, t0 + seconds), late_ticks),
         "full_collections": len(full_collections),
         "full_collection_max_ms": round(max(full_collections, default=0.0), 1),
         "events": events,
