@@ -10,6 +10,18 @@ from pathlib import Path
 from urllib.request import urlopen
 
 
+def wait_for_heartbeat(url: str, seconds: float) -> None:
+    """Return once the Chroma server at `url` answers; RuntimeError after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urlopen(f"{url}/api/v2/heartbeat", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the Chroma server at {url} did not answer within {seconds:.0f} s")
+
+
 class ChromaServer:
     """Started on a free port with its data in `path`; `stop()` (or leaving the `with`) ends it."""
 
@@ -23,15 +35,11 @@ class ChromaServer:
              "--port", str(port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + start_seconds
-        while time.monotonic() < deadline:
-            try:
-                urlopen(f"{self.url}/api/v2/heartbeat", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"the Chroma server did not answer within {start_seconds:.0f} s")
+        try:
+            wait_for_heartbeat(self.url, start_seconds)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         self.process.terminate()
