@@ -61,7 +61,7 @@ def test_the_bot_service_runs_the_bot_module():
 
 def test_the_reingest_service_runs_a_command_the_cli_has():
     argv = exec_start("oracle-reingest.service")
-    done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "--campaign" in done.stdout  # the unit's comment tells how to reingest one campaign
 
