@@ -1074,16 +1074,40 @@ async def build_template(args, root: Path) -> dict:
     return {"chunks": report.chunks, "windows": report.windows_embedded, "seconds": round(seconds, 1)}
 
 
+def fill_from_template(root: Path, embeddings, settings_of: list) -> None:
+    """Each campaign's collections on the Chroma server, copied from the template's embedded store:
+    the same notes, so the same windows (a copy stands for an ingest, as the SQLite files' copy does)."""
+    import numpy as np
+
+    from oracle.index.index import collection_name
+    from oracle.index.vectors import VectorStore
+    from oracle.settings import Settings
+
+    template = Settings(_env_file=None, notes_dir=root / "notes", data_dir=root / "template")
+    source = VectorStore(template.chroma_path, collection_name(embeddings, template))
+    for collection in source.collections.values():
+        rows = collection.get(include=["embeddings", "metadatas"])
+        for settings in settings_of:
+            target = VectorStore(settings.chroma_path, collection_name(embeddings, settings), url=settings.chroma_url)
+            target.upsert(rows["ids"], np.asarray(rows["embeddings"], dtype=np.float32), rows["metadatas"])
+
+
 async def measure_campaign_count(args, root: Path, count: int) -> dict:
     """In a process of its own (`--campaigns-child`): `count` campaigns opened through one `Library`
     (one model, one embedding worker, one Ollama client), each answering questions; peak memory of
     this process and of the worker, and question latency, 1 at a time and `--concurrency` at once
-    spread over the campaigns."""
+    spread over the campaigns. With `--campaigns-store server`, every campaign's windows live on one
+    `chroma run` server (ORACLE_CHROMA_URL), as in the README's scaling out."""
     rss = {"start_before_torch": rss_point()}
     questions, _ = load_questions(args.questions, args.notes_dir)
     n = args.concurrency
     fake = fake_ollama(args.ollama_in_thread)
+    server = None
     try:
+        if args.campaigns_store == "server":
+            from tests.chroma_server import ChromaServer
+
+            server = await asyncio.to_thread(ChromaServer, root / f"chroma-server-{count}")
         import oracle.index.embed as embed_mod
         from oracle.campaigns import Campaign, Campaigns
         from oracle.index.library import Library
@@ -1106,10 +1130,15 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
             campaigns.append(Campaign(f"c{i}", root / "notes", data, channels=(1000 + i,)))
         settings = Settings(_env_file=None, notes_dir=root / "notes", data_dir=root / f"base-{count}",
                             ollama_host=fake.url, annotate=False, reranker="none",
-                            llm_concurrency=args.llm_concurrency or n, embed_worker=args.worker)
+                            llm_concurrency=args.llm_concurrency or n, embed_worker=args.worker,
+                            chroma_url=server.url if server else None)
         t = time.perf_counter()
         library = await Library.open(settings, Campaigns(tuple(campaigns), source=root / "campaigns.toml"))
         try:
+            if server:
+                await library.embeddings.encode(["warm-up"])  # the fingerprint names the collections
+                await asyncio.to_thread(fill_from_template, root, library.embeddings,
+                                        [c.settings(settings) for c in campaigns])
             await library.embeddings.encode(["warm-up"] * 4)
             for index in library.indexes().values():
                 await index.vectors()  # opens its Chroma store and checks it holds every window
@@ -1135,10 +1164,13 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
                 during = await ingest_beside(library, settings, root / f"c{count}-fresh", oracles, asker, n)
                 rss["after_ingest"] = rss_point()
                 during["worker_rss"] = process_rss(worker.pid) if worker is not None else None
+            server_rss = process_rss(server.process.pid) if server else None
         finally:
             await library.close()
         return {
             "campaigns": count,
+            "store": args.campaigns_store,
+            "chroma_server_rss": server_rss,
             "models_loaded_in_process": len(loaded),
             "worker": args.worker,
             "open_seconds": round(open_seconds, 1),
@@ -1150,6 +1182,8 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
         }
     finally:
         fake.stop_thread()
+        if server:
+            await asyncio.to_thread(server.stop)
 
 
 async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -> dict:
@@ -1160,7 +1194,8 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
     from oracle.index.index import Index
     from oracle.index.ingest import ingest
 
-    fresh = Index(settings.model_copy(update={"data_dir": data}), embedder=library.embeddings, llm=library.llm,
+    fresh = Index(settings.model_copy(update={"data_dir": data, "collection_prefix": "fresh-"}),
+                  embedder=library.embeddings, llm=library.llm,
                   llm_slots=library.llm_slots, search_slots=library.search_slots)
     loop = asyncio.get_running_loop()
     lateness: list[float] = []
@@ -1243,14 +1278,16 @@ async def ingest_beside(library, settings, data: Path, oracles, asker, n: int) -
 async def measure_campaigns(args) -> dict:
     """Each count in a fresh process, so each peak is its own; the template index is built once here."""
     counts = [int(c) for c in args.campaigns.split(",")]
+    stores = args.campaigns_store.split(",")
     with tempfile.TemporaryDirectory(prefix="oracle-campaigns-") as tmp:
         root = Path(tmp)
         template = await build_template(args, root)
         results = []
-        for count in counts:
-            log_progress(f"{count} campaign(s) in one process")
-            out = root / f"result-{count}.json"
+        for count, store in ((count, store) for count in counts for store in stores):
+            log_progress(f"{count} campaign(s) in one process, {store} Chroma")
+            out = root / f"result-{count}-{store}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), str(args.notes_dir), "--campaigns-child", str(count),
+                   "--campaigns-store", store,
                    "--campaigns-root", str(root), "--save", str(out), "--concurrency", str(args.concurrency),
                    "--serial", str(args.serial), "--waves", str(args.waves), "--worker" if args.worker else "--no-worker",
                    "--campaigns-ingest" if args.campaigns_ingest else "--no-campaigns-ingest",
@@ -1278,21 +1315,25 @@ def print_campaigns_table(r: dict) -> None:
     n = r["concurrency"]
     tpl = r["template"]
     t = Table(title=f"Campaigns in one process: {r['notes_dir']} each ({tpl['chunks']} chunks, {tpl['windows']} windows)")
-    for name in ("campaigns", "models loaded (bot process)", "open s", "peak RSS after open, MiB",
-                 "peak RSS at the end, MiB", "RSS at the end, MiB", "embedding worker peak RSS, MiB", "ask p50 / p95 ms, 1 at a time",
+    for name in ("campaigns", "Chroma", "models loaded (bot process)", "open s", "peak RSS after open, MiB",
+                 "peak RSS at the end, MiB", "RSS at the end, MiB", "embedding worker peak RSS, MiB",
+                 "Chroma server RSS now / peak, MiB", "ask p50 / p95 ms, 1 at a time",
                  f"ask p50 / p95 ms, {n} at once"):
         t.add_column(name, justify="right")
     for run in r["runs"]:
         w = run["worker_rss"]
-        t.add_row(str(run["campaigns"]), str(run["models_loaded_in_process"]), f"{run['open_seconds']:.1f}",
+        server = run.get("chroma_server_rss") or {}
+        t.add_row(str(run["campaigns"]), run.get("store", "embedded"), str(run["models_loaded_in_process"]),
+                  f"{run['open_seconds']:.1f}",
                   f"{run['rss']['after_open']['peak_mib']:,.0f}", f"{run['rss']['end']['peak_mib']:,.0f}",
                   f"{run['rss']['end']['current_mib']:,.0f}",
                   f"{w['peak_mib']:,.0f}" if w and w["peak_mib"] else "—",
+                  f"{server['current_mib']:,.0f} / {server['peak_mib']:,.0f}" if server.get("peak_mib") else "—",
                   f"{_f(run['x1']['p50'])} / {_f(run['x1']['p95'])}", f"{_f(run[f'x{n}']['p50'])} / {_f(run[f'x{n}']['p95'])}")
     runs = r["runs"]
     if any(run.get("ingest_beside") for run in runs):
         t2 = Table(title=f"One more campaign built from cold while the others answer {n} questions at once, a second apart")
-        for name in ("campaigns answering", "windows", "seconds", "stall p50 / p99 / max, ms", "wake-ups ≥ 50 ms late",
+        for name in ("campaigns answering", "Chroma", "windows", "seconds", "stall p50 / p99 / max, ms", "wake-ups ≥ 50 ms late",
                      "machine pauses (max ms) / late wake-ups in one", "full GCs, longest ms", "questions p50 / p95, ms", "bot RSS before → after, MiB",
                      "worker RSS now / peak, MiB"):
             t2.add_column(name, justify="right")
@@ -1301,7 +1342,7 @@ def print_campaigns_table(r: dict) -> None:
             if not d:
                 continue
             st, q, w = d["stall"], d["questions"], d.get("worker_rss") or {}
-            t2.add_row(str(run["campaigns"]), f"{d['windows']:,}", f"{d['seconds']:.0f}",
+            t2.add_row(str(run["campaigns"]), run.get("store", "embedded"), f"{d['windows']:,}", f"{d['seconds']:.0f}",
                        f"{_f(st['p50'])} / {_f(st['p99'])} / {_f(st['max'])}", f"{d['late_50ms']} of {st['n']:,}",
                        f"{d.get('machine_pauses', '?')} ({_f(d.get('machine_pause_max_ms'))}) / "
                        f"{d.get('late_ticks_in_machine_pause', '?')}",
@@ -1310,11 +1351,16 @@ def print_campaigns_table(r: dict) -> None:
                        f"{d['rss_before']['current_mib']:,.0f} → {d['rss_after']['current_mib']:,.0f}",
                        f"{w.get('current_mib') or 0:,.0f} / {w.get('peak_mib') or 0:,.0f}")
         console.print(t2)
-    if len(runs) > 1:
-        a, b = runs[0], runs[-1]
-        per = (b["rss"]["end"]["current_mib"] - a["rss"]["end"]["current_mib"]) / max(1, b["campaigns"] - a["campaigns"])
-        t.caption = (f"Each further campaign adds about {per:,.0f} MiB to the bot process (RSS at the end, {a['campaigns']} → "
-                     f"{b['campaigns']} campaigns); the model is loaded once in the bot and once in the embedding worker.")
+    captions = []
+    for store in dict.fromkeys(run.get("store", "embedded") for run in runs):
+        same = [run for run in runs if run.get("store", "embedded") == store]
+        a, b = same[0], same[-1]
+        if b["campaigns"] > a["campaigns"]:
+            per = (b["rss"]["end"]["current_mib"] - a["rss"]["end"]["current_mib"]) / (b["campaigns"] - a["campaigns"])
+            captions.append(f"With {store} Chroma each further campaign adds about {per:,.0f} MiB to the bot process "
+                            f"(RSS at the end, {a['campaigns']} → {b['campaigns']} campaigns).")
+    if captions:
+        t.caption = " ".join(captions) + " The model is loaded once in the bot and once in the embedding worker."
     console.print(t)
 
 
@@ -1497,6 +1543,10 @@ def main(argv: list[str] | None = None) -> int:
                                             "(each in a process of its own; peak memory and question latency)")
     parser.add_argument("--campaigns-ingest", action=argparse.BooleanOptionalAction, default=True,
                         help="with --campaigns, also build one more campaign from cold while the others answer")
+    parser.add_argument("--campaigns-store", default="embedded",
+                        help="with --campaigns, where the campaigns' windows live: embedded (each campaign's own "
+                             "Chroma folder), server (one `chroma run` server for all), or embedded,server "
+                             "to run each count with both, side by side")
     parser.add_argument("--campaigns-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--campaigns-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--ollama-in-thread", action="store_true",
@@ -1509,6 +1559,8 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(args.show.read_text())
         print_campaigns_table(saved) if saved.get("mode") == "campaigns" else print_table(saved)
         return 0
+    if not set(args.campaigns_store.split(",")) <= {"embedded", "server"}:
+        parser.error("--campaigns-store takes embedded, server or embedded,server")
     if args.notes_dir is None:
         args.notes_dir = QUICK_NOTES if args.quick else DEFAULT_NOTES
     if not args.notes_dir.is_dir():
