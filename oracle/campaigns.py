@@ -96,11 +96,11 @@ class Campaigns:
     @classmethod
     def from_settings(cls, settings: Settings) -> Campaigns:
         """The campaigns of ORACLE_CAMPAIGNS, or the single default campaign without it."""
-        return cls.load(settings.campaigns) if settings.campaigns else cls.single(settings)
+        return cls.load(settings.campaigns, settings.data_dir) if settings.campaigns else cls.single(settings)
 
     @classmethod
-    def load(cls, path: Path) -> Campaigns:
-        return load_campaigns(path)
+    def load(cls, path: Path, data_root: Path | None = None) -> Campaigns:
+        return load_campaigns(path, data_root)
 
     @property
     def is_single(self) -> bool:
@@ -138,7 +138,9 @@ class Campaigns:
 # The file
 
 
-def load_campaigns(path: Path) -> Campaigns:
+def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
+    """The campaigns of a TOML file; `data_root` (ORACLE_DATA_DIR) is where a campaign without `data`
+    keeps its index, checked like the others for a folder two campaigns would share."""
     path = Path(path).expanduser()
     try:
         raw = path.read_bytes()
@@ -163,6 +165,8 @@ def load_campaigns(path: Path) -> Campaigns:
         if key != "campaigns":
             raise fail((key,), f"unknown key {key!r}: the file holds [campaigns.NAME] tables only")
     tables = data.get("campaigns")
+    if isinstance(tables, list):
+        raise fail(("campaigns",), "each campaign is a [campaigns.NAME] table, named in its header: not [[campaigns]]")
     if not isinstance(tables, dict) or not tables:
         raise fail(("campaigns",), "no campaign: add a [campaigns.NAME] table with at least `notes = \"...\"`")
 
@@ -176,7 +180,7 @@ def load_campaigns(path: Path) -> Campaigns:
             raise fail(at, f"campaign name {name!r}: use 1-24 lowercase letters, digits, - or _, starting with a "
                            "letter or digit (it names the campaign's index and its Discord option)")
         if not isinstance(table, dict):
-            raise fail(at, f"campaigns.{name} must be a table ([campaigns.{name}]), not a {_kind(table)}")
+            raise fail(at, f"campaigns.{name} must be a table ([campaigns.{name}]), not {_kind(table)}")
         for key in table:
             if key not in KEYS:
                 raise fail((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {', '.join(sorted(KEYS))}")
@@ -184,14 +188,22 @@ def load_campaigns(path: Path) -> Campaigns:
             raise fail(at, f"campaign {name!r} has no `notes`: name its notes folder")
         notes = _path(table["notes"], base, lambda m: fail((*at, "notes"), f"campaign {name!r}: notes {m}"))
         if not notes.is_dir():
-            raise fail((*at, "notes"), f"campaign {name!r}: the notes folder {notes} does not exist")
+            state = "is not a folder" if notes.exists() else "does not exist"
+            raise fail((*at, "notes"), f"campaign {name!r}: the notes folder {notes} {state}")
         data_dir = None
         if "data" in table:
             data_dir = _path(table["data"], base, lambda m: fail((*at, "data"), f"campaign {name!r}: data {m}"))
-            if data_dir.resolve() in data_owner:
-                raise fail((*at, "data"), f"campaigns {data_owner[data_dir.resolve()]!r} and {name!r} share the index "
-                                          f"folder {data_dir}: give each its own `data`")
-            data_owner[data_dir.resolve()] = name
+        # Its index folder as it will be: `data`, else ORACLE_DATA_DIR/NAME. Two campaigns in one folder
+        # would overwrite each other's index, game-master-only chunks included.
+        folder = data_dir if data_dir is not None else (data_root / name if data_root is not None else None)
+        if folder is not None:
+            other = data_owner.get(folder.resolve())
+            if other is not None:
+                default = "" if data_dir is not None else f" (its default, ORACLE_DATA_DIR/{name})"
+                raise fail((*at, "data") if data_dir is not None else at,
+                           f"campaigns {other!r} and {name!r} share the index folder {folder}{default}: "
+                           "give each its own `data`")
+            data_owner[folder.resolve()] = name
         channels = _ids(table, "channels", lambda m: fail((*at, "channels"), f"campaign {name!r}: channels {m}"))
         gm_channels = _ids(table, "gm_channels", lambda m: fail((*at, "gm_channels"), f"campaign {name!r}: gm_channels {m}"))
         for key, ids in (("channels", channels), ("gm_channels", gm_channels)):

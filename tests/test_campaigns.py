@@ -123,6 +123,9 @@ def test_an_unknown_campaign_name_lists_the_names(tmp_path):
         ('[campaigns.a]\nnotes = "notes/tuesday"\nmodel = 3\n', 3, "model must be an Ollama model name"),
         ('[campaigns.a]\nnotes = 3\n', 2, "notes must be a folder path in quotes"),
         ('[campaigns.a]\nnotes = "notes/sunday"\n', 2, "the notes folder .*notes/sunday does not exist"),
+        ('[campaigns.a]\nnotes = "campaigns.toml"\n', 2, "the notes folder .*campaigns.toml is not a folder"),
+        ('[[campaigns]]\nnotes = "notes/tuesday"\n', 1, "a \\[campaigns.NAME\\] table, named in its header: not \\[\\[campaigns"),
+        ('campaigns.a = "x"\n', 1, "campaigns.a must be a table \\(\\[campaigns.a\\]\\), not a string \\('x'\\)$"),
         ('# comment\n[campaigns.a]\ndata = "var/a"\n', 2, "campaign 'a' has no `notes`"),
         ('[campaigns.Tuesday]\nnotes = "notes/tuesday"\n', 1, "campaign name 'Tuesday': use 1-24 lowercase"),
         ('[campaigns."two words"]\nnotes = "notes/tuesday"\n', 1, "campaign name 'two words'"),
@@ -164,3 +167,21 @@ def test_the_setting_reads_the_file_path(monkeypatch, tmp_path):
     assert tmp_path / "c.toml" == Settings(_env_file=None).campaigns
     monkeypatch.setenv("ORACLE_CAMPAIGNS", "")
     assert None is Settings(_env_file=None).campaigns
+
+
+@pytest.mark.parametrize("first, second, line", [
+    ('[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b"\n', '[campaigns.b]\nnotes = "../notes/friday"\n', 4),
+    ('[campaigns.b]\nnotes = "../notes/friday"\n', '[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b/"\n', 5),
+])
+def test_a_data_folder_that_is_another_campaigns_default_is_refused(tmp_path, first, second, line):
+    """Without `data` a campaign's index is ORACLE_DATA_DIR/NAME: naming that folder for another
+    campaign would have the two overwrite each other's index, game-master-only chunks and all."""
+    path = write(tmp_path, first + second)
+    with pytest.raises(CampaignsError) as caught:
+        Campaigns.from_settings(base(tmp_path, campaigns=path))
+    error = str(caught.value)
+    assert f"{path}, line {line}: campaigns " in error, error
+    assert "share the index folder" in error and str(tmp_path / "var" / "b") in error.replace("conf/../", ""), error
+    # Elsewhere, each in its own folder: accepted.
+    elsewhere = base(tmp_path, campaigns=path).model_copy(update={"data_dir": tmp_path / "other"})
+    assert ["a", "b"] == sorted(Campaigns.from_settings(elsewhere).names())
