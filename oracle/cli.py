@@ -9,12 +9,15 @@ import argparse
 import asyncio
 import json
 import logging
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -34,7 +37,7 @@ from .index.embed import Embedder
 from .index.index import Index
 from .index.ingest import ingest
 from .index.seam import Embeddings, off_loop
-from .index.status import index_status
+from .index.status import index_status, is_indexed
 from .index.store import StoreError
 from .journal import Journal
 from .llm import describe_loaded, describe_window
@@ -43,7 +46,7 @@ from .retrieve.results import Hit
 from .settings import Settings
 from .types import INGEST_STAGES, IngestReport
 from .types import Progress as IngestProgress
-from .watch import watch_notes
+from .watch import WatchError, watch_notes
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 150)
@@ -130,7 +133,7 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
     try:
         for name, index in indexes.items():
             if len(indexes) > 1 and not args.json:
-                out.print(f"[bold]campaign {name}[/] ({index.settings.notes_dir})")
+                out.print(f"[bold]campaign {escape(name)}[/] ({escape(str(index.settings.notes_dir))})")
             bars = _Bars(enabled=not args.json and console.is_terminal)
             with bars.progress:
                 report = await ingest(index, progress=bars, by="the command line")
@@ -159,20 +162,26 @@ async def cmd_watch(args: argparse.Namespace) -> int:
                 paths = {"added": report.added, "changed": report.changed, "removed": report.removed}
                 print(json.dumps({"campaign": name, "paths": paths, **report.to_json()}, ensure_ascii=False), flush=True)
                 return
-            out.print(f"[bold]campaign {name}[/]: the notes changed")
+            if not (report.added or report.changed or report.removed or report.skipped):
+                out.print(f"[bold]campaign {escape(name)}[/]: up to date")
+                return
+            out.print(f"[bold]campaign {escape(name)}[/]: the notes changed")
             print_ingest_report(report)
         return show
 
     def complain(name: str):
         async def show(error: OracleError) -> None:
-            console.print(f"[red]oracle watch:[/] campaign {name}: {error}")
+            console.print(f"[red]oracle watch:[/] campaign {escape(name)}: {escape(str(error))}", soft_wrap=True)
         return show
 
     try:
+        for index in indexes.values():
+            if not index.settings.notes_dir.is_dir():
+                raise WatchError(f"cannot watch the notes folder {index.settings.notes_dir}: it does not exist")
         for name, index in indexes.items():
             if not args.json:
-                console.print(f"watching {index.settings.notes_dir} (campaign {name}); reingesting after "
-                              f"{quiet:g} s of quiet. Ctrl-C stops.")
+                console.print(f"watching {escape(str(index.settings.notes_dir))} (campaign {escape(name)}); "
+                              f"reingesting after {quiet:g} s of quiet. Ctrl-C stops.", soft_wrap=True)
         await asyncio.gather(*(
             watch_notes(index, quiet=quiet, on_change=printer(name), on_error=complain(name), catch_up=not args.no_catch_up,
                         by="oracle watch")
@@ -195,13 +204,13 @@ def print_ingest_report(report: IngestReport) -> None:
     table.add_row("seconds", f"{report.seconds:.1f}")
     out.print(table)
     if report.annotation_note:
-        out.print(f"[yellow]annotations:[/] {report.annotation_note}")
+        out.print(f"[yellow]annotations:[/] {escape(report.annotation_note)}")
     for s in report.skipped:
-        out.print(f"[red]skipped[/] {s.path}: {s.reason}")
+        out.print(f"[red]skipped[/] {escape(str(s.path))}: {escape(s.reason)}")
     for s in report.warnings:
-        out.print(f"[yellow]repaired[/] {s.path}: {s.reason}")
+        out.print(f"[yellow]repaired[/] {escape(str(s.path))}: {escape(s.reason)}")
     for path, secrets in report.secrets.items():
-        out.print(f"[magenta]secret[/] {path}: {secret_count(secrets)}")
+        out.print(f"[magenta]secret[/] {escape(str(path))}: {secret_count(secrets)}")
 
 
 def secret_count(secrets: int) -> str:
@@ -220,13 +229,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if not settings.sqlite_path.exists():
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
     async with Index(settings) as index:
+        if not await is_indexed(index):
+            raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
+                             "run `oracle ingest`")
         status = await index_status(index)
     reason = status["ollama"]["reason"]
     if args.json:
         print(json.dumps(status, ensure_ascii=False))
         return 0
     table = Table(title="Oracle index", show_header=False)
-    table.add_row("notes", str(status["notes_dir"]))
+    table.add_row("notes", escape(str(status["notes_dir"])))
     table.add_row("files indexed (skipped)", f"{status['files']} ({status['files_skipped']})")
     table.add_row("sessions (players can read / game-master-only)", f"{status['sessions']} / {status['sessions_gm_only']}")
     kinds = ", ".join(f"{k} {v}" for k, v in status["chunks_by_kind"].items())
@@ -239,14 +251,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
     table.add_row("last ingest", f"{status['last_ingest']} ({status['last_ingest_seconds']} s)")
     table.add_row("embedding model", str(status["embed_model"]))
     table.add_row("answer model", settings.model)
-    table.add_row("ollama", f"{settings.ollama_host}: " + ("answers" if reason is None else reason))
+    table.add_row("ollama", escape(f"{settings.ollama_host}: " + ("answers" if reason is None else reason)))
     table.add_row("context window", describe_window(status["context"]))
     table.add_row("model loaded", describe_loaded(status["model_loaded"]))
     withheld = status["withheld"]
     table.add_row("answers withheld from players", str(withheld["count"]))
     out.print(table)
     for event in withheld["last"]:
-        out.print(f"[yellow]withheld[/] {event['at']}: {event['question']!r} ({event['reason']})")
+        seen = f"{event['at']}: {event['question']!r} ({event['reason']})"
+        out.print(f"[yellow]withheld[/] {escape(seen)}")
     return 0
 
 
@@ -267,19 +280,19 @@ async def cmd_who(args: argparse.Namespace) -> int:
                          ensure_ascii=False))
         return 0 if dossier is not None else 1
     if dossier is None:
-        out.print(f"The Compendium has no entry for “{args.name}”.")
+        out.print(f"The Compendium has no entry for “{args.name}”.", markup=False)
         if suggestions:
-            out.print("Names that start like it: " + ", ".join(suggestions))
+            out.print("Names that start like it: " + ", ".join(suggestions), markup=False)
         return 1
     data = dossier.to_json()
-    out.print(f"[bold]{dossier.name}[/] ({dossier.kind})")
+    out.print(f"[bold]{escape(dossier.name)}[/] ({escape(dossier.kind)})")
     if dossier.aliases:
-        out.print("also called " + ", ".join(dossier.aliases))
+        out.print("also called " + ", ".join(dossier.aliases), markup=False)
     if data["first"]:
-        out.print(f"first seen {data['first']}, last seen {data['last']}")
+        out.print(f"first seen {data['first']}, last seen {data['last']}", markup=False)
     table = Table("label", "where", "mentions")
     for m in dossier.mentions:
-        table.add_row(m.label, f"{m.path}:{m.start_line}-{m.end_line}", str(m.count))
+        table.add_row(escape(m.label), escape(f"{m.path}:{m.start_line}-{m.end_line}"), str(m.count))
     out.print(table)
     return 0
 
@@ -303,8 +316,8 @@ def hits_table(title: str, hits: list[Hit]) -> Table:
     for h in hits:
         c = h.chunk
         part = f" ({c.part}/{c.parts})" if c.parts > 1 else ""
-        table.add_row(str(h.rank), c.label + part, f"{h.score:.4f}", f"{c.path}:{c.start_line}-{c.end_line}",
-                      snippet(c.text))
+        table.add_row(str(h.rank), escape(c.label + part), f"{h.score:.4f}", escape(f"{c.path}:{c.start_line}-{c.end_line}"),
+                      escape(snippet(c.text)))
     return table
 
 
@@ -317,11 +330,11 @@ async def cmd_search(args: argparse.Namespace) -> int:
         print(json.dumps(retrieval.to_json(), ensure_ascii=False))
         return 0
     k = args.k or settings.k
-    out.print(f"[bold]question[/] {retrieval.question}")
+    out.print(f"[bold]question[/] {escape(retrieval.question)}")
     if retrieval.search_query != retrieval.question:
-        out.print(f"[bold]searched as[/] {retrieval.search_query}")
+        out.print(f"[bold]searched as[/] {escape(retrieval.search_query)}")
     names = ", ".join(f"{e.name} (\"{e.matched}\")" for e in retrieval.entities) or "none"
-    out.print(f"[bold]entities[/] {names}")
+    out.print(f"[bold]entities[/] {escape(names)}")
     for name, hits in retrieval.paths.items():
         out.print(hits_table(f"{name} path", hits[:k]))
     fusion = {"dbsf": "distribution-based score fusion", "rrf": "reciprocal rank fusion",
@@ -386,7 +399,7 @@ def print_answer(answer: Answer, streamed: str, args: argparse.Namespace) -> int
         for col in ("label", "note", "lines"):
             sources.add_column(col)
         for c in answer.citations:
-            sources.add_row(c.label, c.path, f"{c.start_line}–{c.end_line}")
+            sources.add_row(escape(c.label), escape(str(c.path)), f"{c.start_line}–{c.end_line}")
         out.print(sources)
     if getattr(args, "trace", False):
         out.print_json(json.dumps(answer.trace.to_json(), ensure_ascii=False))
@@ -424,7 +437,7 @@ async def cmd_questions(args: argparse.Namespace) -> int:
             for col in ("asked", "last", "why", "question", "ids"):
                 table.add_column(col)
             for g in groups:
-                table.add_row(str(g.asked), g.last, ", ".join(sorted(g.why)), g.question, " ".join(map(str, g.ids)))
+                table.add_row(str(g.asked), g.last, escape(", ".join(sorted(g.why))), escape(g.question), " ".join(map(str, g.ids)))
             out.print(table)
             return 0
         if args.confirm is not None:
@@ -440,18 +453,20 @@ async def cmd_questions(args: argparse.Namespace) -> int:
     for col in ("id", "when", "who", "question", "mode", "cited"):
         table.add_column(col)
     for r in recent:
-        table.add_row(str(r.id), r.created, r.asker, r.question, r.mode,
-                      ", ".join(dict.fromkeys(c["label"] for c in r.citations)))
+        table.add_row(str(r.id), r.created, escape(r.asker), escape(r.question), r.mode,
+                      escape(", ".join(dict.fromkeys(c["label"] for c in r.citations))))
     out.print(table)
     return 0
 
 
 async def ensure_index(index: Index, *, quiet: bool) -> None:
-    """Ingest when the index is missing; a question is never answered from nothing."""
-    if index.settings.sqlite_path.exists():
+    """Ingest when the index is missing, or no ingest finished into it (stopped, failed): a question
+    is never answered from nothing."""
+    if index.settings.sqlite_path.exists() and await is_indexed(index):
         return
     if not quiet:
-        console.print(f"no index in {index.settings.data_dir}: ingesting {index.settings.notes_dir} first")
+        console.print(f"no index in {escape(str(index.settings.data_dir))}: ingesting "
+                      f"{escape(str(index.settings.notes_dir))} first", soft_wrap=True)
     await ingest(index, by="the command line")
 
 
@@ -567,7 +582,7 @@ def print_eval(result: dict, k: int) -> None:
             misses.add_column(col)
         for m in result["misses"]:
             lost = ", ".join(f"{entry} at {stage}" for entry, stage in m["lost"].items())
-            misses.add_row(m["id"], m["kind"], snippet(m["question"], 60), lost)
+            misses.add_row(escape(str(m["id"])), m["kind"], escape(snippet(m["question"], 60)), escape(lost))
         out.print(misses)
 
 
@@ -626,7 +641,7 @@ def parser() -> argparse.ArgumentParser:
     common(sub.add_parser("ingest", help="index the notes folder (only what changed; every campaign without --campaign)"))
     watch = sub.add_parser("watch", help="reingest by itself whenever the notes change and then stay quiet")
     common(watch)
-    watch.add_argument("--quiet", type=float, help="seconds of quiet before a reingest (default: ORACLE_WATCH_QUIET, 60)")
+    watch.add_argument("--quiet", type=_seconds, help="seconds of quiet before a reingest (default: ORACLE_WATCH_QUIET, 60)")
     watch.add_argument("--no-catch-up", action="store_true", help="do not ingest once at the start")
     common(sub.add_parser("status", help="what is indexed and whether Ollama answers"), notes=False)
 
@@ -687,6 +702,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
 }
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM (systemd stopping a unit, `kill`): unwound like Ctrl-C, so open indexes are closed."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A bad setting in the environment or .env, one line: which variable, what is wrong with it."""
+    return "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(
@@ -694,14 +729,24 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    previous = signal.signal(signal.SIGTERM, _stop)
     try:
         return asyncio.run(COMMANDS[args.command](args))
     except DOMAIN_ERRORS as exc:
-        console.print(f"[red]oracle {args.command}:[/] {exc}")
+        console.print(f"[red]oracle {args.command}:[/] {escape(str(exc))}", soft_wrap=True)
         return 1
-    except KeyboardInterrupt:
-        console.print("[red]interrupted[/]: the previous index is still served; run the command again")
-        return 130
+    except ValidationError as exc:
+        console.print(f"[red]oracle {args.command}:[/] a setting is wrong: {escape(settings_problem(exc))}", soft_wrap=True)
+        return 2
+    except KeyboardInterrupt as exc:
+        what = "stopped" if isinstance(exc, Stopped) else "interrupted"
+        if args.command == "watch":
+            console.print(f"[red]{what}[/]: no longer watching (a reingest cut short leaves the previous index served)")
+        else:
+            console.print(f"[red]{what}[/]: the previous index is still served; run the command again")
+        return 143 if isinstance(exc, Stopped) else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -107,3 +112,70 @@ async def test_oracle_watch_prints_each_reingest(campaigns_file, tmp_path, capsy
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def test_an_ingest_that_never_finished_is_no_index(env, tmp_path, capsys):
+    """A first ingest that failed (or was stopped) leaves an index file with nothing in it: `status`
+    says so, and a question ingests first instead of answering from nothing."""
+    code, _, err = cli(capsys, "ingest", "--notes", str(tmp_path / "nowhere"))
+    assert 1 == code and "the notes folder" in err and "does not exist" in err, err
+    assert (tmp_path / "var" / "oracle.sqlite3").exists()
+
+    code, _, err = cli(capsys, "status")
+    assert (1, True) == (code, "no ingest has finished into" in err), err
+
+    env.setenv("ORACLE_NOTES_DIR", str(write_notes(tmp_path / "notes", HARBOUR)))
+    code, out, err = cli(capsys, "search", "Who lost two fingers?", "--json", "--gm")
+    assert 0 == code, err  # answered from the notes: ingested first
+    assert "Session 2" == json.loads(out)["fused"][0]["label"]
+
+
+def test_messages_keep_their_square_brackets(env, tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('notes = "x"\n')
+    env.setenv("ORACLE_CAMPAIGNS", str(bad))
+    code, _, err = cli(capsys, "status")
+    assert (1, True) == (code, "the file holds [campaigns.NAME] tables only" in err), err
+
+
+def run_cli(*argv: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "oracle.cli", *argv], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300, check=False)
+
+
+def test_a_bad_setting_or_a_failed_ingest_is_one_line_not_a_traceback(tmp_path):
+    """In a process of its own, as a game master runs it: logging set up by the command line."""
+    base = {**os.environ, "OLLAMA_HOST": closed_port_url(), "ORACLE_ANNOTATE": "false",
+            "ORACLE_DATA_DIR": str(tmp_path / "var"), "ORACLE_CAMPAIGNS": ""}
+    done = run_cli("status", env={**base, "ORACLE_WATCH_QUIET": "abc"}, cwd=tmp_path)
+    assert 2 == done.returncode, done.stderr
+    assert "Traceback" not in done.stderr and 1 == len(done.stderr.strip().splitlines()), done.stderr
+    assert "a setting is wrong: ORACLE_WATCH_QUIET:" in done.stderr
+
+    done = run_cli("ingest", "--notes", str(tmp_path / "nowhere"), env=base, cwd=tmp_path)
+    assert 1 == done.returncode, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert [f"oracle ingest: the ingest stopped (the notes folder {tmp_path / 'nowhere'} does not exist); the previous "
+            "index is still served"] == done.stderr.strip().splitlines()
+
+
+def test_oracle_watch_stops_cleanly_on_sigterm(tmp_path):
+    """systemd stops a unit with SIGTERM: the watcher closes its indexes and says so, like Ctrl-C."""
+    notes = write_notes(tmp_path / "notes", HARBOUR)
+    environ = {**os.environ, "OLLAMA_HOST": closed_port_url(), "ORACLE_ANNOTATE": "false", "ORACLE_CAMPAIGNS": "",
+               "ORACLE_NOTES_DIR": str(notes), "ORACLE_DATA_DIR": str(tmp_path / "var")}
+    watcher = subprocess.Popen([sys.executable, "-m", "oracle.cli", "watch", "--no-catch-up", "--quiet", "0.5"],
+                               stderr=subprocess.PIPE, text=True, env=environ, cwd=tmp_path)
+    try:
+        assert watcher.stderr is not None
+        first = watcher.stderr.readline()
+        assert first.startswith(f"watching {notes}"), first
+        time.sleep(0.5)
+        watcher.send_signal(signal.SIGTERM)
+        code = watcher.wait(60)
+        rest = watcher.stderr.read()
+    finally:
+        watcher.kill()
+    assert 143 == code, rest
+    assert "Traceback" not in rest
+    assert "stopped: no longer watching" in rest, rest

@@ -265,7 +265,8 @@ async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = 
         with IngestLock(index.settings.lock_path, by):
             return await _ingest(index, progress or (lambda p: None))
     except (sqlite3.Error, OSError, VectorStoreError, StoreError) as exc:
-        log.exception("ingest failed")
+        # The caller reports the reason in one line; the traceback is for whoever logs at INFO (-v, the bot).
+        log.info("ingest failed", exc_info=True)
         reason = getattr(exc, "strerror", None) or str(exc)
         raise IngestError(f"the ingest stopped ({reason}); the previous index is still served") from exc
 
