@@ -65,8 +65,12 @@ class NotesFilter:
             return False
         if TEMPORARY.search(p.name):
             return False
-        # A name without a suffix may be a folder renamed or deleted with its notes.
-        return p.suffix.lower() in NOTE_SUFFIXES or not p.suffix
+        if p.suffix.lower() in NOTE_SUFFIXES or not p.suffix:
+            return True
+        # A folder's name may hold a dot too ("Act 2. The Fall", "2024.05"). One added is a folder
+        # now; one deleted (or renamed: its old name) cannot be told from a file any more, so it counts:
+        # a reingest that finds nothing changed costs a scan and tells no one.
+        return change == Change.deleted or p.is_dir()
 
 
 async def watch_notes(
@@ -123,8 +127,8 @@ async def watch_notes(
                 last_change = loop.time()
                 changed.set()
                 continue
-            except OracleError as exc:
-                log.warning("reingesting %s after a change failed: %s", root, exc)
+            except OracleError as exc:  # told once: to `on_error` when there is one, else to the log
+                log.log(logging.INFO if on_error else logging.WARNING, "reingesting %s after a change failed: %s", root, exc)
                 await _tell(on_error, exc)
                 continue
             log.info("reingested %s: %d added, %d changed, %d removed", root, len(report.added),

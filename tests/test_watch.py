@@ -197,3 +197,35 @@ async def test_every_campaign_of_a_library_is_watched_and_named(tmp_path, make_s
         await library.close()
     assert [("ember", ["sessions/Session 1.md"]), ("harbour", ["sessions/Session 1.md"])] == sorted(seen[:2])
     assert [("harbour", ["sessions/Session 2.md"])] == seen[2:]
+
+
+def test_a_folder_named_with_a_dot_is_a_change(tmp_path):
+    keep = NotesFilter(tmp_path)
+    (tmp_path / "2024.05").mkdir()
+    assert keep(Change.added, str(tmp_path / "2024.05"))
+    assert keep(Change.deleted, str(tmp_path / "Act 2. The Fall"))  # gone: a folder or a file, it counts
+    (tmp_path / "map.png").write_bytes(b"\x89PNG")
+    assert not keep(Change.added, str(tmp_path / "map.png"))
+    assert not keep(Change.deleted, str(tmp_path / "Session 4.md~"))
+
+
+async def test_a_folder_with_a_dot_renamed_then_moved_out(mini_notes, make_settings, open_index, tmp_path):
+    arc = mini_notes / "Act 2. The Fall"
+    arc.mkdir()
+    (arc / "Bridge.md").write_text("# The bridge at Corvel\nThe bridge at Corvel fell in the night.\n")
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    async with Watching(index) as watching:
+        arc.rename(mini_notes / "Act 2.5 The Fall")
+        await watching.settled()
+        assert [(["Act 2.5 The Fall/Bridge.md"], ["Act 2. The Fall/Bridge.md"])] == [
+            (r.added, r.removed) for r in watching.reports]
+        watching.arrived.clear()
+        (mini_notes / "Act 2.5 The Fall").rename(tmp_path / "elsewhere.1")
+        await watching.settled()
+    assert [] == watching.errors
+    assert 2 == len(watching.reports)
+    assert ([], ["Act 2.5 The Fall/Bridge.md"]) == (watching.reports[1].added, watching.reports[1].removed)
+    with sqlite3.connect(settings.sqlite_path) as db:
+        assert 0 == db.execute("SELECT count(*) FROM chunks WHERE text LIKE '%Corvel%'").fetchone()[0]
