@@ -7,13 +7,14 @@ import logging
 import sys
 
 import discord
+from pydantic import ValidationError
 
 from oracle.campaigns import Campaigns
 from oracle.errors import OracleError
 from oracle.index.library import Library
 from oracle.index.seam import SWITCH_INTERVAL
 from oracle.index.status import is_indexed
-from oracle.settings import Settings
+from oracle.settings import Settings, settings_problem
 
 from .client import OracleBot
 from .history import ThreadHistory
@@ -88,7 +89,13 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        return asyncio.run(run(Settings(), BotSettings()))
+        settings, bot_settings = Settings(), BotSettings()
+    except ValidationError as exc:
+        # Exit status 2: systemd does not restart into the same mistake (RestartPreventExitStatus=2).
+        log.error("a setting is wrong: %s", settings_problem(exc))
+        return 2
+    try:
+        return asyncio.run(run(settings, bot_settings))
     except KeyboardInterrupt:
         return 0
 

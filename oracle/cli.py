@@ -43,7 +43,7 @@ from .journal import Journal
 from .llm import describe_loaded, describe_window
 from .oracle import Oracle
 from .retrieve.results import Hit
-from .settings import Settings
+from .settings import Settings, settings_problem
 from .types import INGEST_STAGES, IngestReport
 from .types import Progress as IngestProgress
 from .watch import WatchError, watch_notes
@@ -715,11 +715,6 @@ class Stopped(KeyboardInterrupt):
 
 def _stop(signum: int, frame: object) -> None:
     raise Stopped
-
-
-def settings_problem(exc: ValidationError) -> str:
-    """A bad setting in the environment or .env, one line: which variable, what is wrong with it."""
-    return "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())
 
 
 def main(argv: list[str] | None = None) -> int:

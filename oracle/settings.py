@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 FusionMethod = Literal["rrf", "weighted_rrf", "dbsf", "learned"]
@@ -164,3 +164,8 @@ class Settings(BaseSettings):
     @property
     def lock_path(self) -> Path:
         return self.data_dir / "ingest.lock"
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A bad setting in the environment or .env, in one line: which variable, what is wrong with it."""
+    return "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())

@@ -40,3 +40,15 @@ def test_bot_settings_from_the_example():
     example = BotSettings(_env_file=REPO / ".env.example")
     assert (None, [], ["gm", "dm", "game master", "dungeon master"]) == (
         example.guild_id, example.gm_channels, example.gm_roles)
+
+
+def test_the_bot_with_a_bad_setting_says_which_and_exits_2(monkeypatch, caplog):
+    """systemd restarts the bot on failure except on exit status 2: a bad setting must not loop."""
+    import bot.__main__
+
+    monkeypatch.setenv("ORACLE_WATCH_QUIET", "soon")
+    with caplog.at_level("ERROR"):
+        assert 2 == bot.__main__.main()
+    assert ["a setting is wrong: ORACLE_WATCH_QUIET: Input should be a valid number, unable to parse string as a number"] == [
+        r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert not any(r.exc_info for r in caplog.records)
