@@ -16,7 +16,7 @@ from .answer.budget import fit_answer_prompt
 from .answer.citations import Citation, Verified, verify
 from .answer.context import Context, pack_context
 from .answer.excerpts import Excerpt, choose_excerpts, query_terms
-from .answer.leaks import SecretGuard
+from .answer.leaks import SecretGuard, StreamCheck
 from .answer.prompt import Turn
 from .answer.rerank import Candidate, Reranked, make_reranker
 from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, passages_text
@@ -205,8 +205,9 @@ class Oracle:
         on_text: TextFn | None = None,
     ) -> Answer:
         """Answer from the notes. Never raises for a bad question or a missing LLM; never hangs.
-        `on_text` gets the answer so far (the whole text each time) while the model writes it; the
-        Answer returned is the verified one, which may differ (unknown citations removed)."""
+        `on_text` gets the answer so far (the whole text each time) while the model writes it, for a
+        player only until it repeats a secret; the Answer returned is the verified one, which may
+        differ (unknown citations removed, or withheld)."""
 
         stage, show_text = _stager(on_stage), _shower(on_text, question)
         started = time.perf_counter()
@@ -270,6 +271,9 @@ class Oracle:
         selection.context = context = fitted.context
         tokens = dict(fitted.tokens)
         extra: dict = {"llm_calls": calls, "tokens": tokens}
+        guard = None if gm else await self.secret_guard(store)
+        if guard is not None:
+            show_text = _unless_leaking(show_text, StreamCheck(guard))
         if self.llm_slots.locked():
             await stage("queued")
         t = time.perf_counter()
@@ -304,7 +308,6 @@ class Oracle:
             except LLMError as exc:
                 return await fallback(str(exc), extra, t)
         retrieval.timings_ms["answer"] = _ms(t)
-        guard = None if gm else await self.secret_guard(store)
         verified, leaked = await off_loop(_checked, text, context, guard)
         if leaked:
             # Players get the passages as if the model had failed: saying why would tell them a
@@ -536,6 +539,17 @@ def _shower(on_text: TextFn | None, what: str) -> TextFn:
             show.clear()
 
     return show_text
+
+
+def _unless_leaking(show_text: TextFn, check: StreamCheck) -> TextFn:
+    """A player sees the answer as it is written only while it repeats no secret: from the first
+    text that does, nothing more is shown, and the finished answer is withheld."""
+
+    async def show(text: str) -> None:
+        if not check.leaks(text):
+            await show_text(text)
+
+    return show
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Retrieval already keeps secrets out of a player's context, so this should never fire; it guards
 against what retrieval cannot see (a model that knows more than it was given, a note mislabelled
 later). A run of `RUN_WORDS` consecutive words that occurs in a GM-only passage and in no public one
-counts as secret text.
+counts as secret text. An answer shown while it is written is checked as it grows (`StreamCheck`),
+so a player never sees the run before the finished answer is withheld.
 """
 from __future__ import annotations
 
@@ -46,3 +47,35 @@ class SecretGuard:
 
     def leaks(self, answer: str) -> bool:
         return bool(self.secret_runs) and not self.secret_runs.isdisjoint(runs(answer, self.n))
+
+
+class StreamCheck:
+    """`SecretGuard.leaks` for a text that grows (an answer while the model writes it), reading each
+    part once: a run not yet read must end in the new text, so only the last `n` words of what was
+    read are read again. Once it has leaked, it stays leaked."""
+
+    def __init__(self, guard: SecretGuard) -> None:
+        self.guard = guard
+        self.text = ""
+        self.start = 0  # where the unread runs may begin: after a whitespace, or the text's start
+        self.leaked = False
+
+    def leaks(self, text: str) -> bool:
+        if self.leaked:
+            return True
+        if not text.startswith(self.text):  # not the same text grown: read it whole
+            self.start = 0
+        self.text = text
+        window = text[self.start :]
+        if self.guard.leaks(window):
+            self.leaked = True
+            return True
+        # Keep the last n words (one more than a run's unread part; the last may be cut mid-word),
+        # from a whitespace, where normalizing cannot join or split a word.
+        starts = [m.start() for m in _WORD.finditer(window)]
+        if len(starts) >= self.guard.n:
+            cut = starts[-self.guard.n]
+            while cut > 0 and not window[cut - 1].isspace():
+                cut -= 1
+            self.start += cut
+        return False

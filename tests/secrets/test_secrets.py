@@ -204,8 +204,16 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign):
     )
     oracle = Oracle(index)
     before = (await index_status(oracle.index))["withheld"]["count"]
-    answer = await oracle.ask("What do the bells mean?")
+    shown: list[str] = []
+
+    async def show(text: str) -> None:
+        shown.append(text)
+
+    answer = await oracle.ask("What do the bells mean?", on_text=show)
     fake.responder = annotation_or_answer
+    # Nor did they see it while the model wrote it: what they saw stops before the secret's run.
+    assert shown and all("drowned heir walks under the marsh" not in text for text in shown)
+    assert shown[-1].startswith("The bells ring when the drowned heir")
     # Players read what they read when the model fails: nothing tells them a secret lies there.
     assert ("passages", PLAYER_REASON) == (answer.mode, answer.reason)
     assert "drowned heir walks" not in answer.text
