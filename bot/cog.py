@@ -63,6 +63,7 @@ FAILED = "Something went wrong answering that; the game master can find the deta
 WAITING = "⏳"  # a question over the member's limit: answered when the limit allows
 DROPPED = "✋"  # too many of the member's questions already wait
 NO_THREAD = "No thread was opened for follow-ups: {why}. Ask again with `/oracle ask` to go on."
+MOVED = "This thread's campaign no longer answers in this channel: ask with `/oracle ask` to go on."
 CAMPAIGN = "Which campaign (default: this channel's)"
 
 
@@ -133,9 +134,14 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
     def not_indexed(self, table: Table) -> str:
         """What to say while the notes have never been indexed, and who can fix it."""
         roles = ", ".join(table.campaign.gm_roles if table.campaign.gm_roles is not None else self.bot.settings.gm_roles)
-        manage = ", or Manage Server" if self.bot.tables.single else ""
-        who = f"a game master (role {roles}{manage})" if roles else "a member with Manage Server"
-        return f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {who} can run `/oracle reingest`."
+        if self.bot.tables.single:
+            fix = f"a game master (role {roles}, or Manage Server)" if roles else "a member with Manage Server"
+            fix += " can run `/oracle reingest`"
+        elif roles:  # only the campaign's roles make its game masters
+            fix = f"a game master (role {roles}) can run `/oracle reingest`"
+        else:
+            fix = f"the bot's host can run `oracle ingest --campaign {table.name}`"
+        return f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {fix}."
 
     def live(self, edit) -> LiveReply:
         return LiveReply(edit, self.bot.settings.stream_edit_seconds)
@@ -333,6 +339,12 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         )
         if heard.question is None:
             log.debug("not a question in thread %s (%s)", message.channel.id, heard.why)
+            return
+        if self.bot.tables.route(message.channel) is not table:
+            # Its channel was mapped to another campaign, or to none, since the thread was opened:
+            # its readers now may not be the remembered campaign's players.
+            with contextlib.suppress(discord.HTTPException):
+                await message.reply(MOVED)
             return
         await self.follow_up(message, table, heard.question)
 

@@ -94,7 +94,10 @@ class Tables:
         return table.campaign.is_gm_role(roles, self.settings.gm_roles)
 
     def is_gm_channel(self, channel: Any, table: Table) -> bool:
-        return table.campaign.is_gm_channel(place_of(channel), self.settings.gm_channels)
+        """Whether game-master text of `table`'s campaign may be posted in `channel`: one of its
+        game-master channels that belongs to it. A channel of another campaign inside its game-master
+        category is not: that channel's readers are the other campaign's players."""
+        return self.route(channel) is table and table.campaign.is_gm_channel(place_of(channel), self.settings.gm_channels)
 
     def visible_to(self, member: Any) -> list[Table]:
         """The campaigns a member can see: those with a channel (or category) the member may view.
@@ -106,9 +109,12 @@ class Tables:
             return []
         seen = []
         for table in self:
-            places = (*table.campaign.channels, *(table.campaign.gm_channels or ()))
-            channels = [guild.get_channel(cid) for cid in places]
-            if any(c is not None and c.permissions_for(member).view_channel for c in channels):
+            places = (guild.get_channel(cid) for cid in (*table.campaign.channels, *(table.campaign.gm_channels or ())))
+            # A category is seen through its channels of this campaign: the category may be visible
+            # while all it holds are hidden, or hold another campaign's channel.
+            channels = [c for place in places if place is not None
+                        for c in (place.channels if isinstance(place, discord.CategoryChannel) else [place])]
+            if any(self.route(c) is table and c.permissions_for(member).view_channel for c in channels):
                 seen.append(table)
         return seen
 

@@ -63,7 +63,8 @@ class Campaign:
 
     def is_gm_role(self, roles: Iterable[str], default: Sequence[str]) -> bool:
         """Whether any of a member's role names or ids (as strings) makes them this campaign's game
-        master: its own `gm_roles`, else `default` (the bot's ORACLE_GM_ROLES). Case-insensitive."""
+        master: its own `gm_roles`, else `default` (the bot's ORACLE_GM_ROLES; a file of several
+        campaigns gives each its own). Case-insensitive."""
         wanted = {r.casefold() for r in (self.gm_roles if self.gm_roles is not None else default)}
         return any(str(r).casefold() in wanted for r in roles)
 
@@ -232,6 +233,13 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
                 raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
                                                       f"(a positive whole number without quotes), not {_kind(announce)}")
         campaigns.append(Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce))
+    # ORACLE_GM_ROLES for all would make a game master of one campaign the game master of every
+    # campaign that forgot its own: with several, each names its own (or none: `gm_roles = []`).
+    for campaign in campaigns if len(campaigns) > 1 else ():
+        if campaign.gm_roles is None:
+            raise fail(("campaigns", campaign.name),
+                       f"campaign {campaign.name!r} has no `gm_roles`: with several campaigns each names its own "
+                       f'game-master roles, e.g. gm_roles = ["gm-{campaign.name}"] (ORACLE_GM_ROLES serves one campaign)')
     return Campaigns(tuple(campaigns), source=path)
 
 

@@ -26,6 +26,7 @@ GOOD = """
         2222,
         3333,
     ]
+    gm_roles = []                 # run from the command line only
 """
 
 
@@ -50,7 +51,7 @@ def test_a_good_file_resolves_paths_beside_it(tmp_path):
     assert [
         Campaign("tuesday", conf / "notes/tuesday", conf / "var/tuesday", (1234, 5678), ("gm", "dm"), (9012,),
                  "qwen2.5:7b", 4444),
-        Campaign("friday", friday_notes, None, (2222, 3333)),
+        Campaign("friday", friday_notes, None, (2222, 3333), ()),
     ] == list(campaigns)
     assert (["tuesday", "friday"], path, False) == (campaigns.names(), campaigns.source, campaigns.is_single)
 
@@ -97,7 +98,8 @@ def test_game_master_roles_and_channels_are_the_campaigns_own(tmp_path):
     tuesday, friday = load_campaigns(path)
     assert tuesday.is_gm_role(["Dm", "players"], default=["storyteller"])
     assert not tuesday.is_gm_role(["storyteller"], default=["storyteller"])
-    assert friday.is_gm_role(["Storyteller"], default=["storyteller"])  # no gm_roles: the bot's
+    assert not friday.is_gm_role(["Storyteller"], default=["storyteller"])  # gm_roles = []: nobody's
+    assert Campaign("solo", Path("notes")).is_gm_role(["Storyteller"], default=["storyteller"])  # none: the bot's
     assert tuesday.is_gm_channel([777, 9012], default=[1])
     assert not tuesday.is_gm_channel([1], default=[1])
     assert friday.is_gm_channel([None, 1], default=[1])
@@ -170,8 +172,10 @@ def test_the_setting_reads_the_file_path(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("first, second, line", [
-    ('[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b"\n', '[campaigns.b]\nnotes = "../notes/friday"\n', 4),
-    ('[campaigns.b]\nnotes = "../notes/friday"\n', '[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b/"\n', 5),
+    ('[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b"\ngm_roles = []\n',
+     '[campaigns.b]\nnotes = "../notes/friday"\ngm_roles = []\n', 5),
+    ('[campaigns.b]\nnotes = "../notes/friday"\ngm_roles = []\n',
+     '[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b/"\ngm_roles = []\n', 6),
 ])
 def test_a_data_folder_that_is_another_campaigns_default_is_refused(tmp_path, first, second, line):
     """Without `data` a campaign's index is ORACLE_DATA_DIR/NAME: naming that folder for another
@@ -185,3 +189,20 @@ def test_a_data_folder_that_is_another_campaigns_default_is_refused(tmp_path, fi
     # Elsewhere, each in its own folder: accepted.
     elsewhere = base(tmp_path, campaigns=path).model_copy(update={"data_dir": tmp_path / "other"})
     assert ["a", "b"] == sorted(Campaigns.from_settings(elsewhere).names())
+
+
+@pytest.mark.parametrize("roles_a, roles_b, line", [
+    ("", 'gm_roles = ["gm-b"]\n', 1),
+    ('gm_roles = ["gm-a"]\n', "", 4),
+])
+def test_with_several_campaigns_each_names_its_game_masters(tmp_path, roles_a, roles_b, line):
+    """The bot-wide ORACLE_GM_ROLES for a campaign that names none would make the game master of one
+    campaign the game master of every such campaign: refused, naming the campaign's line."""
+    path = write(tmp_path, f'[campaigns.a]\nnotes = "../notes/tuesday"\n{roles_a}'
+                           f'[campaigns.b]\nnotes = "../notes/friday"\n{roles_b}')
+    missing = "a" if not roles_a else "b"
+    with pytest.raises(CampaignsError, match=rf'campaigns.toml, line {line}: campaign {missing!r} has no `gm_roles`: '
+                                             rf'with several campaigns each names its own .*\["gm-{missing}"\]'):
+        load_campaigns(path)
+    alone = write(tmp_path, '[campaigns.a]\nnotes = "../notes/tuesday"\n')  # one campaign: the bot's roles
+    assert load_campaigns(alone).get("a").is_gm_role(["GM"], default=["gm"])

@@ -4,7 +4,9 @@ Tuesday is the mini campaign with its game-master secrets; Friday is a harbour c
 secret of its own; Sunday answers in a category. One embedding model and one fake Ollama serve all
 three (a `Library` over a campaigns file), each with its own index and journal. Routing goes by
 the channel, the thread's parent, then the category; a channel mapped to none is told privately
-where the Oracle answers; a game master of one campaign is a player in another; a reingest of
+where the Oracle answers; a game master of one campaign is a player in another, and a channel of
+another campaign in its game-master category is no game-master channel; a thread whose channel
+went to another campaign no longer answers for its old one; a reingest of
 Tuesday does not hold up twenty questions to Friday; and with watching on, an edit to Friday's
 notes is reingested once and announced in Friday's channel.
 """
@@ -23,6 +25,7 @@ import pytest_asyncio
 import bot.reingest
 from bot.__main__ import run as run_bot
 from bot.client import OracleBot
+from bot.cog import MOVED
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
 from bot.tables import Tables, open_table
@@ -108,20 +111,23 @@ class Server:
     player: object
 
 
-def campaigns_file(world: World, server: Server, tmp_path: Path) -> Path:
+def campaigns_file(world: World, server: Server, tmp_path: Path, *, tuesday: tuple[int, ...] | None = None,
+                   friday: tuple[int, ...] | None = None, tuesday_gm: tuple[int, ...] = ()) -> Path:
+    """The three campaigns; `tuesday` and `friday` replace those campaigns' channels."""
     path = tmp_path / "campaigns.toml"
     notes = world.root / "notes"
     path.write_text(f"""
 [campaigns.tuesday]
 notes = "{notes / 'tuesday'}"
 data = "data/tuesday"
-channels = [{server.tuesday}]
+channels = {[int(c) for c in (tuesday if tuesday is not None else (server.tuesday,))]}
 gm_roles = ["gm-tuesday"]
+gm_channels = {[int(c) for c in tuesday_gm]}
 
 [campaigns.friday]
 notes = "{notes / 'friday'}"
 data = "data/friday"
-channels = [{server.friday}]
+channels = {[int(c) for c in (friday if friday is not None else (server.friday,))]}
 gm_roles = ["gm-friday"]
 announce_channel = {server.announce}
 
@@ -129,6 +135,7 @@ announce_channel = {server.announce}
 notes = "{notes / 'sunday'}"
 data = "data/sunday"
 channels = [{server.sunday_category}]
+gm_roles = ["gm-sunday"]
 """)
     return path
 
@@ -156,9 +163,10 @@ async def server(fresh):
 
 @contextlib.asynccontextmanager
 async def start(world: World, server: Server, tmp_path: Path, *, watch: bool = False, ingested: bool = True,
-                **base_overrides):
-    """The bot as `python -m bot` wires it, over a Library of the three campaigns sharing one model."""
-    settings = world.base(campaigns=campaigns_file(world, server, tmp_path), **base_overrides)
+                file: Path | None = None, **base_overrides):
+    """The bot as `python -m bot` wires it, over a Library of the three campaigns sharing one model
+    (those of `campaigns_file`, or of `file`)."""
+    settings = world.base(campaigns=file or campaigns_file(world, server, tmp_path), **base_overrides)
     campaigns = Campaigns.from_settings(settings)
     library = Library(settings, campaigns, world.embeddings)
     bot_settings = BotSettings(_env_file=None, token="fake-token", guild_id=server.fake.guild_id, gm_roles=["gm"],
@@ -186,6 +194,11 @@ async def start(world: World, server: Server, tmp_path: Path, *, watch: bool = F
     finally:
         await history.close()
         await library.close()
+
+
+def bot_said(fake: FakeDiscord, channel_id: int) -> list:
+    """The bot's messages in a channel or thread that everyone there reads."""
+    return [m for m in fake.messages(channel_id) if m.author_id == fake.app_id and not m.ephemeral]
 
 
 def answer_labels(request: dict) -> list[str]:
@@ -269,6 +282,51 @@ async def test_the_campaign_option_offers_what_a_member_can_see_and_answers_priv
     assert "Orrin Hale" in json.dumps(fresh.requests("answer")[0])
     assert fake.threads == []
     assert hidden.original.content == "There is no campaign “sunday” here."
+
+
+async def test_a_game_master_category_is_no_game_master_channel_in_another_campaigns_channel(fresh, server, tmp_path):
+    """Tuesday's game-master category holds a channel of Friday's: there Tuesday's reingest report
+    (note paths, secret counts) goes to the game master's direct messages, and a member who sees only
+    that channel of the category is offered Friday, not Tuesday."""
+    fake = server.fake
+    staff = fake.add_category("staff")
+    tuesday_gm = fake.add_text_channel("tuesday-gm", parent_id=staff)  # Tuesday's, through the category
+    friday_desk = fake.add_text_channel("friday-desk", parent_id=staff)  # Friday's, by its own id
+    view = 1 << 10
+    for hidden in (server.tuesday, tuesday_gm):  # from all but Tuesday's game master (and the bot)
+        fake.set_overwrite(hidden, fake.guild_id, deny=view)
+        fake.set_overwrite(hidden, server.gm_tuesday, allow=view)
+        fake.set_overwrite(hidden, fake.bot_role_id, allow=view)
+    file = campaigns_file(fresh, server, tmp_path, friday=(server.friday, friday_desk), tuesday_gm=(staff,))
+    async with start(fresh, server, tmp_path, file=file) as client:
+        elsewhere = await run(fake, client, "oracle reingest", {"campaign": "tuesday"}, member=server.gm_tuesday,
+                              channel_id=friday_desk)
+        at_home = await run(fake, client, "oracle reingest", member=server.gm_tuesday, channel_id=tuesday_gm)
+        offered = await fake.autocomplete("oracle ask", {"question": "x", "campaign": ""}, member=server.player,
+                                          channel_id=friday_desk)
+    assert bot_said(fake, friday_desk) == []
+    reports = [m.content for m in fake.dm_messages(server.gm_tuesday)]
+    assert reports[-1].startswith("✅ Reingest done in ") and len(reports) == 1
+    assert "direct messages" in elsewhere.original.content
+    home = [m.content for m in bot_said(fake, tuesday_gm)]
+    assert home[-1].startswith("✅ Reingest done in ") and "this channel" in at_home.original.content
+    assert [c["value"] for c in offered] == ["friday", "sunday"]
+
+
+async def test_a_thread_whose_channel_went_to_another_campaign_no_longer_answers_for_its_old_one(
+    fresh, server, tmp_path
+):
+    fake = server.fake
+    async with start(fresh, server, tmp_path) as client:
+        await run(fake, client, "oracle ask", {"question": QUESTION}, channel_id=server.tuesday)
+    thread_id = int(fake.threads[0]["id"])
+    swapped = campaigns_file(fresh, server, tmp_path, tuesday=(server.friday,), friday=(server.tuesday,))
+    async with start(fresh, server, tmp_path, file=swapped):
+        question = await fake.message(thread_id, server.player, "and then what did they find?")
+        await fake.wait_until(lambda: bot_said(fake, thread_id), 10, "the reply")
+    [reply] = bot_said(fake, thread_id)
+    assert reply.content == MOVED and reply.data["message_reference"]["message_id"] == str(question.id)
+    assert [] == fresh.requests("answer")  # Friday's players now read it: no Tuesday answer, nor Friday's
 
 
 async def test_a_reingest_of_one_campaign_does_not_hold_up_another(fresh, server, tmp_path, monkeypatch):
