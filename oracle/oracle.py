@@ -225,7 +225,7 @@ class Oracle:
         gm: bool,
         started: float,
         stage: StageFn,
-        show_text: TextFn,
+        show_text: TextFn | None,
     ) -> Answer:
         await stage("searching")
         user_turns = [t.content for t in history if t.role == "user"]
@@ -253,7 +253,7 @@ class Oracle:
         gm: bool,
         started: float,
         stage: StageFn,
-        show_text: TextFn,
+        show_text: TextFn | None,
         retrieval: Retrieval,
         selection: Selection,
         fallback: Callable[[str, dict, float], Awaitable[Answer]],
@@ -272,7 +272,7 @@ class Oracle:
         tokens = dict(fitted.tokens)
         extra: dict = {"llm_calls": calls, "tokens": tokens}
         guard = None if gm else await self.secret_guard(store)
-        if guard is not None:
+        if guard is not None and show_text is not None:
             show_text = _unless_leaking(show_text, StreamCheck(guard))
         if self.llm_slots.locked():
             await stage("queued")
@@ -524,9 +524,12 @@ def _stager(on_stage: StageFn | None) -> StageFn:
     return stage
 
 
-def _shower(on_text: TextFn | None, what: str) -> TextFn:
-    """The text so far, to whoever shows it; a display that fails stops showing, the answer goes on."""
-    show: list[TextFn] = [on_text] if on_text is not None else []
+def _shower(on_text: TextFn | None, what: str) -> TextFn | None:
+    """The text so far, to whoever shows it (None: nobody); a display that fails stops showing, the
+    answer goes on."""
+    if on_text is None:
+        return None
+    show: list[TextFn] = [on_text]
 
     async def show_text(text: str) -> None:
         if not show:
