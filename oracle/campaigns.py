@@ -233,9 +233,15 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
                 raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
                                                       f"(a positive whole number without quotes), not {_kind(announce)}")
         campaigns.append(Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce))
-    # ORACLE_GM_ROLES for all would make a game master of one campaign the game master of every
-    # campaign that forgot its own: with several, each names its own (or none: `gm_roles = []`).
     for campaign in campaigns if len(campaigns) > 1 else ():
+        # What is new in one campaign is no news for another's players.
+        owner = channel_owner.get(campaign.announce_channel or 0, campaign.name)
+        if owner != campaign.name:
+            raise fail(("campaigns", campaign.name, "announce_channel"),
+                       f"campaign {campaign.name!r}: announce_channel {campaign.announce_channel} is a channel of "
+                       f"campaign {owner!r}, whose players would read what is new in {campaign.name!r}")
+        # ORACLE_GM_ROLES for all would make a game master of one campaign the game master of every
+        # campaign that forgot its own: with several, each names its own (or none: `gm_roles = []`).
         if campaign.gm_roles is None:
             raise fail(("campaigns", campaign.name),
                        f"campaign {campaign.name!r} has no `gm_roles`: with several campaigns each names its own "

@@ -206,3 +206,12 @@ def test_with_several_campaigns_each_names_its_game_masters(tmp_path, roles_a, r
         load_campaigns(path)
     alone = write(tmp_path, '[campaigns.a]\nnotes = "../notes/tuesday"\n')  # one campaign: the bot's roles
     assert load_campaigns(alone).get("a").is_gm_role(["GM"], default=["gm"])
+
+
+def test_an_announce_channel_of_another_campaign_is_refused(tmp_path):
+    path = write(tmp_path, '[campaigns.a]\nnotes = "../notes/tuesday"\nchannels = [1]\ngm_roles = []\n'
+                           '[campaigns.b]\nnotes = "../notes/friday"\nchannels = [2]\ngm_roles = []\nannounce_channel = 1\n')
+    with pytest.raises(CampaignsError, match=r"line 9: campaign 'b': announce_channel 1 is a channel of campaign 'a'"):
+        load_campaigns(path)
+    path.write_text(path.read_text().replace("announce_channel = 1", "announce_channel = 3"))  # its own, or none's
+    assert 3 == load_campaigns(path).get("b").announce_channel
