@@ -236,11 +236,16 @@ def coro_frames(coro) -> list[Frame]:
 
 
 def thread_stack(frame, limit: int = 60) -> list[Frame]:
-    """A thread's stack, most recent call first."""
+    """A thread's stack, most recent call first. Another thread's frames are read while it runs: when
+    it has left the frame being read (seen as a code object where a frame was), the stack ends there
+    instead of the watchdog thread."""
     out = []
-    while frame is not None and len(out) < limit:
-        out.append((id(frame), frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname))
-        frame = frame.f_back
+    try:
+        while frame is not None and len(out) < limit:
+            out.append((id(frame), frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname))
+            frame = frame.f_back
+    except AttributeError:
+        out.append((0, "?", 0, "(the thread left this frame while it was read)"))
     return out
 
 
