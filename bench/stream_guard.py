@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """The secret check of a player's answer while the model writes it: its cost on the event loop.
 
     python bench/stream_guard.py [NOTES_FILE] [--tokens 200,500,1000] [--repeat 5]
@@ -27,14 +26,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from oracle.answer.leaks import SecretGuard, StreamCheck  # noqa: E402
-from oracle.types import GM, PUBLIC, ChunkText  # noqa: E402
+from oracle.answer.leaks import SecretGuard, StreamCheck
+from oracle.types import GM, PUBLIC, ChunkText
 
 CRD3 = Path("/work/shared/eval/crd3/notes/campaign-log.md")
 
 
 def sessions(path: Path) -> list[str]:
-    return [s for s in re.split(r"^## ", path.read_text(encoding="utf-8"), flags=re.M)[1:] if s.strip()]
+    return [s for s in re.split(r"^## ", path.read_text(encoding="utf-8"), flags=re.MULTILINE)[1:] if s.strip()]
 
 
 def pieces(text: str, tokens: int) -> list[str]:
