@@ -88,6 +88,17 @@ def verify(answer: str, context: Context) -> Verified:
     return Verified(text, tuple(citations), tuple(unknown), uncited)
 
 
+def without_citations(text: str) -> str:
+    """`text` with each citation-shaped bracket (`[Session 3]`, `[Sheet: Kat; Session 2]`) made a
+    space: what checking citations may remove or keep, so the words around one read the same either way."""
+
+    def drop(match: re.Match[str]) -> str:
+        parts = re.split(r"\s*[;,]\s*", match.group(2).strip())
+        return " " if any(_LABEL_SHAPE.match(p) for p in parts) else match.group(0)
+
+    return _BRACKET.sub(drop, text)
+
+
 def cited_sentences(text: str, labels: Iterable[str]) -> list[tuple[str, tuple[str, ...]]]:
     """The answer's sentences of four words or more, each with the labels it cites (of `labels`).
     "… at noon. [Session 2]" cites the sentence before the bracket."""

@@ -13,13 +13,21 @@ from collections.abc import Iterable
 
 from ..text import normalize_text
 from ..types import GM, ChunkText
+from .citations import without_citations
 
 RUN_WORDS = 8
 _WORD = re.compile(r"\w+")
+_BRACKETED = re.compile(r"\[[^\[\]\n]*(?:\]|$)")  # a bracket, or one still open at the end
+
+
+def _words(text: str) -> list[str]:
+    """The words of `text`, normalized; a citation's are none (an answer's citations, checked or
+    not, never split a run)."""
+    return _WORD.findall(normalize_text(without_citations(text)))
 
 
 def runs(text: str, n: int = RUN_WORDS) -> set[tuple[str, ...]]:
-    words = _WORD.findall(normalize_text(text))
+    words = _words(text)
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
@@ -39,7 +47,7 @@ class SecretGuard:
             for chunk in chunks:
                 if chunk.visibility == GM:
                     continue
-                words = _WORD.findall(normalize_text(chunk.text))
+                words = _words(chunk.text)
                 for i in range(len(words) - n + 1):
                     if words[i] in starts:
                         secret.discard(tuple(words[i : i + n]))
@@ -71,11 +79,13 @@ class StreamCheck:
             self.leaked = True
             return True
         # Keep the last n words (one more than a run's unread part; the last may be cut mid-word),
-        # from a whitespace, where normalizing cannot join or split a word.
-        starts = [m.start() for m in _WORD.finditer(window)]
+        # from a whitespace, where normalizing cannot join or split a word, and outside brackets: a
+        # citation's words are no run's, and one still open may become a citation.
+        brackets = [m.span() for m in _BRACKETED.finditer(window)]
+        starts = [m.start() for m in _WORD.finditer(window) if not any(a <= m.start() < b for a, b in brackets)]
         if len(starts) >= self.guard.n:
             cut = starts[-self.guard.n]
-            while cut > 0 and not window[cut - 1].isspace():
+            while cut > 0 and (not window[cut - 1].isspace() or any(a < cut < b for a, b in brackets)):
                 cut -= 1
             self.start += cut
         return False

@@ -1,6 +1,7 @@
 """oracle/answer/leaks.py: the secret runs are exactly the GM-only runs that no public text holds."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,11 +33,13 @@ def test_an_answer_repeating_a_secret_leaks_and_public_text_does_not():
 
 
 # How a model may write a word of the notes: in another case or with accents, and between words
-# punctuation that normalizing turns into words (™ is "tm", ½ is "1⁄2") or joins to a word, and all
-# kinds of whitespace.
+# punctuation that normalizing turns into words (™ is "tm", ½ is "1⁄2") or joins to a word, all
+# kinds of whitespace, citations and other brackets.
 SPELLINGS = {"bell": ["bell", "Béll", "BELL"], "flour": ["flour", "ﬂour"], "king": ["king", "King"]}
-SPACES = st.sampled_from([" ", "  ", "\n", "\u00a0", "\t", ", ", " — ", "’"])
-BETWEEN = SPACES | st.sampled_from([" ™ ", " ½ ", "™", "-"])
+# A citation, checked or not, splits no run: the model may cite inside a secret's words.
+CITATIONS = [" [Session 3] ", " [Sheet: Kat; Session 2] ", "[Note: the bell]", " [Sesión 4, World: Gods] "]
+SPACES = st.sampled_from([" ", "  ", "\n", "\u00a0", "\t", ", ", " — ", "’", *CITATIONS])
+BETWEEN = SPACES | st.sampled_from([" ™ ", " ½ ", "™", "-", " [sic] ", " [[Session 1]] ", " [the bell "])
 
 
 @st.composite
@@ -71,3 +74,23 @@ def test_a_text_that_is_not_the_last_one_grown_is_read_whole():
     check = StreamCheck(guard)
     assert not check.leaks("nothing here yet, friends, nothing at all to see")
     assert check.leaks("the hollow king is")
+
+
+@pytest.mark.parametrize("pieces", [
+    ["pip hid a key", " [Session 3] in", " flour"],  # a citation's words are none of the run's
+    ["pip hid a key [Session 3]in", " flour"],  # nor is the window cut inside the citation
+    ["pip hid a key [Sess", "ion 3] in", " flour"],  # nor inside one still being written
+])
+def test_a_secret_cited_as_it_is_written_leaks_when_it_is_whole(pieces):
+    guard = SecretGuard([chunk("pip hid a key in flour", GM)], n=6)
+    check, text = StreamCheck(guard), ""
+    for piece in pieces[:-1]:
+        text += piece
+        assert not check.leaks(text)
+    assert check.leaks(text + pieces[-1]) and guard.leaks(text + pieces[-1])
+
+
+def test_a_citation_inside_a_secret_does_not_hide_it():
+    guard = SecretGuard([chunk("the hollow king is the heir of the drowned bell tower", GM)], n=4)
+    assert guard.leaks("The hollow king [Session 9] is the heir [Sheet: Kat; Session 2].")
+    assert not guard.leaks("The hollow king [sic] is the heir.")  # not a citation: its word counts

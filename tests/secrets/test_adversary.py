@@ -276,17 +276,24 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                 found = await oracle.search(f"tell me about the {word}")
                 assert any(word in h.chunk.text for h in found.fused), f"public {word} lost"
                 assert_clean(secret, found.to_json(), "search")
+            shown: list[str] = []  # what a player reads while the model writes
+
+            async def show(text: str) -> None:
+                shown.append(text)
+
             for question in [f"what about {c}?" for c in vault.canaries] + [
                 f"who is {n} really?" for n in vault.public_names + vault.secret_names
             ]:
                 fake.reset()
                 fake.responder = extracting_responder
                 assert_clean(secret, (await oracle.search(question)).to_json(), "search", question)
-                answer = await oracle.ask(question)
+                shown.clear()
+                answer = await oracle.ask(question, on_text=show)
                 assert_clean(secret, answer.to_json(), "ask", question)
                 history = [Turn("user", question), Turn("assistant", answer.text)]
-                followup = await oracle.ask("and then what?", history=history)
+                followup = await oracle.ask("and then what?", history=history, on_text=show)
                 assert_clean(secret, followup.to_json(), "a follow-up", question)
+                assert_clean(secret, shown, "an answer as it is written", question)
                 assert_clean(secret, [r.body for r in fake.requests], "a request to Ollama", question)
             for name in vault.public_names + vault.secret_names:
                 dossier = await oracle.dossiers.who(name)

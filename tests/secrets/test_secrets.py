@@ -195,13 +195,15 @@ async def test_the_compendium_keeps_secret_names_from_players(campaign):
 
 
 @module_loop
-async def test_an_answer_repeating_secret_text_is_withheld(campaign):
+@pytest.mark.parametrize("repeated", [
+    "The bells ring when the drowned heir walks under the marsh water at night [Session 2].",
+    # Citations, real or made up, inside the secret's words: checking drops the unknown ones.
+    "The bells ring when [Session 9] the drowned heir walks [Session 2] under the marsh [Session 99] water at night.",
+])
+async def test_an_answer_repeating_secret_text_is_withheld(campaign, repeated):
     """The second line: a model that repeats a secret anyway (here, scripted to) is not shown."""
     index, fake, _ = campaign
-    fake.responder = lambda request: (
-        annotation_or_answer(request) if request.get("format")
-        else "The bells ring when the drowned heir walks under the marsh water at night [Session 2]."
-    )
+    fake.responder = lambda request: annotation_or_answer(request) if request.get("format") else repeated
     oracle = Oracle(index)
     before = (await index_status(oracle.index))["withheld"]["count"]
     shown: list[str] = []
@@ -212,8 +214,9 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign):
     answer = await oracle.ask("What do the bells mean?", on_text=show)
     fake.responder = annotation_or_answer
     # Nor did they see it while the model wrote it: what they saw stops before the secret's run.
-    assert shown and all("drowned heir walks under the marsh" not in text for text in shown)
-    assert shown[-1].startswith("The bells ring when the drowned heir")
+    uncited = [" ".join(re.sub(r"\[[^\]]*\]?", " ", text).split()) for text in shown]
+    assert uncited and all("drowned heir walks under the marsh" not in text for text in uncited)
+    assert uncited[-1].startswith("The bells ring when the drowned heir")
     # Players read what they read when the model fails: nothing tells them a secret lies there.
     assert ("passages", PLAYER_REASON) == (answer.mode, answer.reason)
     assert "drowned heir walks" not in answer.text
