@@ -314,7 +314,8 @@ class PhaseData:
     slow_iterations: list[SlowIteration] = field(default_factory=list)
     select_overshoot_ms: list[float] = field(default_factory=list)  # an idle poll returned this late
     samples: list[dict] = field(default_factory=list)  # the watchdog's stack samples
-    gc_pauses: list[tuple[int, float, bool]] = field(default_factory=list)  # (generation, ms, on the loop thread)
+    # (generation, wall ms, on the loop thread, the collecting thread's CPU ms, objects collected)
+    gc_pauses: list[tuple[int, float, bool, float, int]] = field(default_factory=list)
     late_ticks: list[tuple[float, float]] = field(default_factory=list)  # (due, woke) of wake-ups ≥ ATTRIBUTE_MS late
     seconds: float = 0.0
 
@@ -349,6 +350,7 @@ class LoopProbe:
         self._iter_n = 0
         self._iter_top: list[tuple[float, float, float, object]] = []
         self._gc_started: float | None = None
+        self._gc_cpu_started = 0.0
         self._gc_loop_ms = 0.0  # garbage collection on the loop thread, running total
         self._main_ident = threading.main_thread().ident
         self._orig_run = None
@@ -482,17 +484,21 @@ class LoopProbe:
         selector.select = timed_select
 
     def _gc_callback(self, what: str, info: dict) -> None:
-        """Every garbage collection, in any thread: it holds the GIL throughout, so it stops the loop."""
+        """Every garbage collection, in any thread: it holds the GIL throughout, so it stops the loop.
+        Its wall time against the collecting thread's CPU time tells a long walk (or finalizers) from
+        a thread the OS took off its core while it held the GIL."""
         if what == "start":
             self._gc_started = time.perf_counter()
+            self._gc_cpu_started = time.thread_time()
         elif self._gc_started is not None:
             ms = (time.perf_counter() - self._gc_started) * 1000
+            cpu_ms = (time.thread_time() - self._gc_cpu_started) * 1000
             self._gc_started = None
             on_loop = threading.get_ident() == self._main_ident
             if on_loop:
                 self._gc_loop_ms += ms
             generation = info.get("generation", -1)
-            self.data[self.phase].gc_pauses.append((generation, ms, on_loop))
+            self.data[self.phase].gc_pauses.append((generation, ms, on_loop, cpu_ms, info.get("collected", 0)))
             if generation == 2 or ms >= 5:
                 end = time.perf_counter()
                 self.intervals.append((f"GC gen {generation}", end - ms / 1000, end))
@@ -601,16 +607,19 @@ def interval_stats(intervals: list[tuple[str, float, float]]) -> dict:
             for k, v in sorted(by.items())}
 
 
-def gc_json(pauses: list[tuple[int, float, bool]]) -> dict:
-    full = [ms for gen, ms, _ in pauses if gen == 2]
+def gc_json(pauses: list[tuple[int, float, bool, float, int]]) -> dict:
+    full = [p for p in pauses if p[0] == 2]
     return {
         "count": len(pauses),
-        "total_ms": round(sum(ms for _, ms, _ in pauses), 1),
-        "max_ms": _r(max((ms for _, ms, _ in pauses), default=0.0)),
+        "total_ms": round(sum(p[1] for p in pauses), 1),
+        "max_ms": _r(max((p[1] for p in pauses), default=0.0)),
         "gen2": len(full),
-        "gen2_on_loop": sum(1 for gen, _, loop in pauses if gen == 2 and loop),
-        "gen2_p50_ms": _r(pct(full, 50) or 0.0),
-        "gen2_max_ms": _r(max(full, default=0.0)),
+        "gen2_on_loop": sum(1 for p in full if p[2]),
+        "gen2_p50_ms": _r(pct([p[1] for p in full], 50) or 0.0),
+        "gen2_max_ms": _r(max((p[1] for p in full), default=0.0)),
+        "gen2_cpu_p50_ms": _r(pct([p[3] for p in full], 50) or 0.0),  # the rest of the wall time: off its core
+        "gen2_cpu_max_ms": _r(max((p[3] for p in full), default=0.0)),
+        "gen2_collected_max": max((p[4] for p in full), default=0),
     }
 
 
@@ -1434,7 +1443,8 @@ def print_table(r: dict) -> None:
         g = s["gc"]
         if g["gen2"]:
             t.add_row(f"     [dim]full (gen 2) garbage collections ×{g['gen2']} ({g['gen2_on_loop']} on the loop thread), "
-                      f"pause p50 {g['gen2_p50_ms']:.0f} ms; all GC {g['total_ms']:,.0f} ms in {g['count']:,} runs[/]",
+                      f"pause p50 {g['gen2_p50_ms']:.0f} ms (CPU {g.get('gen2_cpu_p50_ms', 0):.0f}, max "
+                      f"{g.get('gen2_cpu_max_ms', 0):.0f}); all GC {g['total_ms']:,.0f} ms in {g['count']:,} runs[/]",
                       "", "", "", "", f"[dim]{g['gen2_max_ms']:.0f}[/]", "", "")
         if s["late_ticks"]:
             what = "; ".join(f"{k} ×{v}" for k, v in list(s["late_ticks_overlapping"].items())[:4])
