@@ -129,6 +129,10 @@ def _session(graph: bytes | str) -> Any:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    # ONNX Runtime's pool threads spin on a core after each run, waiting for the next one: on two
+    # cores that took 62 ms of CPU in the half second after every question (away from the event
+    # loop and the ingest) and made no question faster (8.3 ms either way, bench/load.py's machine).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 

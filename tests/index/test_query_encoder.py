@@ -43,6 +43,13 @@ def test_onnx_questions_match_torch(embedder):
         assert abs(float(np.linalg.norm(fast)) - 1.0) < 1e-5
 
 
+def test_the_encoders_threads_do_not_spin_after_a_question(embedder):
+    """Spinning pool threads keep a core busy after every question, on a machine of two."""
+    embedder.prepare_queries()
+    options = embedder._query_encoder.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_the_export_is_cached_and_a_broken_cache_is_exported_again(embedder, tmp_path):
     cache = tmp_path / "models" / "query.onnx"
     OnnxQueryEncoder(embedder.model, embedder.tokenizer, embedder.max_tokens, cache=cache)
