@@ -1,6 +1,10 @@
 """Parsing one note: decoding, frontmatter, secrets in every form, wikilinks."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
+from oracle.notes import parse as parse_module
 from oracle.notes.parse import (
     NoteError,
     decode,
@@ -178,6 +182,33 @@ def test_a_doubtful_marker_after_a_comment_still_hides_it():
     text = "A 20%% rise. %% SECRET the mayor %% then 50%% more.\n\nLast line."
     public, _, _ = extract_secrets(text)
     assert "SECRET" not in public and "mayor" not in public and "Last line." in public
+
+
+# Lines that move CommonMark's block boundaries, secret markers among them and around them.
+_LINES = [
+    "", "Plain text.", "# Heading", "```", "~~~c", "    indented %% code", "\tcode by tab", "> quoted",
+    "> [!gm] The duke", "> [!note]- Public", ">[!SECRET]+", "- item", "  > [!dm] in a list", "1. step",
+    "lazy continuation", "| a | b |", "|---|---|", "| `%%` | x |", "Type `%%` here", "``a ` %% b``",
+    "text %% hidden %% text", "%%", "20%% off", "\\%% escaped", "<div>", "</div>", "***", "Setext", "===",
+    "[!gm] not in a quote", "> > [!private] nested", "* [!secret]",
+]
+_FULL_PARSE = MarkdownIt("commonmark").enable("table")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_LINES), min_size=1, max_size=2).map(" ".join), max_size=25))
+def test_reading_the_blocks_alone_finds_what_the_full_parse_finds(lines):
+    """The parser runs without its inline rule, and a note with no marker is not parsed at all: both
+    must hide exactly what reading the whole CommonMark parse of every note hides."""
+    text = "\n".join(lines)
+    quick = parse_module._secret_intervals(text)
+    saved = parse_module._MD, parse_module._may_hide
+    parse_module._MD, parse_module._may_hide = _FULL_PARSE, lambda _text: True
+    try:
+        full = parse_module._secret_intervals(text)
+    finally:
+        parse_module._MD, parse_module._may_hide = saved
+    assert quick == full
 
 
 def test_an_unclosed_comment_names_its_line_and_hides_what_it_says():
