@@ -141,7 +141,6 @@ def proper_nouns(
 
 def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[tuple[str, bool]]:
     """Candidate names, each with whether it is strong evidence (False: one word opening a sentence)."""
-    tokens = list(_TOKEN.finditer(text))
     run: list[re.Match[str]] = []
 
     def emit() -> Iterable[str]:
@@ -161,7 +160,7 @@ def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[tuple[str, b
         if len(words) >= 3 and words[1].lower() not in _CONNECTORS:
             yield " ".join(words[1:]), True  # "Captain Dunstan Vale" is also "Dunstan Vale"
 
-    for i, m in enumerate(tokens):
+    for m in _TOKEN.finditer(text):  # one at a time: a chunk's every word never lives at once
         word = m.group()
         adjacent = bool(run) and re.fullmatch(r"[ \t]+", text[run[-1].end() : m.start()] or "x")
         if word[0].isupper():
