@@ -78,6 +78,7 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,11 +309,18 @@ class SlowIteration:
     top: list[tuple[float, float, float, object]]  # (wall, CPU, GC ms, raw description) of its callbacks over 1 ms
 
 
+# The benchmark's own records stay out of the garbage collector's way: a collection in this process
+# walks every tracked object and every reference it holds, so tens of thousands of boxed floats in
+# lists and a dict per answer would lengthen the very pauses it measures (they were a third of the
+# references a full collection walked during a reingest). Numbers go into arrays (one object, no
+# references), answers into slotted records whose timings are a tuple of plain values.
+
+
 @dataclass
 class PhaseData:
-    lateness_ms: list[float] = field(default_factory=list)
+    lateness_ms: array = field(default_factory=lambda: array("d"))
     slow_iterations: list[SlowIteration] = field(default_factory=list)
-    select_overshoot_ms: list[float] = field(default_factory=list)  # an idle poll returned this late
+    select_overshoot_ms: array = field(default_factory=lambda: array("d"))  # an idle poll returned this late
     samples: list[dict] = field(default_factory=list)  # the watchdog's stack samples
     # (generation, wall ms, on the loop thread, the collecting thread's CPU ms, objects collected)
     gc_pauses: list[tuple[int, float, bool, float, int]] = field(default_factory=list)
@@ -718,12 +726,12 @@ def fake_answer(request: dict) -> str:
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class Asked:
     phase: str
     mode: str  # llm | passages | not_found | error
     ms: float
-    timings: dict
+    timings: tuple[tuple[str, float], ...]  # (stage, ms): plain values, so the collector untracks it
     rerank: str = ""
     error: str = ""
 
@@ -744,10 +752,10 @@ class Asker:
         t = time.perf_counter()
         try:
             answer = await oracle.ask(q)
-            rec = Asked(group, answer.mode, (time.perf_counter() - t) * 1000, dict(answer.trace.timings_ms or {}),
+            rec = Asked(group, answer.mode, (time.perf_counter() - t) * 1000, tuple((answer.trace.timings_ms or {}).items()),
                         (answer.trace.rerank or {}).get("reason", ""))
         except Exception as exc:  # ask() must never raise: count it
-            rec = Asked(group, "error", (time.perf_counter() - t) * 1000, {}, error=f"{type(exc).__name__}: {exc}"[:300])
+            rec = Asked(group, "error", (time.perf_counter() - t) * 1000, (), error=f"{type(exc).__name__}: {exc}"[:300])
         self.records.append(rec)
         return rec
 
@@ -774,7 +782,7 @@ def latency_json(recs: list[Asked]) -> dict:
     modes = Counter(r.mode for r in recs)
     stages: dict[str, list[float]] = defaultdict(list)
     for r in recs:
-        for k, v in r.timings.items():
+        for k, v in r.timings:
             stages[k].append(v)
     errors = Counter(r.error for r in recs if r.error)
     return {
