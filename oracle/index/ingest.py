@@ -354,7 +354,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         ("2" + repr(sorted(map(repr, scan.compendium)))).encode()
     ).hexdigest()[:16]
     if touched or full or to_add or meta.get("compendium") != compendium_key:
-        compendium: Compendium | None = await off_loop(
+        compendium: Compendium | None = await embedder.offload(
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
     else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
@@ -387,7 +387,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     await store.forget_orphan_annotations()
     if await _annotate(index, report, all_texts, hashes, cache, progress):
         # New annotations bring the names the model extracted into the Compendium.
-        compendium = await off_loop(
+        compendium = await embedder.offload(
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
         await store.replace_compendium(compendium)

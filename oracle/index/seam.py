@@ -24,11 +24,14 @@ R = TypeVar("R")
 
 
 class WindowEncoder(Protocol):
-    """What encodes a reingest's windows elsewhere: the embedding worker process (`worker.EmbedWorker`)."""
+    """What encodes a reingest's windows, and runs its other CPU-bound steps, elsewhere: the
+    embedding worker process (`worker.EmbedWorker`)."""
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]: ...
+
+    async def offload(self, fn: Callable[..., R], /, *args: object) -> R: ...
 
 
 # How often the interpreter lock changes hands (Python's default: every 5 ms). A thread running
@@ -119,3 +122,10 @@ class Embeddings:
         if self.worker is not None and chunks:
             return await self.worker.windows(chunks, overlap_tokens, size)
         return await off_loop(self._embedder.windows, chunks, overlap_tokens, size)
+
+    async def offload(self, fn: Callable[..., R], /, *args: object) -> R:
+        """A reingest's pure, CPU-bound `fn(*args)` (the Compendium's build): in the worker process when
+        there is one, where it holds no lock the event loop needs; else on a thread (`off_loop`)."""
+        if self.worker is not None:
+            return await self.worker.offload(fn, *args)
+        return await off_loop(fn, *args)

@@ -1,11 +1,14 @@
-"""The embedding worker: one process that cuts and embeds a reingest's windows, for every campaign.
+"""The embedding worker: one process that cuts and embeds a reingest's windows, and builds its
+Compendium, for every campaign.
 
 In the bot's own process the encoder holds the interpreter lock in stretches while questions wait
 (`bench/load.py` measured stalls of the event loop up to 103 ms during a reingest on two cores). So
 the process that answers questions (the bot) starts one worker process, once, loads the model there
 once, and sends it every reingest's windows; questions are still embedded in-process (a few ms with
-ONNX Runtime). The worker runs at a lower CPU priority and leaves a core free (`worker_threads`): a
-reingest never slows a question down more than it must. Same model, same code, same batches: the
+ONNX Runtime). The Compendium's build runs there too (`offload`): over a second of pure Python for
+the CRD3 log, which in the bot's process competed with the loop for the interpreter lock and the
+cores all that time. The worker runs at a lower CPU priority and leaves a core free
+(`worker_threads`): a reingest never slows a question down more than it must. Same model, same code, same batches: the
 vectors are the ones the process itself would compute (tested).
 
 A killed worker fails the reingest it was serving with an `EmbedError` that says so (never a hang);
@@ -19,9 +22,10 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,6 +34,7 @@ from .embed import EmbedError, Embedder
 from .seam import off_loop, usable_cores
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 # How much lower the worker's CPU priority is than the bot's (nice(2) increment). At 19, the lowest,
 # the kernel gives the bot's threads about seventy times the worker's share of a contended core: a
@@ -90,6 +95,10 @@ def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list
     return _loaded().windows(chunks, overlap_tokens, size)
 
 
+def _offloaded(fn: Callable[..., R], args: tuple) -> R:
+    return fn(*args)
+
+
 # ---------------------------------------------------------------------------------------------
 # In the bot's process
 
@@ -146,6 +155,11 @@ class EmbedWorker:
 
     async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
         return await self._submit(_windows, list(chunks), overlap_tokens, size)
+
+    async def offload(self, fn: Callable[..., R], /, *args: object) -> R:
+        """`fn(*args)` in the worker process: a pure, CPU-bound step of a reingest. `fn` must be a
+        module's top-level function, and its arguments and result picklable."""
+        return await self._submit(_offloaded, fn, args)
 
     async def _submit(self, fn, *args):
         await self.ready()

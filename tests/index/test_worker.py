@@ -54,9 +54,25 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
     try:
         assert embedder.fingerprint == await worker.ready()
         assert worker.pid not in (None, os.getpid())
+        offloaded = []
+        offload = library.embeddings.offload
+
+        async def spy(fn, *args):
+            offloaded.append(fn.__name__)
+            return await offload(fn, *args)
+
+        library.embeddings.offload = spy
         here = await ingest(in_process.index("here"))
         there = await ingest(library.index("worker"))
-        assert (here.windows_embedded, here.chunks) == (there.windows_embedded, there.chunks)
+        assert ["build_compendium"] == offloaded
+        assert (here.windows_embedded, here.chunks, here.entities) == (there.windows_embedded, there.chunks, there.entities)
+        for visibilities in ((PUBLIC,), (PUBLIC, GM)):
+            stores = [await i.store() for i in (in_process.index("here"), library.index("worker"))]
+            mine_names, their_names = [await s.entity_names(visibilities) for s in stores]
+            assert mine_names == their_names and mine_names
+            assert [await stores[0].entity(e.entity_id, visibilities) for e in mine_names] == [
+                await stores[1].entity(e.entity_id, visibilities) for e in their_names
+            ]
         mine, theirs = await vectors_by_id(in_process.index("here")), await vectors_by_id(library.index("worker"))
         assert sorted(mine) == sorted(theirs) and len(mine) == here.windows_embedded
         assert [] == [i for i in mine if not np.array_equal(mine[i], theirs[i])]
@@ -64,6 +80,10 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
         library.worker = library.embeddings.worker = None  # the fixture stops it
         await library.close()
         await in_process.close()
+
+
+async def test_an_offloaded_step_runs_in_the_worker_process(worker):
+    assert await worker.offload(os.getpid) == worker.pid != os.getpid()
 
 
 @pytest.mark.slow
