@@ -905,7 +905,10 @@ async def measure(args) -> dict:
                 probe.wrap(entity_mod, "EntityMatcher", "EntityMatcher build")  # built where it is named
                 probe.wrap(ingest_mod, "scan_notes", "scan notes")
                 probe.wrap(ingest_mod, "chunk_all", "chunk notes")
-                probe.wrap(ingest_mod, "build_compendium", "build Compendium")
+                # Its inner step, not `build_compendium` itself: that one is sent to the embedding worker
+                # by reference (pickled), which a wrapper defined here cannot be. In the worker it runs
+                # unwrapped, off this process, as it should be: it holds none of this process's locks.
+                probe.wrap(ingest_mod, "_compendium", "build Compendium")
                 asker = Asker(questions)
                 await asyncio.sleep(0.5)  # the setup's own steps stay out of the idle phase
 
