@@ -8,8 +8,8 @@ once, and sends it every reingest's windows; questions are still embedded in-pro
 ONNX Runtime). The Compendium's build runs there too (`offload`): over a second of pure Python for
 the CRD3 log, which in the bot's process competed with the loop for the interpreter lock and the
 cores all that time. The worker runs at a lower CPU priority and leaves a core free
-(`worker_threads`): a reingest never slows a question down more than it must. Same model, same code, same batches: the
-vectors are the ones the process itself would compute (tested).
+(`worker_threads`): a reingest never slows a question down more than it must. Same model, same
+code, same batches: the vectors are the ones the process itself would compute (tested).
 
 A killed worker fails the reingest it was serving with an `EmbedError` that says so (never a hang);
 the next call starts a new worker. A worker whose bot died exits by itself.
@@ -95,10 +95,6 @@ def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list
     return _loaded().windows(chunks, overlap_tokens, size)
 
 
-def _offloaded(fn: Callable[..., R], args: tuple) -> R:
-    return fn(*args)
-
-
 # ---------------------------------------------------------------------------------------------
 # In the bot's process
 
@@ -159,7 +155,7 @@ class EmbedWorker:
     async def offload(self, fn: Callable[..., R], /, *args: object) -> R:
         """`fn(*args)` in the worker process: a pure, CPU-bound step of a reingest. `fn` must be a
         module's top-level function, and its arguments and result picklable."""
-        return await self._submit(_offloaded, fn, args)
+        return await self._submit(fn, *args)
 
     async def _submit(self, fn, *args):
         await self.ready()
