@@ -33,7 +33,7 @@ from .retrieve.entity import Matchers, entity_path
 from .retrieve.evidence import gather_evidence
 from .retrieve.followup import expand_followup
 from .retrieve.fusion import make_fusion
-from .retrieve.keyword import keyword_path
+from .retrieve.keyword import TermCounts, keyword_path
 from .retrieve.learned import load_ranker
 from .retrieve.linked import linked_path
 from .retrieve.results import Hit, Retrieval
@@ -137,8 +137,12 @@ class Oracle:
             windows.update(found)
             return [(cid, sims[0]) for cid, sims in found]
 
+        # Read by the keyword path, reused by the learned fusion's evidence.
+        counts, total = TermCounts(store), await mention_stats.indexed(store)
         keyword, semantic, entity = await asyncio.gather(
-            timed("keyword", keyword_path(store, query, visibilities, depth, (settings.fts_head_weight, 1.0))),
+            timed("keyword", keyword_path(
+                store, query, visibilities, depth, (settings.fts_head_weight, 1.0), counts=counts, total=total
+            )),
             timed("semantic", semantic()),
             timed("entity", entity_path(store, entities, visibilities, depth, stats=mention_stats)),
         )
@@ -159,7 +163,7 @@ class Oracle:
             t = time.perf_counter()
             seeds = [f.id for f in fused[:k]]
             evidence = await gather_evidence(
-                store, query, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats
+                store, query, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats, counts
             )
             timings["evidence"] = _ms(t)
             t = time.perf_counter()

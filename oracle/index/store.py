@@ -367,19 +367,6 @@ class Store:
         )
         return [Reference(r[0], r[1], int(r[2])) for r in rows]
 
-    async def frequent_terms(self, terms: Sequence[str], share: float) -> set[str]:
-        """The index terms (stemmed as FTS_TOKENIZE stems) among `terms` that more than `share` of
-        all chunks hold."""
-        if not terms:
-            return set()
-        asked = sorted(set(terms))
-        rows = await self._all(
-            f"SELECT term FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})"
-            " AND doc > ? * (SELECT count(*) FROM chunks)",
-            (*asked, share),
-        )
-        return {r[0] for r in rows}
-
     async def term_docs(self, terms: Sequence[str]) -> dict[str, int]:
         """{term: chunks holding it} for the index terms (stemmed as FTS_TOKENIZE stems) among
         `terms`; a term no chunk holds is left out."""

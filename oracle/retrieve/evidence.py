@@ -41,7 +41,7 @@ from ..types import Chunk, Scored
 from . import PATHS
 from .entity import EntityMatch, MentionStats
 from .fusion import Fused
-from .keyword import stem
+from .keyword import TermCounts, stem
 
 KINDS = ("session", "sheet", "world", "note")
 FEATURES: tuple[str, ...] = (
@@ -215,15 +215,16 @@ async def gather_evidence(
     seeds: Sequence[str],
     visibilities: Sequence[str],
     stats: MentionStats | None = None,
+    counts: TermCounts | None = None,
 ) -> Evidence:
     """Every candidate's features. `fused`: the current fusion's order of all candidates; `seeds`:
     its top k, whose references mark the linked candidates; `stats`: the counts of the store's
-    generation, kept between questions."""
+    generation, kept between questions; `counts`: the question's term counts the keyword path read."""
     ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
     words = query_words(query)
     stems = dict(zip(words, stem(words)))
     total = await (stats or MentionStats()).indexed(store)
-    df = await store.term_docs(list(stems.values()))
+    df = await (counts or TermCounts(store)).of(stems.values())
     terms = question_terms(total, df, stems)
     matches = [_quoted(w) for w in terms.words]
     if len(terms.words) >= 2:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import snowballstemmer
 
@@ -46,28 +46,62 @@ def fts_query(text: str) -> str:
     return " OR ".join(fts_terms(text))
 
 
-async def common_words(store: Store, words: Sequence[str], share: float = 0.5) -> set[str]:
-    """The words (lower-cased, one token each) found in more than `share` of all chunks. FTS5's
-    bm25 gives such a term an idf of 1e-6, so it cannot change a ranking; it only makes SQLite
-    read its long posting list and score every chunk that holds it. A word whose stem differs from
-    the index's merely stays in the query."""
+class TermCounts:
+    """How many chunks hold each index term (stemmed as FTS_TOKENIZE stems), read once per question:
+    the keyword path leaves the common terms out by them, the learned fusion weighs coverage by them.
+    FTS5 counts a term's chunks by reading its whole posting list (a millisecond a question on a
+    25k-chunk index), so the second reader reuses the first one's counts."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.docs: dict[str, int] = {}
+
+    async def of(self, terms: Iterable[str]) -> dict[str, int]:
+        """{term: chunks holding it} for the terms any chunk holds."""
+        wanted = set(terms)
+        missing = sorted(wanted - self.docs.keys())
+        if missing:
+            found = await self.store.term_docs(missing)
+            self.docs.update({t: found.get(t, 0) for t in missing})
+        return {t: self.docs[t] for t in wanted if self.docs[t]}
+
+
+async def common_words(
+    store: Store, words: Sequence[str], share: float = 0.5, *, counts: TermCounts | None = None, total: int | None = None
+) -> set[str]:
+    """The words (lower-cased, one token each) found in more than `share` of all chunks (`total`,
+    counted if not given). FTS5's bm25 gives such a term an idf of 1e-6, so it cannot change a
+    ranking; it only makes SQLite read its long posting list and score every chunk that holds it. A
+    word whose stem differs from the index's merely stays in the query."""
     if not words:
         return set()
     stems = dict(zip(words, stem(words)))
-    common = await store.frequent_terms(list(stems.values()), share)
-    return {w for w, s in stems.items() if s in common}
+    docs = await (counts or TermCounts(store)).of(stems.values())
+    if total is None:
+        total = await store.count_all_chunks()
+    return {w for w, s in stems.items() if docs.get(s, 0) > share * total}
 
 
 async def keyword_path(
-    store: Store, text: str, visibilities: Sequence[str], depth: int, weights: tuple[float, float] = (2.0, 1.0)
+    store: Store,
+    text: str,
+    visibilities: Sequence[str],
+    depth: int,
+    weights: tuple[float, float] = (2.0, 1.0),
+    *,
+    counts: TermCounts | None = None,
+    total: int | None = None,
 ) -> Scored:
     """bm25 over the question's terms. Terms in over half the chunks score next to nothing but
     cost the most (half the keyword time on a 2,500-chunk index), so the rarer terms are asked
     first; only when they match fewer than `depth` chunks is the full question asked, so the
-    tail is ranked, as always, by the common terms (a small campaign, mostly)."""
+    tail is ranked, as always, by the common terms (a small campaign, mostly). `counts` and `total`:
+    the question's term counts and the index's chunks, when the caller keeps them."""
     terms = fts_terms(text)
     folded = {t: normalize(t[1:-1].replace('""', '"')) for t in terms}
-    common = await common_words(store, sorted({f for f in folded.values() if " " not in f}))
+    common = await common_words(
+        store, sorted({f for f in folded.values() if " " not in f}), counts=counts, total=total
+    )
     rare = [t for t in terms if folded[t] not in common]
     if rare and len(rare) < len(terms):
         found = await store.keyword_search(" OR ".join(rare), visibilities, depth, weights)

@@ -15,10 +15,12 @@ import pytest_asyncio
 
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
+from oracle.index.store import Store
 from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatch
 from oracle.retrieve.evidence import FEATURES, Terms, build_features, gather_evidence, path_features, question_terms
 from oracle.retrieve.fusion import Fused, dbsf
+from oracle.retrieve.keyword import TermCounts
 from oracle.retrieve.learned import DEFAULT_MODEL, FORMAT, VERSION, LearnedRanker, load_ranker
 from oracle.settings import Settings
 from oracle.types import PUBLIC, Chunk
@@ -205,6 +207,43 @@ async def test_evidence_over_a_real_index(mini):
     # Read through or looked up chunk by chunk, the answer is the same.
     for lookups in ({0}, {1}, {0, 1}):
         assert set(found) == set(await store.matching_chunks([session1, gods], ['"compass"', '"drowned"'], lookups))
+
+
+@module_loop
+async def test_a_question_reads_each_term_count_once(mini, monkeypatch):
+    """The keyword path and the evidence both need the question's term counts: FTS5 reads a term's
+    whole posting list to count its chunks, so the evidence reuses what the keyword path read."""
+    asked: list[str] = []
+    term_docs = Store.term_docs
+
+    async def spy(self, terms):
+        asked.extend(terms)
+        return await term_docs(self, terms)
+
+    monkeypatch.setattr(Store, "term_docs", spy)
+    search = await oracle_for(mini, fusion="learned").search("Who sold a brass compass in the Lantern Market?")
+    assert search.evidence is not None
+    assert {"sold", "brass", "compass", "lantern", "market"} <= set(asked)
+    assert sorted(set(asked)) == sorted(asked)  # none read twice
+
+
+@module_loop
+async def test_term_counts_remember_what_they_read(mini, monkeypatch):
+    store = await mini.store()
+    direct = await store.term_docs(["compass", "ledger", "zzyzx"])
+    reads: list[list[str]] = []
+    term_docs = Store.term_docs
+
+    async def spy(self, terms):
+        reads.append(list(terms))
+        return await term_docs(self, terms)
+
+    monkeypatch.setattr(Store, "term_docs", spy)
+    counts = TermCounts(store)
+    assert direct == await counts.of(["compass", "zzyzx"]) | await counts.of(["ledger", "compass"])
+    assert "zzyzx" not in direct  # no chunk holds it: left out, and not asked again
+    assert [["compass", "zzyzx"], ["ledger"]] == reads
+    assert {} == await counts.of(["zzyzx"]) and 2 == len(reads)
 
 
 @module_loop
