@@ -900,6 +900,9 @@ async def measure(args) -> dict:
                 import oracle.oracle as answer_mod
 
                 probe.wrap(answer_mod, "SecretGuard", "SecretGuard build")
+                # A question's own CPU steps, off the loop but wanting the interpreter lock.
+                probe.wrap(answer_mod, "fit_answer_prompt", "fit prompt")
+                probe.wrap(answer_mod, "_checked", "check answer")
                 import oracle.retrieve.entity as entity_mod
 
                 probe.wrap(entity_mod, "EntityMatcher", "EntityMatcher build")  # built where it is named

@@ -26,7 +26,7 @@ import aiosqlite
 
 from .answer.results import Answer, abstains
 from .errors import OracleError
-from .index.seam import off_loop
+from .index.seam import question_step
 from .retrieve.keyword import stem
 from .text import STOPWORDS, text_words
 
@@ -291,7 +291,7 @@ class Journal:
             (int(gm),),
         ) as cursor:
             rows = await cursor.fetchall()
-        return await off_loop(group_unanswered, rows, limit)  # stemming every question is CPU work
+        return await question_step(group_unanswered, rows, limit)  # stemming every question is CPU work
 
     async def bank(self) -> list[dict]:
         """Confirmed questions in the evaluation bank format (`shared/eval/README.md`), oldest first."""

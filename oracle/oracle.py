@@ -25,7 +25,7 @@ from .answer.trace import Mode, build_trace
 from .dossier import Dossiers
 from .index import annotate
 from .index.index import Index
-from .index.seam import Embeddings, Vectors, off_loop, search_concurrency
+from .index.seam import Embeddings, Vectors, question_step, search_concurrency
 from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve import path_depth
@@ -268,7 +268,7 @@ class Oracle:
         calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
         window = await self.index.llm.window()
         # Counting a prompt's tokens is milliseconds of pure Python a question: off the event loop.
-        fitted = await off_loop(
+        fitted = await question_step(
             fit_answer_prompt, prompt, selection.context, history, num_ctx=window.num_ctx,
             reply_tokens=window.answer_tokens,
         )
@@ -312,7 +312,7 @@ class Oracle:
             except LLMError as exc:
                 return await fallback(str(exc), extra, t)
         retrieval.timings_ms["answer"] = _ms(t)
-        verified, leaked = await off_loop(_checked, text, context, guard)
+        verified, leaked = await question_step(_checked, text, context, guard)
         if leaked:
             # Players get the passages as if the model had failed: saying why would tell them a
             # secret lies there. The game master reads the reason in the log and in `status`.
@@ -388,7 +388,7 @@ class Oracle:
         embedder = await self.index.embedder()
         terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities])
 
-        model = embedder.in_thread  # `similarity` runs on the worker thread with `choose_excerpts`
+        model = embedder.in_thread  # `similarity` runs in the question's lane with `choose_excerpts`
 
         def similarity(texts: Sequence[str]) -> list[float]:
             query = retrieval.query_vector
@@ -396,7 +396,7 @@ class Oracle:
                 query = model.encode_query(retrieval.search_query)
             return [float(model.encode_query(text) @ query) for text in texts]
 
-        return await off_loop(choose_excerpts, chunks, terms, similarity)
+        return await question_step(choose_excerpts, chunks, terms, similarity)
 
     def _answer(
         self,
@@ -494,7 +494,7 @@ class Oracle:
         async with self._guard_lock:
             generation = await store.generation()
             if self._guard is None or self._guard[0] != generation:
-                self._guard = (generation, await off_loop(SecretGuard, await store.chunk_texts()))
+                self._guard = (generation, await question_step(SecretGuard, await store.chunk_texts()))
             return self._guard[1]
 
 

@@ -39,7 +39,7 @@ from .compendium import (
     read_compendium_file,
 )
 from .index import Index, collection_name
-from .seam import off_loop
+from .seam import ingest_step
 from .store import CachedAnnotation, Changes, Compendium, FileRecord, StoreError, now
 from .vectors import VectorStoreError
 
@@ -285,8 +285,8 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
 
     manifest = await store.manifest()
     progress(Progress("scan", 0, 0, str(settings.notes_dir)))
-    scan = await off_loop(scan_notes, settings, manifest, full)
-    chunks_by_file = await off_loop(chunk_all, scan, settings)
+    scan = await ingest_step(scan_notes, settings, manifest, full)
+    chunks_by_file = await ingest_step(chunk_all, scan, settings)
     progress(Progress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
 
     skipped_paths = {s.path for s in scan.skipped}
@@ -359,7 +359,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         )
     else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
         compendium = None
-    refs = await off_loop(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
+    refs = await ingest_step(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
     changes = Changes(
         remove_chunks=to_remove,
         add_chunks=[(c, heads[c.id]) for c in to_add],

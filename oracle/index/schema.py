@@ -12,7 +12,7 @@ import json
 import aiosqlite
 
 from ..notes.refs import chunk_refs
-from .seam import off_loop
+from .seam import ingest_step
 
 SCHEMA_VERSION = 6
 
@@ -175,7 +175,7 @@ async def _fill_refs(db: aiosqlite.Connection) -> None:
     """Schema 5: the references of the chunks already stored, as an ingest would have written them."""
     async with db.execute("SELECT id, label, path, text, links FROM chunks") as cursor:
         rows = await cursor.fetchall()
-    refs = await off_loop(
+    refs = await ingest_step(
         chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
     )
     await db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)

@@ -3,13 +3,17 @@
 Chroma's client and the embedding model are synchronous, and a reingest's parsing and Compendium
 build are seconds of CPU. Run on the event loop, any of them stalls Discord's heartbeat and every
 question waiting behind it. So the index hands out async facades (`Vectors`, `Embeddings`) over the
-synchronous classes, and CPU-bound work goes through `off_loop`; no other module calls `to_thread`.
+synchronous classes; calls that wait go through `off_loop`, and pure Python that takes long on the
+CPU through one of two lanes (`question_step`, `ingest_step`). No other module calls `to_thread`.
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, Protocol, TypeVar
 
 import numpy as np
@@ -58,8 +62,44 @@ def search_concurrency(settings: Settings) -> int:
 
 
 async def off_loop(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """`fn(*args, **kwargs)` on a worker thread: for a pure function that takes long on the CPU."""
+    """`fn(*args, **kwargs)` on a worker thread of asyncio's pool: for a call that waits (files, a
+    model's loading) or runs in native code that lets go of the interpreter lock (Chroma's reads,
+    torch, ONNX Runtime). Pure Python goes through a lane instead."""
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class Lane:
+    """One thread that runs CPU-bound pure Python, one step after another.
+
+    Under the interpreter lock, pure Python on several threads goes no faster than on one, and
+    each thread that wants the lock makes the event loop wait its turn (`bench/lanes.py`: twenty
+    prompts' tokens counted at once through asyncio's pool, six threads on two cores, made a 10 ms
+    sleep of the loop wake up to 51-77 ms late; through one thread, 6-8 ms, and the counting ended
+    no later). So each kind of step has one thread."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    async def run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+
+# Two lanes per process, shared by every campaign: a question's steps (fitting its prompt,
+# checking its answer) never wait behind an ingest's (reading and chunking a whole campaign).
+QUESTION_LANE = Lane("oracle-question")
+INGEST_LANE = Lane("oracle-ingest")
+
+
+async def question_step(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """A question's CPU-bound step (milliseconds of pure Python), off the event loop."""
+    return await QUESTION_LANE.run(fn, *args, **kwargs)
+
+
+async def ingest_step(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """An ingest's CPU-bound step (up to seconds of pure Python), off the event loop."""
+    return await INGEST_LANE.run(fn, *args, **kwargs)
 
 
 class Vectors:
@@ -70,7 +110,7 @@ class Vectors:
 
     @property
     def in_thread(self) -> VectorStore:
-        """The store itself, for code that already runs on a worker thread through `off_loop`."""
+        """The store itself, for code that already runs off the event loop (a lane or `off_loop`)."""
         return self._store
 
     async def count(self) -> int:
@@ -107,7 +147,7 @@ class Embeddings:
 
     @property
     def in_thread(self) -> Embedder:
-        """The model itself, for code that already runs on a worker thread through `off_loop`."""
+        """The model itself, for code that already runs off the event loop (a lane or `off_loop`)."""
         return self._embedder
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -125,7 +165,7 @@ class Embeddings:
 
     async def offload(self, fn: Callable[..., R], /, *args: object) -> R:
         """A reingest's pure, CPU-bound `fn(*args)` (the Compendium's build): in the worker process when
-        there is one, where it holds no lock the event loop needs; else on a thread (`off_loop`)."""
+        there is one, where it holds no lock the event loop needs; else in the ingest's lane."""
         if self.worker is not None:
             return await self.worker.offload(fn, *args)
-        return await off_loop(fn, *args)
+        return await ingest_step(fn, *args)

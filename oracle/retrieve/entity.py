@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..index.index import Index
-from ..index.seam import off_loop
+from ..index.seam import question_step
 from ..index.store import MentionWeight, Store, VisibleAlias
 from ..text import STOPWORDS, normalize_text
 from ..types import Scored, readable
@@ -155,7 +155,7 @@ class Matchers:
         store = store or await self.index.store()
         key = (await store.generation(), gm)
         if key not in self._built:
-            matcher = await off_loop(EntityMatcher, await store.visible_aliases(readable(gm)))
+            matcher = await question_step(EntityMatcher, await store.visible_aliases(readable(gm)))
             # Keep the other clearance's entry for the same index; forget older indexes.
             self._built = {k: v for k, v in self._built.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
         return self._built[key]
