@@ -30,7 +30,7 @@ from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve import path_depth
 from .retrieve.entity import Matchers, entity_path
-from .retrieve.evidence import gather_evidence
+from .retrieve.evidence import gather_evidence, query_stems
 from .retrieve.followup import expand_followup
 from .retrieve.fusion import make_fusion
 from .retrieve.keyword import TermCounts, keyword_path
@@ -137,8 +137,9 @@ class Oracle:
             windows.update(found)
             return [(cid, sims[0]) for cid, sims in found]
 
-        # Read by the keyword path, reused by the learned fusion's evidence.
-        counts, total = TermCounts(store), await mention_stats.indexed(store)
+        # Read by the keyword path, with the learned fusion's terms; reused by its evidence.
+        counts = TermCounts(store, also=query_stems(query).values() if self.learned else ())
+        total = await mention_stats.indexed(store)
         keyword, semantic, entity = await asyncio.gather(
             timed("keyword", keyword_path(
                 store, query, visibilities, depth, (settings.fts_head_weight, 1.0), counts=counts, total=total

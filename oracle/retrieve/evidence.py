@@ -108,6 +108,12 @@ def query_words(query: str) -> list[str]:
     return list(words)
 
 
+def query_stems(query: str) -> dict[str, str]:
+    """{word: its stem as the index holds it} for the question's words (`query_words`)."""
+    words = query_words(query)
+    return dict(zip(words, stem(words)))
+
+
 def _quoted(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
@@ -221,8 +227,7 @@ async def gather_evidence(
     its top k, whose references mark the linked candidates; `stats`: the counts of the store's
     generation, kept between questions; `counts`: the question's term counts the keyword path read."""
     ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
-    words = query_words(query)
-    stems = dict(zip(words, stem(words)))
+    stems = query_stems(query)
     total = await (stats or MentionStats()).indexed(store)
     df = await (counts or TermCounts(store)).of(stems.values())
     terms = question_terms(total, df, stems)

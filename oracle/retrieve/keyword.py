@@ -50,16 +50,19 @@ class TermCounts:
     """How many chunks hold each index term (stemmed as FTS_TOKENIZE stems), read once per question:
     the keyword path leaves the common terms out by them, the learned fusion weighs coverage by them.
     FTS5 counts a term's chunks by reading its whole posting list (a millisecond a question on a
-    25k-chunk index), so the second reader reuses the first one's counts."""
+    25k-chunk index), so the second reader reuses the first one's counts. `also`: the terms a later
+    reader will ask for, read with the first."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, also: Iterable[str] = ()) -> None:
         self.store = store
         self.docs: dict[str, int] = {}
+        self._also = set(also)
 
     async def of(self, terms: Iterable[str]) -> dict[str, int]:
         """{term: chunks holding it} for the terms any chunk holds."""
-        wanted = set(terms)
-        missing = sorted(wanted - self.docs.keys())
+        wanted = {t for t in terms if t}  # Porter stems a lone "s" (of "Vex's") to nothing
+        missing = sorted((wanted | self._also) - self.docs.keys() - {""})
+        self._also.clear()
         if missing:
             found = await self.store.term_docs(missing)
             self.docs.update({t: found.get(t, 0) for t in missing})
