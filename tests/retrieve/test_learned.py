@@ -209,13 +209,8 @@ async def test_evidence_over_a_real_index(mini):
         assert set(found) == set(await store.matching_chunks([session1, gods], ['"compass"', '"drowned"'], lookups))
 
 
-@module_loop
-@pytest.mark.parametrize(
-    "question", ["Who sold a brass compass in the Lantern Market?", "What did Mirela's ledger-keeper write?"]
-)
-async def test_a_question_reads_its_term_counts_once(mini, monkeypatch, question):
-    """The keyword path and the evidence both need the question's term counts: FTS5 reads a term's
-    whole posting list to count its chunks, so both are read in one go, by the keyword path."""
+def spy_term_docs(monkeypatch) -> list[list[str]]:
+    """Every read of term counts from now on, as the terms asked."""
     reads: list[list[str]] = []
     term_docs = Store.term_docs
 
@@ -224,6 +219,17 @@ async def test_a_question_reads_its_term_counts_once(mini, monkeypatch, question
         return await term_docs(self, terms)
 
     monkeypatch.setattr(Store, "term_docs", spy)
+    return reads
+
+
+@module_loop
+@pytest.mark.parametrize(
+    "question", ["Who sold a brass compass in the Lantern Market?", "What did Mirela's ledger-keeper write?"]
+)
+async def test_a_question_reads_its_term_counts_once(mini, monkeypatch, question):
+    """The keyword path and the evidence both need the question's term counts: FTS5 reads a term's
+    whole posting list to count its chunks, so both are read in one go, by the keyword path."""
+    reads = spy_term_docs(monkeypatch)
     search = await oracle_for(mini, fusion="learned").search(question)
     assert search.evidence is not None
     assert 1 == len(reads)
@@ -235,14 +241,7 @@ async def test_a_question_reads_its_term_counts_once(mini, monkeypatch, question
 async def test_term_counts_remember_what_they_read(mini, monkeypatch):
     store = await mini.store()
     direct = await store.term_docs(["compass", "ledger", "zzyzx", "monk"])
-    reads: list[list[str]] = []
-    term_docs = Store.term_docs
-
-    async def spy(self, terms):
-        reads.append(list(terms))
-        return await term_docs(self, terms)
-
-    monkeypatch.setattr(Store, "term_docs", spy)
+    reads = spy_term_docs(monkeypatch)
     counts = TermCounts(store, also=["monk"])
     assert direct == await counts.of(["compass", "zzyzx", ""]) | await counts.of(["ledger", "compass", "monk"])
     assert "zzyzx" not in direct  # no chunk holds it: left out, and not asked again
