@@ -74,8 +74,8 @@ class Lane:
     Under the interpreter lock, pure Python on several threads goes no faster than on one, and
     each thread that wants the lock makes the event loop wait its turn (`bench/lanes.py`: twenty
     prompts' tokens counted at once through asyncio's pool, six threads on two cores, made a 10 ms
-    sleep of the loop wake up to 51-77 ms late; through one thread, 6-8 ms, and the counting ended
-    no later). So each kind of step has one thread."""
+    sleep of the loop wake up to 51-80 ms late over four runs; through one thread, 6-9 ms, and the
+    counting ended no later). So each kind of step has one thread."""
 
     def __init__(self, name: str) -> None:
         self.name = name
