@@ -1474,10 +1474,8 @@ def print_table(r: dict) -> None:
         if s["select_overshoot_max_ms"] and s["select_overshoot_max_ms"] >= 20:
             t.add_row(f"     [dim]idle poll woke late by up to {s['select_overshoot_max_ms']:.0f} ms (GIL/CPU wait)[/]",
                       "", "", "", "", "", "", "")
-    failures = [("full ingest", r["full_ingest"]), ("re-ingest", r["reingest"]), *r.get("worker", {}).items()]
-    for label, data in failures:
-        if data["error"]:
-            t.add_row(f"   [red]{label} failed: {data['error']}[/]", "", "", "", "", "", "", "")
+    for label, error in failed_phases(r):
+        t.add_row(f"   [red]{label} failed: {error}[/]", "", "", "", "", "", "", "")
     if r.get("worker"):
         stall = r["stall"]
         pairs = [(PHASES[3], WORKER_PHASES[0]), (WORKER_PHASES[1], WORKER_PHASES[2])]
@@ -1539,6 +1537,12 @@ def print_table(r: dict) -> None:
         f"stack (sampled by a watchdog thread) while the loop was overdue, max = how late. Edit: {e['path']} line {e['line']} ({e['session']})."
     )
     console.print(t)
+
+
+def failed_phases(r: dict) -> list[tuple[str, str]]:
+    """(phase, error) for each ingest of the run that failed: its stalls are not a measurement."""
+    phases = [("full ingest", r["full_ingest"]), ("re-ingest", r["reingest"]), *r.get("worker", {}).items()]
+    return [(label, data["error"]) for label, data in phases if data["error"]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1618,7 +1622,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
     else:
         printer(result)
-    return 0
+    failed = failed_phases(result) if printer is print_table else []
+    for label, error in failed:
+        print(f"bench/load.py: the {label} failed: {error}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
