@@ -49,9 +49,9 @@ def fts_query(text: str) -> str:
 class TermCounts:
     """How many chunks hold each index term (stemmed as FTS_TOKENIZE stems), read once per question:
     the keyword path leaves the common terms out by them, the learned fusion weighs coverage by them.
-    FTS5 counts a term's chunks by reading its whole posting list (a millisecond a question on a
-    25k-chunk index), so the second reader reuses the first one's counts. `also`: the terms a later
-    reader will ask for, read with the first."""
+    FTS5 counts a term's chunks by reading its whole posting list (12 ms p50 a question on a
+    25k-chunk index, `bench/retrieval.py` at 100×), so the second reader reuses the first one's
+    counts. `also`: the terms a later reader will ask for, read with the first."""
 
     def __init__(self, store: Store, also: Iterable[str] = ()) -> None:
         self.store = store
