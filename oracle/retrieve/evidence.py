@@ -40,7 +40,7 @@ from ..text import STOPWORDS, normalize, normalize_text
 from ..types import Chunk, Scored
 from . import PATHS
 from .entity import EntityMatch, MentionStats
-from .fusion import Fused
+from .fusion import Fused, dbsf_scale
 from .keyword import TermCounts, stem
 
 KINDS = ("session", "sheet", "world", "note")
@@ -125,18 +125,14 @@ def path_features(hits: Scored) -> dict[str, tuple[float, ...]]:
     if not hits:
         return {}
     values = [s for _, s in hits]
-    # The mean and population deviation DBSF takes (`fusion.dbsf`), in floats: `statistics` sums
-    # exactly, in fractions, a third of the features' time for the same values to the last digits.
-    mean = math.fsum(values) / len(values)
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
-    low, span = mean - 3 * std, 6 * std
+    scale = dbsf_scale(values)
     top = max(values)
     out: dict[str, tuple[float, ...]] = {}
     log_n = math.log(len(hits) + 1)
     for rank, (cid, score) in enumerate(hits, 1):
         if cid in out:
             continue
-        norm = 1.0 if span == 0 else min(1.0, max(0.0, (score - low) / span))
+        norm = scale(score)
         rel = score / top if top > 0 else 0.0
         out[cid] = (1.0, 1.0 / rank, 1.0 - math.log(rank) / log_n, norm, rel)
     return out

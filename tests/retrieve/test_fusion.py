@@ -6,12 +6,13 @@ DBSF: per path, (s − (μ − 3σ)) / 6σ clipped to [0, 1] (σ = 0 → 1.0), s
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from oracle.retrieve.fusion import Fused, dbsf, rrf
+from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, rrf
 
 
 def ids(fused: list[Fused]) -> list[str]:
@@ -166,6 +167,30 @@ def test_dbsf_all_equal_scores_count_one_each():
     fused = dbsf({"keyword": [("a", 3.0), ("b", 3.0), ("c", 3.0)], "semantic": [("z", 0.1)]})
     assert {"a": 1.0, "b": 1.0, "c": 1.0, "z": 1.0} == scores(fused)
     assert ["a", "z", "b", "c"] == ids(fused)  # equal scores: best rank, then id
+
+
+@pytest.mark.parametrize("n", [3, 5, 6, 12])
+def test_equal_scores_count_one_each_though_their_float_mean_is_not_them(n):
+    assert math.fsum([0.1] * n) / n != 0.1 or math.fsum([0.123456789] * n) / n != 0.123456789
+    for value in (0.1, 0.123456789):
+        assert {f"d{i}": 1.0 for i in range(n)} == scores(dbsf({"keyword": [(f"d{i}", value) for i in range(n)]}))
+
+
+def exact_dbsf(values: list[float], score: float) -> float:
+    """The formula with `statistics`, which sums exactly: what the float version must agree with."""
+    mean, std = statistics.fmean(values), statistics.pstdev(values)
+    return 1.0 if std == 0 else min(1.0, max(0.0, (score - (mean - 3 * std)) / (6 * std)))
+
+
+@given(st.lists(st.one_of(st.floats(-50, 50, allow_nan=False), st.sampled_from([0.1, 0.7, 1 / 3])), min_size=1, max_size=40))
+def test_the_float_normalisation_agrees_with_the_exact_one(values):
+    scale = dbsf_scale(values)
+    assert all(0.0 <= scale(score) <= 1.0 for score in values)
+    # Scores a millionth of their size apart are ties in all but name: there the float mean's last
+    # digit decides, as it may. Further apart, both agree.
+    assume(max(values) - min(values) > 1e-6 * (1 + max(map(abs, values))))
+    for score in values:
+        assert scale(score) == pytest.approx(exact_dbsf(values, score), abs=1e-9)
 
 
 def test_dbsf_clips_outliers_to_the_unit_interval():

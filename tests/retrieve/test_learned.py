@@ -56,6 +56,8 @@ def test_path_features_by_hand():
     assert pytest.approx((1.0, 1.0, 1.0, 4 / 6, 1.0)) == out["a"]
     assert pytest.approx((1.0, 0.5, 1 - math.log(2) / math.log(3), 2 / 6, 1 / 3)) == out["b"]
     assert {} == path_features([])
+    # Three equal scores: σ = 0, each is 1 (their float mean is an ulp off 0.1, σ must not be).
+    assert {1.0} == {row[3] for row in path_features([(c, 0.1) for c in "xyz"]).values()}
 
 
 def test_a_repeated_id_keeps_its_first_rank():
