@@ -107,7 +107,7 @@ class Index:
                 )
                 self._vectors_checked = False
             vectors = self._vectors
-        if check and not self._vectors_checked:
+        if check and not self._vectors_checked and not vectors.lent:  # lent: being built, checked after
             store = await self.store()
             expected = await store.window_count()
             present = await vectors.count()

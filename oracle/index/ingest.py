@@ -8,6 +8,7 @@ already stored. Annotations come last: they are a cache, filled in chunk by chun
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -26,7 +27,7 @@ from ..notes.parse import NoteError, decode, parse_note
 from ..notes.refs import chunk_refs
 from ..settings import Settings
 from ..text import normalize
-from ..types import GM, PUBLIC, Chunk, ChunkText, EntitySource, IngestReport, Note, Progress, Skipped
+from ..types import GM, PUBLIC, Chunk, ChunkText, EntitySource, IngestReport, Note, Progress, Skipped, Window
 from . import annotate as annotate_mod
 from .compendium import (
     Entity,
@@ -39,7 +40,8 @@ from .compendium import (
     read_compendium_file,
 )
 from .index import Index, collection_name
-from .seam import ingest_step
+from .embed import EmbedError
+from .seam import Embeddings, Vectors, ingest_step
 from .store import CachedAnnotation, Changes, Compendium, FileRecord, StoreError, now
 from .vectors import VectorStoreError
 
@@ -322,12 +324,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     windows = await embedder.windows(to_add + lost, settings.window_overlap_tokens, settings.window_tokens)
     pending = [w for w in windows if w.id not in stored_ids]
     progress(Progress("embed", 0, len(pending)))
-    for i in range(0, len(pending), _EMBED_BATCH):
-        batch = pending[i : i + _EMBED_BATCH]
-        vecs = await embedder.encode([w.text for w in batch])
-        metadatas = [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in batch]
-        await vectors.upsert([w.id for w in batch], vecs, metadatas)
-        progress(Progress("embed", i + len(batch), len(pending)))
+    await _embed(embedder, vectors, pending, cold=not stored_ids, progress=progress)
     report.windows_embedded = len(pending)
 
     notes_meta = {rel: _file_record(note, scan.hashes[rel]) for rel, note in scan.notes.items()}
@@ -397,6 +394,34 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})
     progress(Progress("done", 1, 1))
     return report
+
+
+async def _embed(
+    embedder: Embeddings, vectors: Vectors, pending: list[Window], *, cold: bool, progress: ProgressFn
+) -> None:
+    """Embed `pending` and write it into the dense index, a batch at a time. A cold build (the
+    collection holds nothing) with the embedding worker lends the store to the worker, which embeds
+    and writes it there (`Vectors.lend`): Chroma's writes then hold none of this process's
+    interpreter lock. Otherwise the windows are written from here."""
+    worker = embedder.worker
+    lent = worker is not None and cold and bool(pending) and await vectors.lend()
+    try:
+        for i in range(0, len(pending), _EMBED_BATCH):
+            batch = pending[i : i + _EMBED_BATCH]
+            ids, texts = [w.id for w in batch], [w.text for w in batch]
+            metadatas = [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in batch]
+            if lent:
+                await worker.write(vectors.where, ids, texts, metadatas)
+            else:
+                await vectors.upsert(ids, await embedder.encode(texts), metadatas)
+            progress(Progress("embed", i + len(batch), len(pending)))
+    finally:
+        if lent:
+            try:
+                with contextlib.suppress(EmbedError):  # a worker that died holds nothing open
+                    await worker.close_store(vectors.where)
+            finally:
+                await vectors.take_back()
 
 
 def _file_record(note: Note, digest: str) -> FileRecord:

@@ -94,8 +94,30 @@ class VectorStore:
     public one alone, with no metadata filter (Chroma's `where` is linear in the collection size)."""
 
     def __init__(self, path: Path, collection: str, *, url: str | None = None) -> None:
+        self.path, self.name, self.url = path, collection, url
         self.client = _client(path, url)
         self.collections = {visibility: self._open(f"{collection}-{visibility}") for visibility in (PUBLIC, GM)}
+
+    def release(self) -> bool:
+        """Close this process's hold on an embedded store, so another process (the embedding worker)
+        may write it: True when nothing of this process holds the folder open any more. False for a
+        server (it serves both processes as it is) and when another client of this process still
+        holds the folder (Chroma keeps one store per folder per process, stopped by the last `close`):
+        writing it from two processes could lose windows, so the store is reopened at once.
+        Reopen with `reopen()` in either case."""
+        if self.url:
+            return False
+        self.client.close()
+        self.collections = {}
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = getattr(self.client, "_identifier", None)
+        return identifier is not None and identifier not in SharedSystemClient._identifier_to_system
+
+    def reopen(self) -> None:
+        """Open the store again after `release` (it may have been written meanwhile)."""
+        self.client = _client(self.path, self.url)
+        self.collections = {visibility: self._open(f"{self.name}-{visibility}") for visibility in (PUBLIC, GM)}
 
     def _open(self, name: str):
         try:

@@ -242,6 +242,9 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
         hits = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
         assert [("Session 1",)] == top
+        # A server serves the embedding worker as it is: the store is never lent, and stays open.
+        assert not await vectors.lend()
+        assert hits == await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
 
 
 async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):

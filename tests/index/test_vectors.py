@@ -4,6 +4,7 @@ batch (else a write after a read rebuilds it from the log, holding the lock for 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from oracle.index import vectors as vectors_mod
 from oracle.index.vectors import VectorStore
@@ -85,3 +86,98 @@ def test_a_store_made_with_chromas_default_saving_is_set_to_save_as_often(tmp_pa
     assert [h["space"] for h in hnsw_settings(store)] == ["cosine"] * 2
     assert store.all_ids() == set(ids)  # nothing lost on the way
     assert store.query(vectors[1], 1, visibility="public")[0].window_id == ids[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Lending an embedded store to another process (the embedding worker's cold build)
+
+WRITER = """
+import sys
+import numpy as np
+sys.path.insert(0, {root!r})
+from oracle.index.vectors import VectorStore
+from tests.index.test_vectors import window_rows
+
+store = VectorStore(__import__("pathlib").Path({folder!r}), "test")
+ids, vectors, metadatas = window_rows({n})
+store.upsert(ids, vectors, metadatas)
+store.client.close()
+"""
+
+
+async def test_a_lent_store_is_written_by_another_process_and_read_back(tmp_path):
+    import asyncio
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from oracle.index.seam import Vectors
+
+    vectors = Vectors(VectorStore(tmp_path / "chroma", "test"))
+    ids, rows, _ = window_rows(40)
+    early_ids, early_rows, early_metadatas = window_rows(10, seed=9)
+    early_ids = [f"early{i}" for i in early_ids]
+    await vectors.upsert(early_ids, early_rows, early_metadatas)
+    assert (await vectors.query(early_rows[2], 1))[0].window_id == early_ids[2]  # its index is in memory
+    assert await vectors.lend()
+    with pytest.raises(RuntimeError, match="already lent"):
+        await vectors.lend()
+    # While lent: a question finds nothing (the collection was empty) and never fails; other calls
+    # wait for the store to come back.
+    assert [] == await vectors.query(rows[0], 5)
+    counting = asyncio.create_task(vectors.count())
+    folder, _ = vectors.where
+    root = str(Path(__file__).resolve().parents[2])
+    await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", WRITER.format(root=root, folder=folder, n=40)], check=True, timeout=300
+    )
+    assert not counting.done()
+    await vectors.take_back()
+    assert 50 == await counting
+    assert await vectors.all_ids() == set(ids) | set(early_ids)
+    assert (await vectors.query(rows[7], 1))[0].window_id == ids[7]
+
+
+async def test_a_store_another_client_of_this_process_holds_is_not_lent(tmp_path):
+    from oracle.index.seam import Vectors
+
+    other = VectorStore(tmp_path / "chroma", "test")  # a second client on the same folder, still open
+    vectors = Vectors(VectorStore(tmp_path / "chroma", "test"))
+    assert not await vectors.lend()
+    ids, rows, metadatas = window_rows(20)
+    await vectors.upsert(ids, rows, metadatas)  # open again at once: written from here
+    assert (await vectors.query(rows[3], 1))[0].window_id == ids[3]
+    assert other.count() == 20
+
+
+async def test_lending_waits_for_the_calls_in_flight(tmp_path):
+    import asyncio
+    import time
+
+    from oracle.index.seam import Vectors
+
+    store = VectorStore(tmp_path / "chroma", "test")
+    ids, rows, metadatas = window_rows(20)
+    store.upsert(ids, rows, metadatas)
+    events: list[str] = []
+    query, release = store.query, store.release
+
+    def slow_query(*args, **kwargs):
+        time.sleep(0.3)
+        try:
+            return query(*args, **kwargs)
+        finally:
+            events.append("query done")
+
+    def spied_release():
+        events.append("released")
+        return release()
+
+    store.query, store.release = slow_query, spied_release
+    vectors = Vectors(store)
+    asking = asyncio.create_task(vectors.query(rows[0], 3))
+    await asyncio.sleep(0.05)  # the query is in its thread
+    assert await vectors.lend()
+    assert ["query done", "released"] == events
+    assert (await asking)[0].window_id == ids[0]
+    await vectors.take_back()

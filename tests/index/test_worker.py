@@ -14,6 +14,7 @@ from oracle.index.embed import EmbedError
 from oracle.index.ingest import ingest
 from oracle.index.library import Library
 from oracle.index.worker import EmbedWorker
+from oracle.oracle import Oracle
 from oracle.settings import BUNDLED_EMBED_MODEL
 from oracle.types import GM, PUBLIC
 
@@ -39,6 +40,20 @@ async def vectors_by_id(index) -> dict[str, np.ndarray]:
     return out
 
 
+def spy_upserts(vectors) -> list[int]:
+    """The windows each upsert of this process writes into `vectors`."""
+    written: list[int] = []
+    store = vectors.in_thread
+    upsert = store.upsert
+
+    def spy(ids, vecs, metadatas):
+        written.append(len(ids))
+        return upsert(ids, vecs, metadatas)
+
+    store.upsert = spy
+    return written
+
+
 async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_process(
     worker, mini_notes, make_settings, embedder, tmp_path
 ):
@@ -62,9 +77,13 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
             return await offload(fn, *args)
 
         library.embeddings.offload = spy
+        written_here = spy_upserts(await in_process.index("here").vectors(check=False))
+        written_there = spy_upserts(await library.index("worker").vectors(check=False))
         here = await ingest(in_process.index("here"))
         there = await ingest(library.index("worker"))
         assert ["build_compendium"] == offloaded
+        # A cold build: the worker wrote the windows into the store the bot lent it, the bot none.
+        assert (sum(written_here), sum(written_there)) == (here.windows_embedded, 0)
         assert (here.windows_embedded, here.chunks, here.entities) == (there.windows_embedded, there.chunks, there.entities)
         for visibilities in ((PUBLIC,), (PUBLIC, GM)):
             stores = [await i.store() for i in (in_process.index("here"), library.index("worker"))]
@@ -80,6 +99,42 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
         library.worker = library.embeddings.worker = None  # the fixture stops it
         await library.close()
         await in_process.close()
+
+
+async def test_a_build_the_worker_fails_gives_the_store_back_and_the_next_ingest_completes(
+    worker, mini_notes, make_settings, embedder, tmp_path
+):
+    campaigns = Campaigns((Campaign("c", mini_notes, tmp_path / "c"),), source=tmp_path / "campaigns.toml")
+    library = await Library.open(make_settings(mini_notes), campaigns, embedder=embedder, worker=False)
+    library.embeddings.worker = library.worker = worker
+    index = library.index("c")
+    write = worker.write
+    try:
+        asked = []
+
+        async def dies(*args):  # a question arrives while the store is lent, then the worker dies
+            asked.append(await Oracle(index).ask("who sold the brass compass?"))
+            raise EmbedError("the embedding worker process stopped")
+
+        worker.write = dies
+        with pytest.raises(EmbedError):
+            await ingest(index)
+        assert ["not_found"] == [a.mode for a in asked]  # nothing committed yet: answered, not failed
+        vectors = await index.vectors(check=False)
+        assert 0 == await vectors.count()  # taken back, open, and nothing half-written
+        worker.write = write
+        report = await ingest(index)
+        assert report.windows_embedded == await vectors.count() > 0
+        # A reingest of a built store writes from the bot: the store is lent only to build it cold.
+        written = spy_upserts(vectors)
+        session = mini_notes / "sessions" / "Session 4.md"
+        session.write_text(session.read_text() + "\n\nLater, the party counted the brass compasses again.\n")
+        again = await ingest(index)
+        assert sum(written) == again.windows_embedded > 0
+    finally:
+        worker.write = write
+        library.worker = library.embeddings.worker = None
+        await library.close()
 
 
 async def test_an_offloaded_step_runs_in_the_worker_process(worker):
@@ -100,6 +155,7 @@ async def test_a_killed_worker_fails_the_call_with_a_reason_and_the_next_call_st
 PARENT = """
 import asyncio, sys, time
 from oracle.index.worker import EmbedWorker
+from oracle.oracle import Oracle
 from oracle.settings import BUNDLED_EMBED_MODEL
 
 async def main():
