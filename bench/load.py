@@ -81,6 +81,7 @@ import time
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -726,12 +727,15 @@ def fake_answer(request: dict) -> str:
     )
 
 
-@dataclass(slots=True)
-class Asked:
+class Asked(NamedTuple):
+    """One answer's record. Kept as a plain tuple of plain values (`Asker.records`), which the
+    collector stops tracking once it has seen it: kept as objects, thousands of them were a fifth of
+    the references a full collection walked while the second campaigns were built."""
+
     phase: str
     mode: str  # llm | passages | not_found | error
     ms: float
-    timings: tuple[tuple[str, float], ...]  # (stage, ms): plain values, so the collector untracks it
+    timings: tuple[tuple[str, float], ...]  # (stage, ms)
     rerank: str = ""
     error: str = ""
 
@@ -740,7 +744,7 @@ class Asker:
     def __init__(self, questions: list[str]) -> None:
         self.questions = questions
         self.next = 0
-        self.records: list[Asked] = []
+        self.records: list[tuple] = []  # each an Asked's plain tuple (see `Asked`)
 
     def pick(self) -> str:
         q = self.questions[self.next % len(self.questions)]
@@ -756,7 +760,7 @@ class Asker:
                         (answer.trace.rerank or {}).get("reason", ""))
         except Exception as exc:  # ask() must never raise: count it
             rec = Asked(group, "error", (time.perf_counter() - t) * 1000, (), error=f"{type(exc).__name__}: {exc}"[:300])
-        self.records.append(rec)
+        self.records.append(tuple(rec))
         return rec
 
     async def wave(self, oracle, n: int, group: str) -> list[Asked]:
@@ -775,7 +779,7 @@ class Asker:
         return waves
 
     def group(self, name: str) -> list[Asked]:
-        return [r for r in self.records if r.phase == name]
+        return [Asked._make(r) for r in self.records if r[0] == name]
 
 
 def latency_json(recs: list[Asked]) -> dict:
