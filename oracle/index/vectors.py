@@ -109,10 +109,14 @@ class VectorStore:
             return False
         self.client.close()
         self.collections = {}
-        from chromadb.api.shared_system_client import SharedSystemClient
+        try:  # Chroma's own registry of open stores: if it is not where it was, assume it is still open
+            from chromadb.api.shared_system_client import SharedSystemClient
 
+            open_stores = SharedSystemClient._identifier_to_system
+        except (ImportError, AttributeError):
+            return False
         identifier = getattr(self.client, "_identifier", None)
-        return identifier is not None and identifier not in SharedSystemClient._identifier_to_system
+        return identifier is not None and identifier not in open_stores
 
     def reopen(self) -> None:
         """Open the store again after `release` (it may have been written meanwhile)."""
