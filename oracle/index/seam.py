@@ -170,7 +170,7 @@ class Vectors:
     async def lend(self) -> bool:
         """Close this process's hold on the store, once the calls in flight are done, so another
         process may write it: True if lent (call `take_back` when the borrower has closed it);
-        False, with the store open again, when it cannot be (a server, or another client of this
+        False, the store still open, when it cannot be (a server, or another client of this
         process on the same folder: see `VectorStore.release`)."""
         if self._returned is not None:
             raise RuntimeError("the dense index is already lent")
@@ -182,7 +182,7 @@ class Vectors:
             await self.take_back()
             raise
         if not lent:
-            await self.take_back()
+            self._give_back()
         return lent
 
     async def take_back(self) -> None:

@@ -98,17 +98,26 @@ class VectorStore:
         self.client = _client(path, url)
         self.collections = {visibility: self._open(f"{collection}-{visibility}") for visibility in (PUBLIC, GM)}
 
-    def release(self) -> bool:
-        """Close this process's hold on an embedded store, so another process (the embedding worker)
-        may write it: True when nothing of this process holds the folder open any more. False for a
-        server (it serves both processes as it is) and when another client of this process still
-        holds the folder (Chroma keeps one store per folder per process, stopped by the last `close`):
-        writing it from two processes could lose windows, so the store is reopened at once.
-        Reopen with `reopen()` in either case."""
-        if self.url:
-            return False
+    def close(self) -> None:
         self.client.close()
         self.collections = {}
+
+    def release(self) -> bool:
+        """Close this process's hold on an embedded store, so another process (the embedding worker)
+        may write it: True when nothing of this process holds the folder open any more (`reopen`
+        once the other process has closed it). False, with the store open as before, for a server
+        (it serves both processes as it is) and when another client of this process still holds the
+        folder (Chroma keeps one store per folder per process, stopped by the last `close`): writing
+        it from two processes could lose windows."""
+        if self.url:
+            return False
+        self.close()
+        if self._folder_closed():
+            return True
+        self.reopen()
+        return False
+
+    def _folder_closed(self) -> bool:
         try:  # Chroma's own registry of open stores: if it is not where it was, assume it is still open
             from chromadb.api.shared_system_client import SharedSystemClient
 

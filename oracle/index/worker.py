@@ -117,7 +117,7 @@ def _write(where: tuple[str, str], ids: list[str], texts: list[str], metadatas: 
 def _close(where: tuple[str, str]) -> None:
     store = _stores.pop(where, None)
     if store is not None:
-        store.client.close()
+        store.close()
 
 
 # ---------------------------------------------------------------------------------------------

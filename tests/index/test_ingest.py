@@ -243,7 +243,9 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
         assert [("Session 1",)] == top
         # A server serves the embedding worker as it is: the store is never lent, and stays open.
+        client = vectors.in_thread.client
         assert not await vectors.lend()
+        assert vectors.in_thread.client is client  # not even closed and opened again
         assert hits == await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
 
 

@@ -92,6 +92,12 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
             assert [await stores[0].entity(e.entity_id, visibilities) for e in mine_names] == [
                 await stores[1].entity(e.entity_id, visibilities) for e in their_names
             ]
+        for visibility in (PUBLIC, GM):  # each window in the collection of its visibility, as here
+            here_ids, there_ids = [
+                sorted((await (await i.vectors()).vectors(visibility=visibility))[0])
+                for i in (in_process.index("here"), library.index("worker"))
+            ]
+            assert here_ids == there_ids and here_ids
         mine, theirs = await vectors_by_id(in_process.index("here")), await vectors_by_id(library.index("worker"))
         assert sorted(mine) == sorted(theirs) and len(mine) == here.windows_embedded
         assert [] == [i for i in mine if not np.array_equal(mine[i], theirs[i])]
