@@ -81,8 +81,8 @@ import time
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
