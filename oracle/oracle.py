@@ -138,7 +138,8 @@ class Oracle:
             return [(cid, sims[0]) for cid, sims in found]
 
         # Read by the keyword path, with the learned fusion's terms; reused by its evidence.
-        counts = TermCounts(store, also=query_stems(query).values() if self.learned else ())
+        stems = query_stems(query) if self.learned else {}
+        counts = TermCounts(store, also=stems.values())
         total = await mention_stats.indexed(store)
         keyword, semantic, entity = await asyncio.gather(
             timed("keyword", keyword_path(
@@ -164,7 +165,7 @@ class Oracle:
             t = time.perf_counter()
             seeds = [f.id for f in fused[:k]]
             evidence = await gather_evidence(
-                store, query, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats, counts
+                store, stems, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats, counts
             )
             timings["evidence"] = _ms(t)
             t = time.perf_counter()

@@ -217,7 +217,7 @@ def build_features(
 
 async def gather_evidence(
     store: Store,
-    query: str,
+    stems: Mapping[str, str],
     scored: Mapping[str, Scored],
     windows: Mapping[str, Sequence[float]],
     chunks: Mapping[str, Chunk],
@@ -228,11 +228,11 @@ async def gather_evidence(
     stats: MentionStats | None = None,
     counts: TermCounts | None = None,
 ) -> Evidence:
-    """Every candidate's features. `fused`: the current fusion's order of all candidates; `seeds`:
-    its top k, whose references mark the linked candidates; `stats`: the counts of the store's
-    generation, kept between questions; `counts`: the question's term counts the keyword path read."""
+    """Every candidate's features. `stems`: the question's words and their stems (`query_stems`, made
+    once per question); `fused`: the current fusion's order of all candidates; `seeds`: its top k,
+    whose references mark the linked candidates; `stats`: the counts of the store's generation, kept
+    between questions; `counts`: the question's term counts the keyword path read."""
     ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
-    stems = query_stems(query)
     total = await (stats or MentionStats()).indexed(store)
     df = await (counts or TermCounts(store)).of(stems.values())
     terms = question_terms(total, df, stems)
