@@ -162,6 +162,11 @@ def _folded_head(label: str, heading: str) -> str:
     return f" {normalize_text(label)} {normalize_text(heading)} ".replace("_", " ")
 
 
+_NOT_FOUND = (0.0,) * 5
+_NO_WINDOWS = (0.0, 0.0, -1.0, 0.0)  # best, second, gap (−1: no window came back), ln(1 + 0)
+_KIND_ROW = {kind: tuple(float(kind == k) for k in KINDS) for kind in KINDS}
+
+
 def build_features(
     ids: Sequence[str],
     scored: Mapping[str, Scored],
@@ -174,44 +179,43 @@ def build_features(
     linked: set[str],
     fused: Sequence[Fused],
 ) -> np.ndarray:
-    """The feature rows of `ids` (see the module docstring), pure: everything read is passed in."""
-    by_path = {path: path_features(scored.get(path, [])) for path in PATHS}
-    fused_by = {f.id: (rank, f.score) for rank, f in enumerate(fused, 1)}
+    """The feature rows of `ids` (see the module docstring), pure: everything read is passed in.
+    Each row is one list display: this runs for every candidate of every question."""
+    by_keyword, by_semantic, by_entity = (path_features(scored.get(path, [])) for path in PATHS)
     top_fused = max((f.score for f in fused), default=0.0) or 1.0
+    fused_by = {f.id: (f.score / top_fused, 1.0 / rank) for rank, f in enumerate(fused, 1)}
     idf_total = sum(terms.idf) or 1.0
+    n_terms = len(terms.words)
     in_head = head_matcher(entities)
-    top_sim = max((sims[0] for cid, sims in windows.items() if sims), default=0.0)
+    top_sim = max((sims[0] for sims in windows.values() if sims), default=0.0)
     coverage = {cid: sum(terms.idf[t] for t in held) / idf_total for cid, held in holds.items()}
     top_coverage = max(coverage.values(), default=0.0)
     rows: list[list[float]] = []
     for cid in ids:
-        row: list[float] = []
-        for path in PATHS:
-            row += by_path[path].get(cid, (0.0,) * 5)
-        sims = windows.get(cid, ())
-        row += [
-            sims[0] if sims else 0.0,
-            sims[1] if len(sims) > 1 else 0.0,
-            sims[0] - top_sim if sims else -1.0,
-            math.log1p(len(sims)),
-        ]
-        held = holds.get(cid, set())
-        row += [
-            coverage.get(cid, 0.0),
-            len(held) / len(terms.words) if terms.words else 0.0,
-            coverage.get(cid, 0.0) - top_coverage,
-            float(cid in near),
-        ]
+        keyword = by_keyword.get(cid, _NOT_FOUND)
+        semantic = by_semantic.get(cid, _NOT_FOUND)
+        entity = by_entity.get(cid, _NOT_FOUND)
+        sims = windows.get(cid)
+        if sims:
+            sim = (sims[0], sims[1] if len(sims) > 1 else 0.0, sims[0] - top_sim, math.log1p(len(sims)))
+        else:
+            sim = _NO_WINDOWS
+        covered = coverage.get(cid, 0.0)
         chunk = chunks.get(cid)
-        row.append(float(chunk is not None and in_head(chunk)))
-        row.append(float(cid in linked))
         kind = chunk.kind if chunk is not None and chunk.kind in KINDS else "note"
-        row += [float(kind == k) for k in KINDS]
-        row.append(math.log1p(len(chunk.text)) if chunk is not None else 0.0)
-        row.append(float(sum(cid in by_path[p] for p in PATHS)))
-        rank, score = fused_by.get(cid, (0, 0.0))
-        row += [score / top_fused, 1.0 / rank if rank else 0.0]
-        rows.append(row)
+        rows.append([
+            *keyword, *semantic, *entity, *sim,
+            covered,
+            len(holds.get(cid, ())) / n_terms if n_terms else 0.0,
+            covered - top_coverage,
+            float(cid in near),
+            float(chunk is not None and in_head(chunk)),
+            float(cid in linked),
+            *_KIND_ROW[kind],
+            math.log1p(len(chunk.text)) if chunk is not None else 0.0,
+            keyword[0] + semantic[0] + entity[0],  # how many paths found it
+            *fused_by.get(cid, (0.0, 0.0)),
+        ])
     return np.array(rows, dtype=np.float64).reshape(len(ids), len(FEATURES))
 
 

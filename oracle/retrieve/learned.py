@@ -77,13 +77,12 @@ class LearnedRanker:
     def rank(self, evidence: Evidence, fused: Sequence[Fused], limit: int | None = None) -> list[Fused]:
         """The candidates by the model's score; ties keep the current fusion's order. Each keeps its
         per-path ranks; its score becomes the model's."""
-        scores = self.score(evidence.features)
+        scores = self.score(evidence.features).tolist()
+        rounded = [-round(score, 9) for score in scores]
         by_id = {f.id: f for f in fused}
-        order = sorted(range(len(evidence.ids)), key=lambda i: (-round(float(scores[i]), 9), i))
-        out = [
-            Fused(evidence.ids[i], float(scores[i]), by_id[evidence.ids[i]].ranks if evidence.ids[i] in by_id else ())
-            for i in order
-        ]
+        order = sorted(range(len(scores)), key=rounded.__getitem__)  # stable: ties stay in order
+        ids = evidence.ids
+        out = [Fused(ids[i], scores[i], by_id[ids[i]].ranks if ids[i] in by_id else ()) for i in order]
         return out[:limit] if limit is not None else out
 
 
