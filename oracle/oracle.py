@@ -156,7 +156,8 @@ class Oracle:
 
         t = time.perf_counter()
         wanted = list(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
-        chunks = {c.id: c for c in await store.chunks_by_ids(wanted)}
+        loaded, rowids = await store.chunks_and_rowids(wanted)
+        chunks = {c.id: c for c in loaded}
         paths = {name: _hits(hits, chunks) for name, hits in scored.items()}
         timings["load"] = _ms(t)
 
@@ -165,7 +166,8 @@ class Oracle:
             t = time.perf_counter()
             seeds = [f.id for f in fused[:k]]
             evidence = await gather_evidence(
-                store, stems, scored, windows, chunks, entities, fused, seeds, visibilities, mention_stats, counts
+                store, stems, scored, windows, chunks, rowids, entities, fused, seeds, visibilities, mention_stats,
+                counts,
             )
             timings["evidence"] = _ms(t)
             t = time.perf_counter()

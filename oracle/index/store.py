@@ -281,14 +281,19 @@ class Store:
         return [ChunkHash(*r) for r in await self._all("SELECT id, text_hash, visibility FROM chunks ORDER BY n")]
 
     async def chunks_by_ids(self, ids: Sequence[str]) -> list[Chunk]:
+        return (await self.chunks_and_rowids(ids))[0]
+
+    async def chunks_and_rowids(self, ids: Sequence[str]) -> tuple[list[Chunk], dict[str, int]]:
+        """The chunks of `ids` in that order, and each one's rowid (what FTS5 names it by: see
+        `matching_chunks`), read together."""
         rows = await self._all_in(
             "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
-            " visibility, links FROM chunks WHERE id IN ({ids})",
+            " visibility, links, n FROM chunks WHERE id IN ({ids})",
             ids,
         )
         out = [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
         order = {cid: i for i, cid in enumerate(ids)}
-        return sorted(out, key=lambda c: order[c.id])
+        return sorted(out, key=lambda c: order[c.id]), {r[0]: r[13] for r in rows}
 
     async def chunks_at(self, path: str, start: int, end: int, visibilities: Sequence[str]) -> list[Chunk]:
         """The chunks of `path` readable by `visibilities` whose lines overlap `start`–`end`, in note order:
@@ -385,32 +390,32 @@ class Store:
         return (await self._one("SELECT count(*) FROM chunks"))[0]
 
     async def matching_chunks(
-        self, ids: Sequence[str], matches: Sequence[str], lookups: Collection[int] = ()
-    ) -> list[tuple[int, str]]:
-        """(number of the FTS5 query in `matches`, chunk id) for each chunk among `ids` each query
-        matches. Every query is pre-quoted. A query whose number is in `lookups` (a term many chunks
-        hold) is asked chunk by chunk, by rowid, so its cost follows the candidates; the others
-        (rarer terms, short posting lists) are read through once, which is cheaper than a few dozen
-        lookups: each posting is checked against the candidates' rowids, never joined to its chunk. The
-        unary `+` keeps SQLite from turning the candidates into rowid lookups there."""
-        if not ids or not matches:
+        self, rowids: Sequence[int], matches: Sequence[str], lookups: Collection[int] = ()
+    ) -> list[tuple[int, int]]:
+        """(number of the FTS5 query in `matches`, rowid) for each chunk among `rowids` (as
+        `chunks_and_rowids` gives them) each query matches. Every query is pre-quoted. A query whose
+        number is in `lookups` (a term many chunks hold) is asked chunk by chunk, by rowid, so its cost
+        follows the candidates; the others (rarer terms, short posting lists) are read through once,
+        which is cheaper than a few dozen lookups: each posting is checked against the candidates'
+        rowids, never joined to its chunk. The unary `+` keeps SQLite from turning the candidates into
+        rowid lookups there."""
+        if not rowids or not matches:
             return []
         asked = [i for i in range(len(matches)) if i in lookups]
-        ctes = [f"d(id) AS (VALUES {','.join('(?)' for _ in ids)})"]
-        params: list = [*ids]
+        ctes = [f"d(n) AS (VALUES {','.join('(?)' for _ in rowids)})"]
+        params: list = [*rowids]
         if asked:
             ctes.append(f"q(i, m) AS (VALUES {','.join('(?, ?)' for _ in asked)})")
             params += [v for i in asked for v in (i, matches[i])]
         parts = []
         for i in range(len(matches)):
             if i not in lookups:
-                parts.append(f"SELECT {i}, c.id FROM chunks_fts f JOIN chunks c ON c.n = f.rowid"
-                             " WHERE f.chunks_fts MATCH ? AND +f.rowid IN (SELECT n FROM chunks WHERE id IN d)")
+                parts.append(f"SELECT {i}, f.rowid FROM chunks_fts f WHERE f.chunks_fts MATCH ? AND +f.rowid IN d")
                 params.append(matches[i])
         if asked:
             parts.append(
-                "SELECT q.i, c.id FROM d JOIN chunks c INDEXED BY chunks_id_cover ON c.id = d.id, q"
-                " WHERE EXISTS (SELECT 1 FROM chunks_fts f WHERE f.chunks_fts MATCH q.m AND f.rowid = c.n)"
+                "SELECT q.i, d.n FROM d, q"
+                " WHERE EXISTS (SELECT 1 FROM chunks_fts f WHERE f.chunks_fts MATCH q.m AND f.rowid = d.n)"
             )
         return await self._all(f"WITH {', '.join(ctes)} " + " UNION ALL ".join(parts), params)
 

@@ -225,6 +225,7 @@ async def gather_evidence(
     scored: Mapping[str, Scored],
     windows: Mapping[str, Sequence[float]],
     chunks: Mapping[str, Chunk],
+    rowids: Mapping[str, int],
     entities: Sequence[EntityMatch],
     fused: Sequence[Fused],
     seeds: Sequence[str],
@@ -233,9 +234,10 @@ async def gather_evidence(
     counts: TermCounts | None = None,
 ) -> Evidence:
     """Every candidate's features. `stems`: the question's words and their stems (`query_stems`, made
-    once per question); `fused`: the current fusion's order of all candidates; `seeds`: its top k,
-    whose references mark the linked candidates; `stats`: the counts of the store's generation, kept
-    between questions; `counts`: the question's term counts the keyword path read."""
+    once per question); `chunks` and `rowids`: the candidates as loaded (`Store.chunks_and_rowids`);
+    `fused`: the current fusion's order of all candidates; `seeds`: its top k, whose references mark
+    the linked candidates; `stats`: the counts of the store's generation, kept between questions;
+    `counts`: the question's term counts the keyword path read."""
     ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
     total = await (stats or MentionStats()).indexed(store)
     df = await (counts or TermCounts(store)).of(stems.values())
@@ -249,7 +251,9 @@ async def gather_evidence(
     lookups = {i for i, count in enumerate(counts) if count > SCAN_PER_CANDIDATE * len(ids)}
     holds: dict[str, set[int]] = {}
     near: set[str] = set()
-    for i, cid in await store.matching_chunks(ids, matches, lookups):
+    at = {rowids[cid]: cid for cid in ids if cid in rowids}
+    for i, rowid in await store.matching_chunks(list(at), matches, lookups):
+        cid = at[rowid]
         if i < len(terms.words):
             holds.setdefault(cid, set()).add(i)
         else:

@@ -204,11 +204,14 @@ async def test_evidence_over_a_real_index(mini):
     assert 0.0 == rows[gods]["coverage"]
     assert 1.0 == rows[session1]["kind_session"] and 1.0 == rows[gods]["kind_world"]
     # The same reads, asked directly: each chunk each quoted term matches.
-    found = await store.matching_chunks([session1, gods], ['"compass"', '"drowned"'])
-    assert {(0, session1), (1, session1), (1, gods)} == set(found)
+    loaded, rowids = await store.chunks_and_rowids([session1, gods])
+    assert [session1, gods] == [c.id for c in loaded]
+    candidates = [rowids[session1], rowids[gods]]
+    found = await store.matching_chunks(candidates, ['"compass"', '"drowned"'])
+    assert {(0, rowids[session1]), (1, rowids[session1]), (1, rowids[gods])} == set(found)
     # Read through or looked up chunk by chunk, the answer is the same.
     for lookups in ({0}, {1}, {0, 1}):
-        assert set(found) == set(await store.matching_chunks([session1, gods], ['"compass"', '"drowned"'], lookups))
+        assert set(found) == set(await store.matching_chunks(candidates, ['"compass"', '"drowned"'], lookups))
 
 
 def spy_term_docs(monkeypatch) -> list[list[str]]:
