@@ -64,9 +64,10 @@ FEATURES: tuple[str, ...] = (
 )
 MAX_TERMS = 8  # the rarest terms of a long question are enough to tell coverage
 NEAR = 10
-# Reading one posting entry costs a few hundredth of one lookup by rowid (0.05 µs against 17-29 µs,
-# measured on the CRD3 log at 10× and 100×): a term held by fewer than 400 chunks per candidate is
-# read whole, and the keyword path's common terms (in over half the chunks) are not asked at all.
+# Reading one posting entry costs about a four-hundredth of one lookup by rowid (0.05 µs against
+# 17-29 µs, measured on the CRD3 log at 10× and 100×; on a slower day at 100×, 0.25 µs against
+# 90-140 µs): a term held by fewer than 400 chunks per candidate is read whole, and the keyword
+# path's common terms (in over half the chunks) are not asked at all.
 SCAN_PER_CANDIDATE = 400
 _WORD = re.compile(r"\w+")
 
