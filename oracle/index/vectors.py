@@ -95,8 +95,7 @@ class VectorStore:
 
     def __init__(self, path: Path, collection: str, *, url: str | None = None) -> None:
         self.path, self.name, self.url = path, collection, url
-        self.client = _client(path, url)
-        self.collections = {visibility: self._open(f"{collection}-{visibility}") for visibility in (PUBLIC, GM)}
+        self.reopen()
 
     def close(self) -> None:
         self.client.close()
@@ -128,7 +127,8 @@ class VectorStore:
         return identifier is not None and identifier not in open_stores
 
     def reopen(self) -> None:
-        """Open the store again after `release` (it may have been written meanwhile)."""
+        """Open the client and both collections: when made, and again after `release` (the store may
+        have been written meanwhile)."""
         self.client = _client(self.path, self.url)
         self.collections = {visibility: self._open(f"{self.name}-{visibility}") for visibility in (PUBLIC, GM)}
 
