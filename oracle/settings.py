@@ -6,11 +6,14 @@ leak in.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from .notes.policy import DEFAULT_GM_HEADINGS, Policy
 
 FusionMethod = Literal["rrf", "weighted_rrf", "dbsf", "learned"]
 RerankerChoice = Literal["llm", "cross-encoder", "none"]
@@ -63,6 +66,14 @@ class Settings(BaseSettings):
     # on the LoCoMo dev conversations); a window never exceeds the model's own limit.
     window_tokens: int = Field(128, validation_alias="ORACLE_WINDOW_TOKENS", ge=32)
     window_overlap_tokens: int = Field(32, validation_alias="ORACLE_WINDOW_OVERLAP_TOKENS", ge=0)
+    # Who reads what (oracle/notes/policy.py): globs relative to the notes folder, a comma list or a
+    # JSON list. ORACLE_PLAYER_NOTES: players read only these; ORACLE_GM_NOTES: these are GM-only.
+    player_notes: Annotated[list[str], NoDecode] = Field(default_factory=list, validation_alias="ORACLE_PLAYER_NOTES")
+    gm_notes: Annotated[list[str], NoDecode] = Field(default_factory=list, validation_alias="ORACLE_GM_NOTES")
+    # Headings whose section is GM-only, down to the next heading of the same or a higher level.
+    gm_headings: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_GM_HEADINGS), validation_alias="ORACLE_GM_HEADINGS"
+    )
     folder_kinds: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
     )
@@ -129,6 +140,11 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("player_notes", "gm_notes", "gm_headings", mode="before")
+    @classmethod
+    def _list(cls, value: object) -> object:
+        return parse_list(value)
+
     @field_validator("fusion_model", mode="before")
     @classmethod
     def _empty_is_shipped(cls, value: object) -> object:
@@ -143,6 +159,10 @@ class Settings(BaseSettings):
     @classmethod
     def _unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(tuple(self.player_notes), tuple(self.gm_notes), tuple(self.gm_headings))
 
     @property
     def sqlite_path(self) -> Path:
@@ -164,6 +184,22 @@ class Settings(BaseSettings):
     @property
     def lock_path(self) -> Path:
         return self.data_dir / "ingest.lock"
+
+
+def parse_list(value: object) -> object:
+    """A list setting from the environment: a JSON list (`["a", "b"]`) or a comma list (`a, b`)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not a JSON list ({exc.args[0]}); write a comma list or a JSON list") from None
+        if not isinstance(items, list):
+            raise ValueError("not a list; write a comma list or a JSON list")
+        return [str(item).strip() for item in items if str(item).strip()]
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def settings_problem(exc: ValidationError) -> str:

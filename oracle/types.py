@@ -23,11 +23,12 @@ Scored = list[tuple[str, float]]
 
 @dataclass(frozen=True)
 class Secret:
-    """A game-master-only passage cut out of a public note (inline comment or callout)."""
+    """A game-master-only passage cut out of a public note (a comment, a callout, a section…)."""
 
     start_line: int  # 1-based, inclusive
     end_line: int
     text: str
+    rule: str = ""  # what hid it, in the words `oracle visibility` shows
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Note:
     secrets: tuple[Secret, ...] = ()
     links: tuple[Link, ...] = ()
     warnings: tuple[str, ...] = ()
+    rule: str = ""  # why the note has its visibility ("" for a public note no rule names)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ class IngestReport:
     # Files read this run that hold game-master-only text: path -> secret blocks cut out of a
     # public note, or -1 for a note that is game-master-only as a whole.
     secrets: dict[str, int] = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)  # path -> what kept its text from players
     chunks: int = 0
     windows_embedded: int = 0
     windows_repaired: int = 0  # chunks whose lost dense windows were embedded again
@@ -170,7 +173,8 @@ class IngestReport:
                 "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
                 "warnings": [{"path": s.path, "reason": s.reason} for s in self.warnings],
                 "secrets": [
-                    {"path": path, "blocks": max(n, 0), "whole_note": n < 0} for path, n in self.secrets.items()
+                    {"path": path, "blocks": max(n, 0), "whole_note": n < 0, "rule": self.rules.get(path, "")}
+                    for path, n in self.secrets.items()
                 ],
             },
             "chunks": self.chunks,

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..errors import OracleError
 from ..llm import LLMError
 from ..notes.chunking import chunk_note
+from ..notes.embeds import Vault
 from ..notes.parse import NoteError, decode, parse_note
 from ..notes.refs import chunk_refs
 from ..settings import Settings
@@ -141,10 +142,15 @@ def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str, str | None]]
 
 
 def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
+    """Read the folder; parse what is new or changed. A note's identity covers what it embeds, so
+    editing an embedded handout re-indexes the notes that show it."""
     scan = Scan()
     root = settings.notes_dir
     if not root.is_dir():
         raise FileNotFoundError(f"the notes folder {root} does not exist")
+    policy = settings.policy
+    files: dict[str, bytes] = {}
+    reals: dict[str, str] = {}
     for rel, path, refused, real in walk_notes(root):
         if path is None:
             scan.skipped.append(Skipped(rel, refused))
@@ -158,8 +164,20 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
             _read_compendium(rel, data, scan)  # read on every run: the Compendium is rebuilt each time
             if not rel.lower().endswith(".md") or not _has_body(data):
                 continue  # entries only: nothing to index as a note
-        # A link's target is part of its identity: re-pointing it must re-index the note.
+        files[rel] = data
+        if real:
+            reals[rel] = real
+    vault = Vault(files, policy, reals)
+    scan.warnings += [Skipped("(settings)", w) for w in policy.unmatched(list(files))]
+    for rel, data in files.items():
+        # A link's target and what the note embeds are part of its identity.
+        real = reals.get(rel)
         digest = hashlib.sha256(data + (f"\0{real}".encode() if real else b"")).hexdigest()
+        deps = vault.dependencies(rel) if b"![" in data else []
+        if deps:
+            digest = hashlib.sha256(
+                (digest + "".join(f"\0{d}\0" + hashlib.sha256(files[d]).hexdigest() for d in sorted(deps))).encode()
+            ).hexdigest()
         scan.hashes[rel] = digest
         old = manifest.get(rel)
         if old is not None and old.hash == digest and not full:
@@ -167,7 +185,7 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
                 scan.skipped.append(Skipped(rel, old.reason))
             continue
         try:
-            note = parse_note(rel, data, settings.folder_kinds, real_path=real)
+            note = parse_note(rel, data, settings.folder_kinds, real_path=real, policy=policy, vault=vault)
         except NoteError as exc:
             scan.skipped.append(Skipped(rel, str(exc)))
             continue
@@ -282,7 +300,9 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     vectors = await index.vectors(check=False)  # an ingest is what repairs a missing dense index
     meta = await store.meta()
     collection = collection_name(embedder, settings)
-    chunking = f"{CHUNKER_VERSION}/{settings.session_max_words}/{settings.overlap_words}"
+    # A new policy can change any note's visibility: every note is read again (unchanged text keeps
+    # its embeddings, which are stored by chunk id).
+    chunking = f"{CHUNKER_VERSION}/{settings.session_max_words}/{settings.overlap_words}/{settings.policy.key}"
     full = meta.get("collection") != collection or meta.get("chunking") != chunking
 
     manifest = await store.manifest()
@@ -309,6 +329,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         for rel, note in sorted(scan.notes.items())
         if note.visibility == GM or note.secrets
     }
+    report.rules = {rel: _rules(scan.notes[rel]) for rel in report.secrets}
 
     existing = await store.chunk_ids()
     old_ids = existing if full else await store.chunk_ids_for(touched)
@@ -422,6 +443,13 @@ async def _embed(
                     await worker.close_store(vectors.where)
             finally:
                 await vectors.take_back()
+
+
+def _rules(note: Note) -> str:
+    """Why a note's text is kept from players, in the words the summary shows."""
+    if note.visibility == GM:
+        return note.rule
+    return "; ".join(dict.fromkeys(s.rule for s in note.secrets if s.rule))
 
 
 def _file_record(note: Note, digest: str) -> FileRecord:

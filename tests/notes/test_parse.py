@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from oracle.notes import parse as parse_module
+from oracle.notes import secrets as secrets_module
 from oracle.notes.parse import (
     NoteError,
     decode,
@@ -59,19 +59,19 @@ def test_broken_frontmatter_keeps_the_body_and_warns():
 def test_inline_comment_on_one_line_keeps_the_rest_of_the_line():
     public, secrets, _ = extract_secrets("Aldous smiled. %% he is a spy %% They left.\nNext line")
     assert "Aldous smiled.  They left.\nNext line" == public
-    assert (Secret(1, 1, "he is a spy"),) == secrets
+    assert (Secret(1, 1, "he is a spy", "%% comment"),) == secrets
 
 
 def test_comment_across_lines_keeps_the_line_count():
     public, secrets, _ = extract_secrets("a\n%%\nline one\nline two\n%%\nb")
     assert "a\n\n\n\n\nb" == public
-    assert (Secret(2, 5, "line one\nline two"),) == secrets
+    assert (Secret(2, 5, "line one\nline two", "%% comment"),) == secrets
 
 
 def test_unclosed_comment_hides_the_rest():
     public, secrets, warnings = extract_secrets("visible\n%% hidden\nstill hidden")
     assert "visible\n\n" == public
-    assert (Secret(2, 3, "hidden\nstill hidden"),) == secrets
+    assert (Secret(2, 3, "hidden\nstill hidden", "%% comment"),) == secrets
     assert 1 == len(warnings)
 
 
@@ -82,7 +82,7 @@ def test_callouts_hide_the_whole_quoted_block(kind):
     text = f"before\n> [!{tag}]{fold} The truth\n> the heir lives\n>\n> in the north\n\nafter"
     public, secrets, _ = extract_secrets(text)
     assert "before\n\n\n\n\n\nafter" == public
-    assert (Secret(2, 5, "The truth\nthe heir lives\n\nin the north"),) == secrets
+    assert (Secret(2, 5, "The truth\nthe heir lives\n\nin the north", f"callout [!{tag}]"),) == secrets
 
 
 def test_ordinary_quotes_and_callouts_stay_public():
@@ -125,7 +125,7 @@ def test_whole_note_secrets(path, text):
 def test_public_note_secrets_are_cut_out():
     note = parse("sessions/Session 3.md", "Public.\n%% SECRET-X %%\n> [!gm]\n> SECRET-Y [[Kat|the witch]]\n\nEnd.")
     assert "SECRET" not in note.text
-    assert (Secret(2, 2, "SECRET-X"), Secret(3, 4, "SECRET-Y the witch")) == note.secrets
+    assert (Secret(2, 2, "SECRET-X", "%% comment"), Secret(3, 4, "SECRET-Y the witch", "callout [!gm]")) == note.secrets
 
 
 def test_stray_nul_bytes_in_a_text_note_are_dropped_with_a_warning():
@@ -140,13 +140,13 @@ def test_a_lazy_continuation_line_belongs_to_the_callout():
     """CommonMark (and Obsidian) read a line without `>` right after a quote as part of it."""
     public, secrets, _ = extract_secrets("Open.\n> [!gm]\n> The duke\nis a traitor\n\nClose.")
     assert "Open.\n\n\n\n\nClose." == public
-    assert (Secret(2, 4, "The duke\nis a traitor"),) == secrets
+    assert (Secret(2, 4, "The duke\nis a traitor", "callout [!gm]"),) == secrets
 
 
 def test_a_callout_inside_a_list_item_is_secret():
     public, secrets, _ = extract_secrets("- camp\n  > [!secret]\n  > the cook is a spy\n- rest")
     assert "the cook" not in public and "rest" in public
-    assert (Secret(2, 3, "the cook is a spy"),) == secrets
+    assert (Secret(2, 3, "the cook is a spy", "callout [!secret]"),) == secrets
 
 
 @pytest.mark.parametrize(
@@ -201,13 +201,13 @@ def test_reading_the_blocks_alone_finds_what_the_full_parse_finds(lines):
     """The parser runs without its inline rule, and a note with no marker is not parsed at all: both
     must hide exactly what reading the whole CommonMark parse of every note hides."""
     text = "\n".join(lines)
-    quick = parse_module._secret_intervals(text)
-    saved = parse_module._MD, parse_module._may_hide
-    parse_module._MD, parse_module._may_hide = _FULL_PARSE, lambda _text: True
+    quick = secrets_module.hidden_passages(text)
+    saved = secrets_module._MD, secrets_module.may_hide
+    secrets_module._MD, secrets_module.may_hide = _FULL_PARSE, lambda _text, _headings: True
     try:
-        full = parse_module._secret_intervals(text)
+        full = secrets_module.hidden_passages(text)
     finally:
-        parse_module._MD, parse_module._may_hide = saved
+        secrets_module._MD, secrets_module.may_hide = saved
     assert quick == full
 
 
@@ -225,7 +225,7 @@ def test_an_unclosed_comment_names_its_line_and_hides_what_it_says():
         "visibility:gm",  # one string, not a map
         "- visibility: gm",  # a list
         "aliases: [Kat\ngm: true",  # broken, and says gm
-        "visibility: hidden",  # a value the Oracle does not know
+        "visibility: maybe",  # a value the Oracle does not know
         "visibility: [gm]",
         "gm: maybe",
     ],

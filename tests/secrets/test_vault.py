@@ -314,7 +314,7 @@ def test_oracle_who_and_status_on_the_command_line(tmp_path, monkeypatch, capsys
         return code, json.loads(capsys.readouterr().out)
 
     code, report = run("ingest")
-    assert 0 == code and {"path": "gm/The Masked Lord.md", "blocks": 0, "whole_note": True} in report["files"]["secrets"]
+    assert 0 == code and {"path": "gm/The Masked Lord.md", "blocks": 0, "whole_note": True, "rule": "folder 'gm' is a game master's folder"} in report["files"]["secrets"]
     code, player = run("who", "Aldric")
     assert (0, "Aldric", []) == (code, player["dossier"]["name"], player["dossier"]["aliases"])
     assert_no_secret(player, "oracle who")

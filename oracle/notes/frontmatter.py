@@ -1,0 +1,220 @@
+"""A note's frontmatter as Obsidian reads it, and whose note it says it is.
+
+Obsidian's properties are YAML with habits of their own: unquoted `![[image.png]]` and `[[Note]]`
+values, keys in any case, and game masters' many ways of saying "mine" (`visibility: gm`,
+`public: false`, `publish: false`, `private: true`, `tags: [gm]`…). Whatever may say "mine" and cannot
+be read for sure makes the note the game master's: a duplicated key, a contradiction, a value the
+Oracle does not know, frontmatter that does not parse, or a frontmatter-like block Obsidian does not
+read as one.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import yaml
+
+from ..types import GM, PUBLIC
+from .secrets import is_gm_word
+
+_FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
+# Words that, in frontmatter the Oracle cannot read, may be a game master marking the note secret.
+_SECRET_WORDS = re.compile(
+    r"\b(?:visibility|gm|dm|secret|private|hidden|spoiler|public|publish|gm-only|dm-only)\b", re.I
+)
+GM_VISIBILITY = frozenset({"gm", "dm", "secret", "private", "hidden", "gm-only", "dm-only", "spoiler"})
+PUBLIC_VISIBILITY = frozenset({"", "public", "players", "player", "everyone", "all"})
+# Keys whose true value makes the note the game master's (compared without case, `_` or spaces).
+GM_FLAGS = ("gm", "dm", "secret", "private", "hidden", "spoiler", "gm-only", "dm-only", "gmonly", "dmonly")
+# Keys whose false value makes it the game master's (Obsidian Publish's `publish`).
+PUBLIC_FLAGS = ("public", "publish")
+_TRUE = {"true", "yes", "on", "1", "y"}
+_FALSE = {"false", "no", "off", "0", "n", ""}
+# An unquoted Obsidian link or embed as a property value: YAML reads `!` as a tag and fails.
+_OBSIDIAN_VALUE = re.compile(r"^([ \t]*(?:-[ \t]+)?(?:[^\s:#][^:\n]*:[ \t]+)?)(!?\[\[[^\n]*\]\])[ \t]*$", re.M)
+_COMMENT = re.compile(r"%%.*?(?:%%|$)", re.S)
+
+
+def key_of(key: object) -> str:
+    return re.sub(r"[\s_]+", "-", str(key).strip().casefold())
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that records a duplicated top-level key instead of silently keeping the last."""
+
+    duplicates: list[str]
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        if node is getattr(self, "_top", None) or not hasattr(self, "_top"):
+            self._top = node
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                key = key_of(getattr(key_node, "value", ""))
+                if key in seen:
+                    self.duplicates.append(key)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _load(raw: str) -> tuple[object, list[str]]:
+    loader = _Loader(raw)
+    loader.duplicates = []
+    try:
+        return loader.get_single_data(), loader.duplicates
+    finally:
+        loader.dispose()
+
+
+def _unreadable(raw: str, first_line: int, reason: str) -> tuple[dict, list[str]]:
+    """Frontmatter that cannot be read: ignored, unless it may mark the note secret (fail closed)."""
+    word = _SECRET_WORDS.search(raw)
+    if word is None:
+        return {}, [f"broken frontmatter ignored: {reason}"]
+    line = first_line + raw.count("\n", 0, word.start())
+    return {"visibility": "gm"}, [
+        f"line {line}: frontmatter cannot be read ({reason}) but mentions {word.group()!r};"
+        " the note is treated as game-master-only"
+    ]
+
+
+def split_frontmatter(text: str) -> tuple[dict, str, list[str]]:
+    """Returns (frontmatter, text with the frontmatter lines blanked, warnings)."""
+    if not text.startswith("---"):
+        return {}, text, []
+    first_break = text.find("\n")
+    if first_break < 0 or text[:first_break].strip() != "---":
+        return {}, text, []
+    end = _FRONTMATTER_END.search(text, first_break + 1)
+    if end is None:
+        head = text[first_break + 1 :].split("\n\n", 1)[0]
+        if _SECRET_WORDS.search(head):
+            data, warnings = _unreadable(head, 2, "opened with --- but never closed")
+            return data, text, warnings
+        return {}, text, ["frontmatter opened with --- but never closed; read as text"]
+    raw = text[first_break + 1 : end.start()]
+    blanked = "\n" * text.count("\n", 0, end.end()) + text[end.end() :]
+    try:
+        data, duplicates = _load(raw)
+    except yaml.YAMLError as exc:
+        quoted = _OBSIDIAN_VALUE.sub(lambda m: m.group(1) + _quote(m.group(2)), raw)
+        try:
+            data, duplicates = _load(quoted) if quoted != raw else (None, None)
+        except yaml.YAMLError:
+            duplicates = None
+        if duplicates is None:
+            data, warnings = _unreadable(raw, 2, str(exc).splitlines()[0])
+            return data, blanked, warnings
+    if data is None:
+        return {}, blanked, []
+    if not isinstance(data, Mapping):
+        data, warnings = _unreadable(raw, 2, "not a key/value map")
+        return data, blanked, warnings
+    out: dict = {}
+    clashes: list[str] = []
+    for k, v in data.items():
+        key = key_of(k)
+        if key in out and out[key] != v:
+            clashes.append(key)
+        out[key] = v
+    warnings = []
+    for key in dict.fromkeys(duplicates + clashes):
+        if key in GM_FLAGS or key in PUBLIC_FLAGS or key in ("visibility", "tags", "tag"):
+            out["visibility"] = "gm"
+            warnings.append(f"frontmatter gives {key!r} more than once; the note is treated as game-master-only")
+        else:
+            warnings.append(f"frontmatter gives {key!r} more than once; the last one is used")
+    return out, blanked, warnings
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def loose_frontmatter(text: str) -> str:
+    """A warning if `text` (frontmatter already blanked) opens with a frontmatter-like block that
+    Obsidian does not read as frontmatter (after a blank line, or TOML's `+++`) and mentions
+    visibility: the game master may have meant it. "" otherwise."""
+    stripped = text.lstrip("\n \t")
+    for fence in ("---", "+++"):
+        if not stripped.startswith(fence + "\n") and not (fence == "+++" and stripped.startswith(fence)):
+            continue
+        if fence == "---" and stripped is text:
+            return ""  # real frontmatter, read already
+        body = stripped[len(fence) :].split("\n" + fence, 1)[0]
+        word = _SECRET_WORDS.search(body)
+        if word:
+            where = "TOML (+++)" if fence == "+++" else "after a blank line"
+            return (f"a frontmatter-like block {where} mentions {word.group()!r}; Obsidian does not read it as"
+                    " frontmatter, and the note is treated as game-master-only")
+    return ""
+
+
+def strings(value: object) -> tuple[str, ...]:
+    """A property's strings (a list or one value), `%% … %%` comments and empty items dropped."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items = [value]
+    elif isinstance(value, (list, tuple, set)):
+        items = [v for v in value if isinstance(v, (str, int, float))]
+    else:
+        return ()
+    out = []
+    for item in items:
+        s = _COMMENT.sub("", str(item)).strip().strip("#").strip()
+        if s and s not in out:
+            out.append(s)
+    return tuple(out)
+
+
+def _flag(value: object) -> bool | None:
+    """True, False, or None for a value that is neither."""
+    if value is None or value is False:
+        return False if value is False else None
+    if value is True:
+        return True
+    text = str(value).strip().casefold()
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
+def frontmatter_visibility(frontmatter: Mapping) -> tuple[str, str, str]:
+    """(visibility, rule, warning or "") that a note's or an entry's own keys give it.
+
+    Any key that says "game master" wins over any that says "public"; a value the Oracle does not
+    know is GM-only too, with a warning: it cannot tell, so it keeps it."""
+    fm = {key_of(k): v for k, v in frontmatter.items()}
+    value = fm.get("visibility")
+    shown = str(value).strip().casefold() if isinstance(value, (str, int, float, bool)) or value is None else None
+    if shown in GM_VISIBILITY:
+        return GM, f"frontmatter visibility: {value}", ""
+    if shown is None or (value is not None and shown not in PUBLIC_VISIBILITY):
+        return GM, f"frontmatter visibility: {value!r}", (
+            f"visibility {value!r} is not one the Oracle knows (public or gm); treated as game-master-only"
+        )
+    for key in GM_FLAGS:
+        if key not in fm or fm[key] is None:
+            continue
+        flag = _flag(fm[key])
+        if flag:
+            return GM, f"frontmatter {key}: {fm[key]}", ""
+        if flag is None:
+            return GM, f"frontmatter {key}: {fm[key]!r}", f"{key}: {fm[key]!r} is not true or false; treated as game-master-only"
+    for key in PUBLIC_FLAGS:
+        if key not in fm or fm[key] is None:
+            continue
+        flag = _flag(fm[key])
+        if flag is False:
+            return GM, f"frontmatter {key}: {fm[key]}", ""
+        if flag is None:
+            return GM, f"frontmatter {key}: {fm[key]!r}", f"{key}: {fm[key]!r} is not true or false; treated as game-master-only"
+    for key in ("tags", "tag"):
+        for tag in _tags(fm.get(key)):
+            if is_gm_word(tag):
+                return GM, f"frontmatter {key}: {tag}", ""
+    return PUBLIC, "", ""
+
+
+def _tags(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [t for t in re.split(r"[\s,]+", value) if t]
+    return list(strings(value))
