@@ -66,6 +66,8 @@ def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = Non
         gm, why = True, gm_decision.rule if real_path is None or decisions[0] is gm_decision else f"link into {real_path}: {gm_decision.rule}"
     else:
         gm, why = False, decisions[0].rule
+    if gm and gm_decision is not None and gm_decision.guessed and why == gm_decision.rule:
+        warnings.append(f"kept from players: {why}; list it in ORACLE_PLAYER_NOTES if players may read it")
     public, secrets, secret_warnings = extract_secrets(text, policy.headings)
     return Body(public, gm, why, frontmatter, secrets, tuple(warnings + secret_warnings))
 

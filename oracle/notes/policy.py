@@ -131,6 +131,7 @@ class Decision:
 
     visibility: Visibility
     rule: str
+    guessed: bool = False  # by the note's name or opening, not by anything the game master set
 
     @property
     def public(self) -> bool:
@@ -208,20 +209,20 @@ def looks_like_gm(path: str, text: str = "") -> Decision:
     for folder in parts[:-1]:
         word = gm_word_in(folder)
         if word:
-            return Decision(GM, f"folder {folder!r} is named like GM material ({word})")
+            return Decision(GM, f"folder {folder!r} is named like GM material ({word})", True)
         if folder.casefold() in TEMPLATE_FOLDERS:
-            return Decision(GM, f"folder {folder!r} holds templates")
+            return Decision(GM, f"folder {folder!r} holds templates", True)
     stem = PurePosixPath(path).stem
     word = gm_word_in(stem)
     if word in NARRATIVE_WORDS and _SESSION_TITLE.match(stem):
         word = ""  # "Session 37 - Secrets of Brokenveil Peak" is a played session's title
     if word:
-        return Decision(GM, f"file name {stem!r} is named like GM material ({word})")
+        return Decision(GM, f"file name {stem!r} is named like GM material ({word})", True)
     if _TEMPLATER_TAG.search(text):
-        return Decision(GM, "a Templater template (<% … %> tags)")
+        return Decision(GM, "a Templater template (<% … %> tags)", True)
     opening = _opening(text)
     if opening and _SPOILER_WARNING.search(opening):
-        return Decision(GM, f"it opens with a spoiler warning ({opening[:60]!r})")
+        return Decision(GM, f"it opens with a spoiler warning ({opening[:60]!r})", True)
     return Decision(PUBLIC, "")
 
 
