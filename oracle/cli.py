@@ -46,6 +46,7 @@ from .retrieve.results import Hit
 from .settings import Settings, settings_problem
 from .types import INGEST_STAGES, IngestReport
 from .types import Progress as IngestProgress
+from .visibility import VisibilityReport, note_visibility, players_view
 from .watch import WatchError, watch_notes
 
 console = Console(stderr=True)
@@ -210,7 +211,8 @@ def print_ingest_report(report: IngestReport) -> None:
     for s in report.warnings:
         out.print(f"[yellow]repaired[/] {escape(str(s.path))}: {escape(s.reason)}")
     for path, secrets in report.secrets.items():
-        out.print(f"[magenta]secret[/] {escape(str(path))}: {secret_count(secrets)}")
+        rule = report.rules.get(path, "")
+        out.print(f"[magenta]secret[/] {escape(str(path))}: {secret_count(secrets)}" + (f" ({escape(rule)})" if rule else ""))
 
 
 def secret_count(secrets: int) -> str:
@@ -624,6 +626,60 @@ def print_answers(result: dict) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# visibility
+
+
+async def cmd_visibility(args: argparse.Namespace) -> int:
+    """Who reads each note and each hidden passage, with the rule; `--players`: the notes as players
+    read them. Reads the notes folder only: no index, no Ollama."""
+    settings = build_settings(args)
+    report = note_visibility(settings, args.paths, players_text=args.players)
+    if args.players:
+        readable = [n for n in report.notes if n.players]
+        if args.json:
+            print(json.dumps({"notes_dir": report.notes_dir, "notes": [{"path": n.path, "text": n.text} for n in readable]},
+                             ensure_ascii=False))
+            return 0
+        for n in readable:
+            out.rule(f"[bold]{escape(n.path)}[/]", align="left")
+            out.print(players_view(n.text or ""), markup=False, highlight=False, soft_wrap=True)
+        out.print(f"{_many(len(readable), 'note')} players read", highlight=False)
+        return 0
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0
+    print_visibility(report)
+    return 0
+
+
+def print_visibility(report: VisibilityReport) -> None:
+    out.print(f"[bold]notes[/] {escape(report.notes_dir)}: {escape(report.policy)}", soft_wrap=True, highlight=False)
+    width = min(max((len(n.path) for n in (*report.notes, *report.skipped)), default=0), 60)
+    for n in report.notes:
+        reader = "[green]players[/]" if n.players else "[magenta]GM[/]     "
+        rule = escape(n.rule) if n.rule else "[dim]no rule keeps it from players[/]"
+        out.print(f"{escape(n.path.ljust(width))}  {reader}  {rule}", soft_wrap=True, highlight=False)
+        for h in n.hidden:
+            lines = f"line {h.start_line}" if h.start_line == h.end_line else f"lines {h.start_line}–{h.end_line}"
+            out.print(f"    {lines}  {escape(h.rule)}", soft_wrap=True, highlight=False)
+        for w in n.warnings:
+            out.print(f"    [yellow]warning[/] {escape(w)}", soft_wrap=True, highlight=False)
+    for s in report.skipped:
+        out.print(f"{escape(s.path.ljust(width))}  [red]skipped[/]  {escape(s.reason)}", soft_wrap=True, highlight=False)
+    for u in report.unmatched:
+        out.print(f"[yellow]policy[/] {escape(u)}", soft_wrap=True, highlight=False)
+    count = (f"{_many(len(report.notes), 'note')}: {report.players} read by players, {report.game_master} "
+             f"game-master-only, {_many(report.hidden, 'hidden passage')}")
+    if report.skipped:
+        count += f"; {_many(len(report.skipped), 'file')} skipped"
+    out.print(count, highlight=False)
+
+
+def _many(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def parser() -> argparse.ArgumentParser:
@@ -686,6 +742,13 @@ def parser() -> argparse.ArgumentParser:
     questions.add_argument("--label", action="append", default=[],
                            help="with --confirm: a gold source label (repeatable; none: the notes do not hold it)")
     questions.add_argument("--limit", type=int, default=50, help="how many rows (default 50)")
+
+    visibility = sub.add_parser("visibility", help="who reads each note and each hidden passage, and the rule that decided")
+    visibility.add_argument("paths", nargs="*", metavar="PATH",
+                            help="only these files or folders (relative to the notes folder, or inside it)")
+    common(visibility)
+    visibility.add_argument("--players", action="store_true",
+                            help="print the notes as players read them (--json: their text, line for line)")
     return p
 
 
@@ -699,6 +762,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "eval": cmd_eval,
     "recap": cmd_recap,
     "questions": cmd_questions,
+    "visibility": cmd_visibility,
 }
 
 

@@ -141,32 +141,52 @@ def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str, str | None]]
             yield rel, full, "", target.relative_to(real_root).as_posix()
 
 
-def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
-    """Read the folder; parse what is new or changed. A note's identity covers what it embeds, so
-    editing an embedded handout re-indexes the notes that show it."""
-    scan = Scan()
-    root = settings.notes_dir
+@dataclass
+class NoteFiles:
+    """The notes folder read as the ingest reads it: every note's bytes (a `Vault`'s files), where
+    each linked note points, the files refused, and the Compendium files at the top."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    reals: dict[str, str] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    compendium: dict[str, bytes] = field(default_factory=dict)
+
+
+def read_notes(root: Path) -> NoteFiles:
+    """Read every Markdown file `walk_notes` finds; a Compendium file is a note too only if it is
+    Markdown with a body."""
     if not root.is_dir():
         raise FileNotFoundError(f"the notes folder {root} does not exist")
-    policy = settings.policy
-    files: dict[str, bytes] = {}
-    reals: dict[str, str] = {}
+    found = NoteFiles()
     for rel, path, refused, real in walk_notes(root):
         if path is None:
-            scan.skipped.append(Skipped(rel, refused))
+            found.skipped.append(Skipped(rel, refused))
             continue
         try:
             data = path.read_bytes()
         except OSError as exc:
-            scan.skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
+            found.skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
             continue
         if "/" not in rel and rel.lower() in COMPENDIUM_FILES:
-            _read_compendium(rel, data, scan)  # read on every run: the Compendium is rebuilt each time
+            found.compendium[rel] = data
             if not rel.lower().endswith(".md") or not _has_body(data):
                 continue  # entries only: nothing to index as a note
-        files[rel] = data
+        found.files[rel] = data
         if real:
-            reals[rel] = real
+            found.reals[rel] = real
+    return found
+
+
+def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
+    """Read the folder; parse what is new or changed. A note's identity covers what it embeds, so
+    editing an embedded handout re-indexes the notes that show it."""
+    scan = Scan()
+    found = read_notes(settings.notes_dir)
+    policy = settings.policy
+    files, reals = found.files, found.reals
+    scan.skipped += found.skipped
+    for rel, data in found.compendium.items():
+        _read_compendium(rel, data, scan)  # read on every run: the Compendium is rebuilt each time
     vault = Vault(files, policy, reals)
     scan.warnings += [Skipped("(settings)", w) for w in policy.unmatched(list(files))]
     for rel, data in files.items():
