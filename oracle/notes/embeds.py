@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from urllib.parse import unquote
 
 from ..types import GM
+from .code import drop_code
 from .decode import NoteError, decode
 from .frontmatter import frontmatter_visibility, loose_frontmatter, split_frontmatter
 from .policy import UNLISTED, Policy, normalize_heading
@@ -68,7 +69,7 @@ def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = Non
         gm, why = False, decisions[0].rule
     if gm and gm_decision is not None and gm_decision.guessed and why == gm_decision.rule:
         warnings.append(f"kept from players: {why}; list it in ORACLE_PLAYER_NOTES if players may read it")
-    public, secrets, secret_warnings = extract_secrets(text, policy.headings)
+    public, secrets, secret_warnings = extract_secrets(drop_code(text), policy.headings)
     return Body(public, gm, why, frontmatter, secrets, tuple(warnings + secret_warnings))
 
 

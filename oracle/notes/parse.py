@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from ..types import GM, PUBLIC, Link, Note, Secret
+from .code import drop_code
 from .decode import NoteError, decode
 from .embeds import Vault, read_body, render_embeds
 from .frontmatter import frontmatter_visibility, split_frontmatter, strings
@@ -110,7 +111,7 @@ def parse_note(
 
 def _whole_text(data: bytes) -> str:
     text, _ = decode(data)
-    return split_frontmatter(text)[1]
+    return drop_code(split_frontmatter(text)[1])
 
 
 def _drop_embeds(text: str) -> str:
