@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .notes.policy import DEFAULT_GM_HEADINGS, Policy
+from .policy import DEFAULT_GM_HEADINGS, Policy
 
 FusionMethod = Literal["rrf", "weighted_rrf", "dbsf", "learned"]
 RerankerChoice = Literal["llm", "cross-encoder", "none"]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from oracle.cli import main
-from oracle.notes.policy import UNLISTED
+from oracle.policy import UNLISTED
 from tests.conftest import write_notes
 
 VAULT = {

@@ -21,7 +21,7 @@ from ..types import GM
 from .code import drop_code
 from .decode import NoteError, decode
 from .frontmatter import frontmatter_visibility, loose_frontmatter, split_frontmatter
-from .policy import UNLISTED, Policy, normalize_heading
+from ..policy import UNLISTED, Policy, normalize_heading
 from .secrets import code_ranges, extract_secrets
 
 MAX_DEPTH = 3

@@ -16,7 +16,7 @@ from .code import drop_code
 from .decode import NoteError, decode
 from .embeds import Vault, read_body, render_embeds
 from .frontmatter import frontmatter_visibility, split_frontmatter, strings
-from .policy import Policy
+from ..policy import Policy
 from .secrets import extract_secrets
 
 __all__ = [

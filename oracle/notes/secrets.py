@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from ..types import Secret
-from .policy import DEFAULT_GM_HEADINGS, gm_heading, normalize_heading
+from ..policy import DEFAULT_GM_HEADINGS, gm_heading, normalize_heading
 
 # Words that make a callout's or an Admonition's type, a Dataview key or a tag the game master's.
 GM_WORDS = frozenset({"gm", "dm", "secret", "secrets", "private", "spoiler", "spoilers", "hidden", "gmonly", "dmonly"})

@@ -5,7 +5,7 @@ import pytest
 
 from oracle.notes.embeds import Vault
 from oracle.notes.parse import extract_secrets, parse_note, split_frontmatter
-from oracle.notes.policy import UNLISTED, Policy
+from oracle.policy import UNLISTED, Policy
 from oracle.settings import DEFAULT_FOLDER_KINDS, Settings
 from oracle.types import GM, PUBLIC
 

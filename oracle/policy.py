@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from ..types import GM, PUBLIC, Visibility
+from .types import GM, PUBLIC, Visibility
 
 # Words that make a folder or file name look like the game master's, as whole words of the name.
 GM_NAME_WORDS = frozenset({
