@@ -10,7 +10,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .answer.budget import fit_answer_prompt
 from .answer.citations import Citation, Verified, verify
@@ -21,7 +21,7 @@ from .answer.prompt import Turn
 from .answer.rerank import Candidate, Reranked, make_reranker
 from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, passages_text
 from .answer.selection import Selection
-from .answer.trace import Mode, build_trace
+from .answer.trace import PLAYER_REASON, Mode, build_trace
 from .dossier import Dossiers
 from .index import annotate
 from .index.index import Index
@@ -42,9 +42,9 @@ from .types import Chunk, Scored, readable
 
 StageFn = Callable[[str], Awaitable[None]]
 
-# What a player reads when there is no written answer: the same whatever happened, so a withheld
-# answer looks like a model that did not answer, and no host, path or error reaches a player.
-PLAYER_REASON = "the language model gave no usable answer"
+# What a player reads when there is no written answer (PLAYER_REASON, in `answer.trace`): the same
+# whatever happened, so a withheld answer looks like a model that did not answer, and no host, path
+# or error reaches a player.
 WITHHELD = "the answer repeated game-master-only notes"
 # A stream cut before this many words of whole sentences is shown as passages instead: a sentence
 # or two is not yet an answer.
@@ -139,8 +139,8 @@ class Oracle:
 
         # Read by the keyword path, with the learned fusion's terms; reused by its evidence.
         stems = query_stems(query) if self.learned else {}
-        counts = TermCounts(store, also=stems.values())
-        total = await mention_stats.indexed(store)
+        counts = TermCounts(store, visibilities, also=stems.values())
+        total = await mention_stats.indexed(store, visibilities)
         keyword, semantic, entity = await asyncio.gather(
             timed("keyword", keyword_path(
                 store, query, visibilities, depth, (settings.fts_head_weight, 1.0), counts=counts, total=total
@@ -221,9 +221,10 @@ class Oracle:
         started = time.perf_counter()
         question = " ".join(question.split())
         if not question:
-            return self._answer(question, "Ask a question about the campaign.", "not_found", "empty question")
+            return _cleared(self._answer(question, "Ask a question about the campaign.", "not_found",
+                                         "empty question"), gm)
         async with self.index.snapshot() as store:  # every stage of the question reads one index
-            return await self._ask(store, question, history, gm, started, stage, show_text)
+            return _cleared(await self._ask(store, question, history, gm, started, stage, show_text), gm)
 
     async def _ask(
         self,
@@ -437,7 +438,8 @@ class Oracle:
             parts = pick_session(await store.session_chunks(self.visibilities(gm)), session)
             if not parts:
                 text = f"The notes hold no session matching “{session}”." if session else "The notes hold no session yet."
-                return self._answer(f"Recap of {session or 'the last session'}", text, "not_found", "no session")
+                return _cleared(self._answer(f"Recap of {session or 'the last session'}", text, "not_found",
+                                             "no session"), gm)
             label = parts[0].label
             question = f"Recap of {label}"
             prompt = (f"Previously on… Retell {label} for the players: what happened, in order, in a few "
@@ -456,8 +458,8 @@ class Oracle:
                 return self._session_passages(question, reason if gm else PLAYER_REASON, parts, annotations,
                                               retrieval, selection, extra)
 
-            return await self._write(store, question, prompt, (), gm, started, stage, show_text,
-                                     retrieval, selection, fallback)
+            return _cleared(await self._write(store, question, prompt, (), gm, started, stage, show_text,
+                                              retrieval, selection, fallback), gm)
 
     def _session_passages(
         self, question: str, reason: str, parts: Sequence[Chunk], annotations: dict[str, str],
@@ -500,6 +502,12 @@ class Oracle:
             if self._guard is None or self._guard[0] != generation:
                 self._guard = (generation, await question_step(SecretGuard, await store.chunk_texts()))
             return self._guard[1]
+
+
+def _cleared(answer: Answer, gm: bool) -> Answer:
+    """The answer marked with its reader's clearance: `Answer.to_json()` for a player names no host,
+    path or error (the answer keeps them, for the game master and the log)."""
+    return replace(answer, gm=gm)
 
 
 def _hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:

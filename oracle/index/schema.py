@@ -14,11 +14,20 @@ import aiosqlite
 from ..notes.refs import chunk_refs
 from .seam import ingest_step
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
 # "camping"; terms are still the user's own words, stemmed alike on both sides.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+# The FTS5 tables whose statistics (bm25's document frequencies and lengths, the term counts of
+# `Store.term_docs`) a reader's ranking is computed from: a player's over public text alone, so that
+# no GM-only note can move a player's scores or order (a side channel: a public passage scoring
+# lower for a name would tell that the game master writes about it); the game master's over every
+# chunk. `public_fts` (schema 7) is external-content over the `public_chunks` view, so FTS5's own
+# 'rebuild' and 'integrity-check' see the public rows only; triggers keep it in step with `chunks`.
+ALL_FTS = "chunks_fts"
+PUBLIC_FTS = "public_fts"
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -142,6 +151,33 @@ END;
 UPDATE entities SET visibility = 'gm';
 DELETE FROM meta WHERE key = 'compendium';
 CREATE TABLE IF NOT EXISTS withheld (at TEXT NOT NULL, question TEXT NOT NULL, reason TEXT NOT NULL);
+""",
+    # A player's keyword statistics over public text alone (see `PUBLIC_FTS`). Made anew, so a file
+    # that already holds some of it (a test's hand-made older schema) is migrated all the same. Chunks
+    # are never updated; should one ever be, the update trigger still keeps GM text out of the table.
+    7: f"""
+DROP TRIGGER IF EXISTS public_fts_ai;
+DROP TRIGGER IF EXISTS public_fts_ad;
+DROP TRIGGER IF EXISTS public_fts_au;
+DROP TABLE IF EXISTS public_fts;
+DROP VIEW IF EXISTS public_chunks;
+CREATE VIEW public_chunks AS SELECT n, head, text FROM chunks WHERE visibility = 'public';
+CREATE VIRTUAL TABLE public_fts USING fts5(
+    head, text, content='public_chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
+);
+CREATE TRIGGER public_fts_ai AFTER INSERT ON chunks WHEN new.visibility = 'public' BEGIN
+    INSERT INTO public_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
+END;
+CREATE TRIGGER public_fts_ad AFTER DELETE ON chunks WHEN old.visibility = 'public' BEGIN
+    INSERT INTO public_fts(public_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
+END;
+CREATE TRIGGER public_fts_au AFTER UPDATE OF n, head, text, visibility ON chunks
+WHEN old.visibility = 'public' OR new.visibility = 'public' BEGIN
+    INSERT INTO public_fts(public_fts, rowid, head, text)
+        SELECT 'delete', old.n, old.head, old.text WHERE old.visibility = 'public';
+    INSERT INTO public_fts(rowid, head, text) SELECT new.n, new.head, new.text WHERE new.visibility = 'public';
+END;
+INSERT INTO public_fts(rowid, head, text) SELECT n, head, text FROM public_chunks;
 """,
 }
 

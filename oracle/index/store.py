@@ -1,8 +1,10 @@
 """SQLite, the source of truth: chunks, FTS5, windows, manifest, annotation cache, Compendium.
 
 All access goes through aiosqlite, which runs each connection on a thread of its own, so the event
-loop never waits on the disk. The FTS5 table is external-content, kept in sync by triggers (chunks
-are never updated, only inserted and deleted). One ingest writes at a time (see `ingest.IngestLock`);
+loop never waits on the disk. The FTS5 tables are external-content, kept in sync by triggers (chunks
+are never updated, only inserted and deleted): one over every chunk, for the game master, and one
+over the public chunks, for players, so that a player's keyword statistics count public text alone
+(`fts_tables`). One ingest writes at a time (see `ingest.IngestLock`);
 WAL lets questions read the previous index while it does. The tables are made and migrated by
 `schema`; the retrievers own how rows are scored and how question words are stemmed: the store runs
 the queries they hand it the parameters of.
@@ -48,6 +50,19 @@ def _title(label: str, heading: str) -> str:
 def compendium_view(visibilities: Sequence[str]) -> str:
     """The Compendium a reader with these visibilities reads: the game master's, or the players'."""
     return GM if GM in visibilities else PUBLIC
+
+
+# Per reader (`compendium_view`): the FTS5 table whose statistics rank the reader's keyword search,
+# and its term counts (an fts5vocab made per connection in `Store.open`).
+_FTS = {PUBLIC: (schema.PUBLIC_FTS, "temp.public_fts_terms"), GM: (schema.ALL_FTS, "temp.fts_terms")}
+
+
+def fts_tables(visibilities: Sequence[str]) -> tuple[str, str]:
+    """(FTS5 table, its term counts) a reader with these visibilities is ranked by: over the public
+    chunks for a player, over every chunk for the game master. Never a count of text the reader
+    cannot read: bm25's document frequencies and average lengths, and the keyword path's common
+    terms, would otherwise move a player's scores and order for what GM-only notes say."""
+    return _FTS[compendium_view(visibilities)]
 
 
 class StoreError(OracleError, RuntimeError):
@@ -198,8 +213,9 @@ class Store:
                 raise StoreError(f"the index at {path} was built by a newer Oracle (schema {version})")
             await schema.migrate(db, version)
             await store._ensure_ln()
-            # Per connection, nothing stored: how many chunks hold each indexed term.
-            await db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, chunks_fts, 'row')")
+            # Per connection, nothing stored: how many chunks hold each indexed term, per reader.
+            for table, terms in _FTS.values():
+                await db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {terms} USING fts5vocab(main, {table}, 'row')")
         except sqlite3.DatabaseError as exc:
             await db.close()
             raise StoreError(
@@ -338,16 +354,18 @@ class Store:
     async def keyword_search(
         self, match: str, visibilities: Sequence[str], limit: int, weights: tuple[float, float]
     ) -> list[ChunkScore]:
-        """Chunks by FTS5 bm25, best first; higher is better. `match` must be pre-quoted."""
+        """Chunks by FTS5 bm25, best first; higher is better. `match` must be pre-quoted. Scored by
+        the reader's FTS5 table (`fts_tables`): a player's bm25 counts public text alone."""
         if not match:
             return []
+        fts, _ = fts_tables(visibilities)
         marks = ",".join("?" * len(visibilities))
         rows = await self._all(
             # The planner prefers the rowid lookup, which reads whole chunk rows (text and all) for every
             # match; the covering index halves the query on a 25k-chunk index.
-            f"SELECT c.id, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts"
-            f" JOIN chunks c INDEXED BY chunks_n_visibility ON c.n = chunks_fts.rowid"
-            f" WHERE chunks_fts MATCH ? AND c.visibility IN ({marks}) ORDER BY score DESC, c.n LIMIT ?",
+            f"SELECT c.id, -bm25({fts}, ?, ?) AS score FROM {fts}"
+            f" JOIN chunks c INDEXED BY chunks_n_visibility ON c.n = {fts}.rowid"
+            f" WHERE {fts} MATCH ? AND c.visibility IN ({marks}) ORDER BY score DESC, c.n LIMIT ?",
             (*weights, match, *visibilities, limit),
         )
         return [ChunkScore(r[0], float(r[1])) for r in rows]
@@ -374,23 +392,23 @@ class Store:
         )
         return [Reference(r[0], r[1], int(r[2])) for r in rows]
 
-    async def term_docs(self, terms: Sequence[str]) -> dict[str, int]:
-        """{term: chunks holding it} for the index terms (stemmed as FTS_TOKENIZE stems) among
-        `terms`; a term no chunk holds is left out."""
+    async def term_docs(self, terms: Sequence[str], visibilities: Sequence[str] = (PUBLIC,)) -> dict[str, int]:
+        """{term: chunks the reader reads holding it} for the index terms (stemmed as FTS_TOKENIZE
+        stems) among `terms`; a term no such chunk holds is left out. Their N is
+        `count_chunks(visibilities)`. A player's (the default) count public chunks alone."""
         if not terms:
             return {}
+        _, vocab = fts_tables(visibilities)
         asked = sorted(set(terms))
-        rows = await self._all(
-            f"SELECT term, doc FROM temp.fts_terms WHERE term IN ({','.join('?' * len(asked))})", asked
-        )
-        return {r[0]: int(r[1]) for r in rows}
-
-    async def count_all_chunks(self) -> int:
-        """Every chunk, whatever its visibility: the N of the FTS5 index's term counts."""
-        return (await self._one("SELECT count(*) FROM chunks"))[0]
+        rows = await self._all(f"SELECT term, doc FROM {vocab} WHERE term IN ({','.join('?' * len(asked))})", asked)
+        return {r[0]: int(r[1]) for r in rows if r[1]}
 
     async def matching_chunks(
-        self, rowids: Sequence[int], matches: Sequence[str], lookups: Collection[int] = ()
+        self,
+        rowids: Sequence[int],
+        matches: Sequence[str],
+        lookups: Collection[int] = (),
+        visibilities: Sequence[str] = (PUBLIC,),
     ) -> list[tuple[int, int]]:
         """(number of the FTS5 query in `matches`, rowid) for each chunk among `rowids` (as
         `chunks_and_rowids` gives them) each query matches. Every query is pre-quoted. A query whose
@@ -398,9 +416,10 @@ class Store:
         follows the candidates; the others (rarer terms, short posting lists) are read through once,
         which is cheaper than a few dozen lookups: each posting is checked against the candidates'
         rowids, never joined to its chunk. The unary `+` keeps SQLite from turning the candidates into
-        rowid lookups there."""
+        rowid lookups there. Read from the reader's FTS5 table (`fts_tables`), as its term counts were."""
         if not rowids or not matches:
             return []
+        fts, _ = fts_tables(visibilities)
         asked = [i for i in range(len(matches)) if i in lookups]
         ctes = [f"d(n) AS (VALUES {','.join('(?)' for _ in rowids)})"]
         params: list = [*rowids]
@@ -410,12 +429,12 @@ class Store:
         parts = []
         for i in range(len(matches)):
             if i not in lookups:
-                parts.append(f"SELECT {i}, f.rowid FROM chunks_fts f WHERE f.chunks_fts MATCH ? AND +f.rowid IN d")
+                parts.append(f"SELECT {i}, f.rowid FROM {fts} f WHERE f.{fts} MATCH ? AND +f.rowid IN d")
                 params.append(matches[i])
         if asked:
             parts.append(
                 "SELECT q.i, d.n FROM d, q"
-                " WHERE EXISTS (SELECT 1 FROM chunks_fts f WHERE f.chunks_fts MATCH q.m AND f.rowid = d.n)"
+                f" WHERE EXISTS (SELECT 1 FROM {fts} f WHERE f.{fts} MATCH q.m AND f.rowid = d.n)"
             )
         return await self._all(f"WITH {', '.join(ctes)} " + " UNION ALL ".join(parts), params)
 
@@ -481,6 +500,8 @@ class Store:
         return {r[0]: ChunkPlace(r[1], r[2]) for r in rows}
 
     async def count_chunks(self, visibilities: Sequence[str]) -> int:
+        """The chunks a reader reads: the N of its keyword statistics (`term_docs`) and of the
+        entity path's rarity weights."""
         marks = ",".join("?" * len(visibilities))
         return (await self._one(f"SELECT count(*) FROM chunks WHERE visibility IN ({marks})", visibilities))[0]
 

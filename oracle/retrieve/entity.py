@@ -78,28 +78,35 @@ class EntityMatcher:
 
 
 class MentionStats:
-    """How many chunks a reader may see, and how many of them mention each entity, in one index
+    """How many chunks one reader may see, and how many of them mention each entity, in one index
     generation: they change only when an ingest commits. On a 25k-chunk index, reading them for
-    every question was over a third of the entity path. Filled as entities are first named."""
+    every question was over a third of the entity path. Filled as entities are first named. Only
+    ever one reader's (the first visibilities asked with; another's are refused): a player's counts
+    must hold no GM-only chunk."""
 
     def __init__(self) -> None:
         self.total: int | None = None
         self.df: dict[int, int] = {}
-        self.all_chunks: int | None = None
+        self.visibilities: tuple[str, ...] | None = None
 
-    async def indexed(self, store: Store) -> int:
-        """Every chunk of the generation, any visibility: the learned fusion's N for term IDF (the
-        FTS5 term counts it divides cover every chunk). Counting them took 1 ms a question at 25k chunks."""
-        if self.all_chunks is None:
-            self.all_chunks = await store.count_all_chunks()
-        return self.all_chunks
+    async def indexed(self, store: Store, visibilities: Sequence[str]) -> int:
+        """The chunks the reader may see: the N of the entity path's rarity, of the keyword path's
+        common terms and of the learned fusion's term IDF (the term counts they divide count the
+        same chunks: `Store.term_docs`). Counting them took 1 ms a question at 25k chunks."""
+        asked = tuple(visibilities)
+        if self.visibilities is None:
+            self.visibilities = asked
+        elif asked != self.visibilities:
+            raise ValueError(f"mention counts of {self.visibilities} asked for a reader of {asked}")
+        if self.total is None:
+            self.total = await store.count_chunks(visibilities)
+        return self.total
 
     async def read(
         self, store: Store, entity_ids: Sequence[int], visibilities: Sequence[str]
     ) -> tuple[int, dict[int, int]]:
         """(visible chunks, {entity id: chunks mentioning it}) for the named entities mentioned anywhere."""
-        if self.total is None:
-            self.total = await store.count_chunks(visibilities)
+        await self.indexed(store, visibilities)
         missing = [i for i in entity_ids if i not in self.df]
         if missing:
             counts = await store.mention_counts(missing, visibilities)

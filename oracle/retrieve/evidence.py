@@ -13,7 +13,8 @@ Every chunk any path found is a candidate. Its features, in `FEATURES` order:
   (ln(1 + (N − df + 0.5)/(df + 0.5)), the BM25 idf) and unweighted — and proximity: whether its two
   rarest terms stand within ten words of each other (FTS5 `NEAR`). Terms are the question's words
   without stopwords, as FTS5 stems them; terms in more than half the chunks are left out, as the
-  keyword path leaves them out. Coverage is also given as its distance to the question's best.
+  keyword path leaves them out. N and df count the chunks the reader may read, no other: a player's
+  features owe nothing to GM-only text. Coverage is also given as its distance to the question's best.
 - entity: whether a named entity is in the chunk's label or heading, or the chunk is its own note.
 - whether the chunk refers to, or is referred to by, the current fusion's top k (the notes'
   references, `linked.py`): an arc is often tied together only by them.
@@ -41,7 +42,7 @@ from ..types import Chunk, Scored
 from . import PATHS
 from .entity import EntityMatch, MentionStats
 from .fusion import Fused, dbsf_scale
-from .keyword import TermCounts, stem
+from .keyword import TermCounts, reader_counts, stem
 
 KINDS = ("session", "sheet", "world", "note")
 FEATURES: tuple[str, ...] = (
@@ -238,10 +239,11 @@ async def gather_evidence(
     once per question); `chunks` and `rowids`: the candidates as loaded (`Store.chunks_and_rowids`);
     `fused`: the current fusion's order of all candidates; `seeds`: its top k, whose references mark
     the linked candidates; `stats`: the counts of the store's generation, kept between questions;
-    `counts`: the question's term counts the keyword path read."""
+    `counts`: the question's term counts the keyword path read. All of them the reader's
+    (`visibilities`)."""
     ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
-    total = await (stats or MentionStats()).indexed(store)
-    df = await (counts or TermCounts(store)).of(stems.values())
+    total = await (stats or MentionStats()).indexed(store, visibilities)
+    df = await reader_counts(store, visibilities, counts).of(stems.values())
     terms = question_terms(total, df, stems)
     matches = [_quoted(w) for w in terms.words]
     if len(terms.words) >= 2:
@@ -253,7 +255,7 @@ async def gather_evidence(
     holds: dict[str, set[int]] = {}
     near: set[str] = set()
     at = {rowids[cid]: cid for cid in ids if cid in rowids}
-    for i, rowid in await store.matching_chunks(list(at), matches, lookups):
+    for i, rowid in await store.matching_chunks(list(at), matches, lookups, visibilities):
         cid = at[rowid]
         if i < len(terms.words):
             holds.setdefault(cid, set()).add(i)

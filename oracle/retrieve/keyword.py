@@ -2,6 +2,10 @@
 stemmed (Porter) alike in the index and the question; every user term is quoted, so no question
 can break MATCH, and literal terms (names, odd tokens) are kept.
 
+Every statistic is the reader's: bm25 over the reader's FTS5 table, term counts and the number of
+chunks over what the reader may read (`Store.fts_tables`), so a player's scores and order owe nothing
+to GM-only text.
+
 Returns (chunk id, score) pairs, best first, for visible chunks only."""
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import snowballstemmer
 
 from ..index.store import Store
 from ..text import STOPWORDS, normalize
-from ..types import Scored
+from ..types import GM, PUBLIC, Scored
 
 _TERM = re.compile(r"[^\s]+")
 _local = threading.local()
@@ -47,41 +51,62 @@ def fts_query(text: str) -> str:
 
 
 class TermCounts:
-    """How many chunks hold each index term (stemmed as FTS_TOKENIZE stems), read once per question:
-    the keyword path leaves the common terms out by them, the learned fusion weighs coverage by them.
-    FTS5 counts a term's chunks by reading its whole posting list (12 ms p50 a question on a
-    25k-chunk index, `bench/retrieval.py` at 100×), so the second reader reuses the first one's
-    counts. `also`: the terms a later reader will ask for, read with the first."""
+    """How many chunks one reader may read hold each index term (stemmed as FTS_TOKENIZE stems), read
+    once per question: the keyword path leaves the common terms out by them, the learned fusion weighs
+    coverage by them. A player's count public chunks alone (`Store.term_docs`). FTS5 counts a term's
+    chunks by reading its whole posting list (12 ms p50 a question on a 25k-chunk index,
+    `bench/retrieval.py` at 100×), so the second reader reuses the first one's counts. `also`: the
+    terms a later reader will ask for, read with the first."""
 
-    def __init__(self, store: Store, also: Iterable[str] = ()) -> None:
+    def __init__(self, store: Store, visibilities: Sequence[str] = (PUBLIC,), also: Iterable[str] = ()) -> None:
         self.store = store
+        self.visibilities = tuple(visibilities)
         self.docs: dict[str, int] = {}
         self._also = set(also)
 
     async def of(self, terms: Iterable[str]) -> dict[str, int]:
-        """{term: chunks holding it} for the terms any chunk holds."""
+        """{term: chunks holding it} for the terms any of the reader's chunks holds."""
         wanted = {t for t in terms if t}  # Porter stems a lone "s" (of "Vex's") to nothing
         missing = sorted((wanted | self._also) - self.docs.keys() - {""})
         self._also.clear()
         if missing:
-            found = await self.store.term_docs(missing)
+            if GM in self.visibilities:
+                found = await self.store.term_docs(missing, self.visibilities)
+            else:  # a player's counts: those `term_docs` reads by default
+                found = await self.store.term_docs(missing)
             self.docs.update({t: found.get(t, 0) for t in missing})
         return {t: self.docs[t] for t in wanted if self.docs[t]}
 
 
+def reader_counts(store: Store, visibilities: Sequence[str], counts: TermCounts | None) -> TermCounts:
+    """`counts` if given (a question's, kept by its caller), else new ones; counts of another reader
+    are refused: a player's statistics must never be the game master's."""
+    if counts is None:
+        return TermCounts(store, visibilities)
+    if counts.visibilities != tuple(visibilities):
+        raise ValueError(f"term counts of {counts.visibilities} used for a reader of {tuple(visibilities)}")
+    return counts
+
+
 async def common_words(
-    store: Store, words: Sequence[str], share: float = 0.5, *, counts: TermCounts | None = None, total: int | None = None
+    store: Store,
+    words: Sequence[str],
+    share: float = 0.5,
+    *,
+    visibilities: Sequence[str] = (PUBLIC,),
+    counts: TermCounts | None = None,
+    total: int | None = None,
 ) -> set[str]:
-    """The words (lower-cased, one token each) found in more than `share` of all chunks (`total`,
-    counted if not given). FTS5's bm25 gives such a term an idf of 1e-6, so it cannot change a
-    ranking; it only makes SQLite read its long posting list and score every chunk that holds it. A
-    word whose stem differs from the index's merely stays in the query."""
+    """The words (lower-cased, one token each) found in more than `share` of the chunks the reader
+    may read (`total`, counted if not given). FTS5's bm25 gives such a term an idf of 1e-6, so it
+    cannot change a ranking; it only makes SQLite read its long posting list and score every chunk
+    that holds it. A word whose stem differs from the index's merely stays in the query."""
     if not words:
         return set()
     stems = dict(zip(words, stem(words)))
-    docs = await (counts or TermCounts(store)).of(stems.values())
+    docs = await reader_counts(store, visibilities, counts).of(stems.values())
     if total is None:
-        total = await store.count_all_chunks()
+        total = await store.count_chunks(visibilities)
     return {w for w, s in stems.items() if docs.get(s, 0) > share * total}
 
 
@@ -99,11 +124,13 @@ async def keyword_path(
     cost the most (half the keyword time on a 2,500-chunk index), so the rarer terms are asked
     first; only when they match fewer than `depth` chunks is the full question asked, so the
     tail is ranked, as always, by the common terms (a small campaign, mostly). `counts` and `total`:
-    the question's term counts and the index's chunks, when the caller keeps them."""
+    the question's term counts and the number of chunks the reader reads, when the caller keeps them
+    (both of these `visibilities`)."""
     terms = fts_terms(text)
     folded = {t: normalize(t[1:-1].replace('""', '"')) for t in terms}
     common = await common_words(
-        store, sorted({f for f in folded.values() if " " not in f}), counts=counts, total=total
+        store, sorted({f for f in folded.values() if " " not in f}), visibilities=visibilities, counts=counts,
+        total=total,
     )
     rare = [t for t in terms if folded[t] not in common]
     if rare and len(rare) < len(terms):
