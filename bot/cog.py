@@ -499,6 +499,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             lines.insert(0, f"**Campaign:** {table.name}")
         if gm:
             withheld = status["withheld"]
+            lines.append(f"**Who reads what:** {status['policy']}")
             lines.append(
                 f"**Game master only:** {status['sessions_gm_only']} sessions, "
                 f"{status['chunks_by_visibility'].get('gm', 0)} passages, {status['entities_gm']} Compendium entries; "

@@ -9,7 +9,15 @@ gm_roles = ["gm", "dm"]         # role names or ids of its game masters (default
 gm_channels = [9012]            # where its game masters' answers may include secrets (it answers there too)
 model = "qwen2.5:14b"           # default: ORACLE_MODEL
 announce_channel = 3456         # where the bot says what a reingest brought
+# who reads what in this campaign (default: ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, ORACLE_GM_HEADINGS)
+player_notes = ["Session Notes/", "Handouts/"]   # players read only these
+gm_notes = ["Session Prep/**", "TODO.md"]        # these are game-master-only
+gm_headings = ["GM Notes", "Secrets and Clues"]  # headings whose section is game-master-only
 ```
+
+`player_notes`, `gm_notes` and `gm_headings` are the campaign's own policy (see the README's
+"Game-master secrets"): globs relative to its notes folder, and heading names. A key left out takes
+the setting's value; an empty list is none (`gm_headings = []`: no heading hides its section).
 
 Relative paths are relative to the file. A bad file is one `CampaignsError` naming the file and the
 line, raised at startup before anything opens. Without the file, `Campaigns.single(settings)` is
@@ -32,7 +40,9 @@ from .settings import Settings
 
 DEFAULT = "default"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,23}$")
-KEYS = {"notes", "data", "channels", "gm_roles", "gm_channels", "model", "announce_channel"}
+# Who reads what, per campaign: the Settings fields of ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, ORACLE_GM_HEADINGS.
+POLICY_KEYS = ("player_notes", "gm_notes", "gm_headings")
+KEYS = {"notes", "data", "channels", "gm_roles", "gm_channels", "model", "announce_channel", *POLICY_KEYS}
 
 
 class CampaignsError(OracleError, ValueError):
@@ -49,14 +59,23 @@ class Campaign:
     gm_channels: tuple[int, ...] | None = None  # None: the bot's ORACLE_GM_CHANNELS
     model: str | None = None  # None: ORACLE_MODEL
     announce_channel: int | None = None
+    # Its policy of who reads what; None: the setting's (ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, ORACLE_GM_HEADINGS).
+    player_notes: tuple[str, ...] | None = None
+    gm_notes: tuple[str, ...] | None = None
+    gm_headings: tuple[str, ...] | None = None
 
     def settings(self, base: Settings) -> Settings:
-        """The core settings of this campaign: its notes, its index, its model; with a shared Chroma
-        server (ORACLE_CHROMA_URL), collections named after it so campaigns never share one."""
+        """The core settings of this campaign: its notes, its index, its model, its policy of who
+        reads what; with a shared Chroma server (ORACLE_CHROMA_URL), collections named after it so
+        campaigns never share one."""
         data = self.data if self.data is not None else base.data_dir / self.name
         update: dict = {"notes_dir": self.notes, "data_dir": data}
         if self.model:
             update["model"] = self.model
+        for key in POLICY_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                update[key] = list(value)
         if base.chroma_url and self.name != DEFAULT:
             update["collection_prefix"] = f"{self.name}-"
         return base.model_copy(update=update)
@@ -232,7 +251,10 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
             if not _is_id(announce):
                 raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
                                                       f"(a positive whole number without quotes), not {_kind(announce)}")
-        campaigns.append(Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce))
+        policy = {key: _strings(table, key, lambda m, key=key: fail((*at, key), f"campaign {name!r}: {key} {m}"))
+                  for key in POLICY_KEYS}
+        campaigns.append(Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce,
+                                  **policy))
     for campaign in campaigns if len(campaigns) > 1 else ():
         # What is new in one campaign is no news for another's players.
         owner = channel_owner.get(campaign.announce_channel or 0, campaign.name)
@@ -280,6 +302,20 @@ def _ids(table: dict, key: str, fail) -> tuple[int, ...] | None:
         raise fail(f"must be a list of channel or category ids (positive whole numbers without quotes), "
                    f"e.g. [1234, 5678], not {_kind(value)}")
     return tuple(value)
+
+
+def _strings(table: dict, key: str, fail) -> tuple[str, ...] | None:
+    """A list of globs or heading names: strings in quotes, none of them blank."""
+    if key not in table:
+        return None
+    value = table[key]
+    example = '["GM Notes", "Secrets and Clues"]' if key == "gm_headings" else '["Session Notes/", "Handouts/**"]'
+    if not isinstance(value, list):
+        raise fail(f"must be a list of strings in quotes, e.g. {example}, not {_kind(value)}")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise fail(f"must be a list of strings in quotes, e.g. {example}, not a list holding {item!r}")
+    return tuple(item.strip() for item in value)
 
 
 def _kind(value: object) -> str:

@@ -227,6 +227,9 @@ def secret_count(secrets: int) -> str:
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
+    """What is indexed and whether the model answers, as a player reads it (`/oracle status`): public
+    counts, no host, path or error. With --gm, the game master's: GM-only counts, the Ollama host and
+    why it does not answer, the policy of who reads what, the answers withheld from players."""
     settings = build_settings(args)
     if not settings.sqlite_path.exists():
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
@@ -234,28 +237,43 @@ async def cmd_status(args: argparse.Namespace) -> int:
         if not await is_indexed(index):
             raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
                              "run `oracle ingest`")
-        status = await index_status(index)
-    reason = status["ollama"]["reason"]
+        status = await index_status(index, gm=args.gm)
     if args.json:
         print(json.dumps(status, ensure_ascii=False))
         return 0
-    table = Table(title="Oracle index", show_header=False)
-    table.add_row("notes", escape(str(status["notes_dir"])))
+    table = Table(title="Oracle index" if args.gm else "Oracle index, as players read it", show_header=False)
+    ok = status["ollama"]["ok"]
+    if args.gm:
+        table.add_row("notes", escape(str(status["notes_dir"])))
+        table.add_row("who reads what", escape(status["policy"]))
     table.add_row("files indexed (skipped)", f"{status['files']} ({status['files_skipped']})")
-    table.add_row("sessions (players can read / game-master-only)", f"{status['sessions']} / {status['sessions_gm_only']}")
+    if args.gm:
+        table.add_row("sessions (players can read / game-master-only)",
+                      f"{status['sessions']} / {status['sessions_gm_only']}")
+    else:
+        table.add_row("sessions", str(status["sessions"]))
     kinds = ", ".join(f"{k} {v}" for k, v in status["chunks_by_kind"].items())
     table.add_row("chunks", f"{status['chunks']} ({kinds})")
-    gm = status["chunks_by_visibility"].get("gm", 0)
-    table.add_row("game-master-only chunks", str(gm))
-    table.add_row("dense windows", str(status["windows"]))
-    table.add_row("Compendium entries (players / game master)", f"{status['entities']} / {status['entities_gm']}")
+    if args.gm:
+        table.add_row("game-master-only chunks", str(status["chunks_by_visibility"].get("gm", 0)))
+        table.add_row("dense windows", str(status["windows"]))
+        table.add_row("Compendium entries (players / game master)", f"{status['entities']} / {status['entities_gm']}")
+    else:
+        table.add_row("Compendium entries", str(status["entities"]))
     table.add_row("annotation coverage", f"{status['annotated']}/{status['chunks']} ({status['annotation_coverage']:.0%})")
     table.add_row("last ingest", f"{status['last_ingest']} ({status['last_ingest_seconds']} s)")
-    table.add_row("embedding model", str(status["embed_model"]))
-    table.add_row("answer model", settings.model)
-    table.add_row("ollama", escape(f"{settings.ollama_host}: " + ("answers" if reason is None else reason)))
-    table.add_row("context window", describe_window(status["context"]))
-    table.add_row("model loaded", describe_loaded(status["model_loaded"]))
+    table.add_row("embedding model", escape(str(status["embed_model"])))
+    table.add_row("answer model", escape(str(status["model"])))
+    if args.gm:
+        table.add_row("ollama", escape(f"{status['ollama']['host']}: " + ("answers" if ok else status["ollama"]["reason"])))
+    else:
+        table.add_row("ollama", "answers" if ok else escape(status["ollama"]["reason"]))
+    table.add_row("context window", escape(describe_window(status["context"])))
+    table.add_row("model loaded", escape(describe_loaded(status["model_loaded"])))
+    if not args.gm:
+        out.print(table)
+        out.print("[dim]The game master's status (GM-only counts, Ollama's host, the policy): oracle status --gm[/]")
+        return 0
     withheld = status["withheld"]
     table.add_row("answers withheld from players", str(withheld["count"]))
     out.print(table)
@@ -404,7 +422,7 @@ def print_answer(answer: Answer, streamed: str, args: argparse.Namespace) -> int
             sources.add_row(escape(c.label), escape(str(c.path)), f"{c.start_line}–{c.end_line}")
         out.print(sources)
     if getattr(args, "trace", False):
-        out.print_json(json.dumps(answer.trace.to_json(), ensure_ascii=False))
+        out.print_json(json.dumps(answer.shown_trace().to_json(), ensure_ascii=False))  # a player's: no host
     return 0
 
 
@@ -699,7 +717,10 @@ def parser() -> argparse.ArgumentParser:
     common(watch)
     watch.add_argument("--quiet", type=_seconds, help="seconds of quiet before a reingest (default: ORACLE_WATCH_QUIET, 60)")
     watch.add_argument("--no-catch-up", action="store_true", help="do not ingest once at the start")
-    common(sub.add_parser("status", help="what is indexed and whether Ollama answers"), notes=False)
+    status = sub.add_parser("status", help="what is indexed and whether Ollama answers, as players (or --gm) read it")
+    common(status, notes=False)
+    status.add_argument("--gm", action="store_true",
+                        help="the game master's status: GM-only counts, Ollama's host, the policy, withheld answers")
 
     search = sub.add_parser("search", help="retrieval only: what each path found and the fused order")
     search.add_argument("question")

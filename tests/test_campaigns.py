@@ -215,3 +215,84 @@ def test_an_announce_channel_of_another_campaign_is_refused(tmp_path):
         load_campaigns(path)
     path.write_text(path.read_text().replace("announce_channel = 1", "announce_channel = 3"))  # its own, or none's
     assert 3 == load_campaigns(path).get("b").announce_channel
+
+
+# -- each campaign's policy of who reads what ------------------------------------------------------
+
+POLICIES = """
+    [campaigns.tuesday]
+    notes = "notes/tuesday"
+    player_notes = ["Session Notes/", "Handouts/**"]
+    gm_notes = ["Session Prep/**", "TODO.md"]
+    gm_headings = ["Secrets and Clues", "Behind the Screen"]
+    gm_roles = []
+
+    [campaigns.friday]
+    notes = "notes/friday"
+    player_notes = []             # no allowlist here, whatever ORACLE_PLAYER_NOTES says
+    gm_roles = []
+"""
+
+
+def test_a_campaign_carries_its_own_policy_into_its_settings(tmp_path):
+    path = write(tmp_path, POLICIES, ("conf/notes/tuesday", "conf/notes/friday"))
+    tuesday, friday = load_campaigns(path)
+    assert (("Session Notes/", "Handouts/**"), ("Session Prep/**", "TODO.md"),
+            ("Secrets and Clues", "Behind the Screen")) == (tuesday.player_notes, tuesday.gm_notes, tuesday.gm_headings)
+    assert ((), None, None) == (friday.player_notes, friday.gm_notes, friday.gm_headings)
+
+    settings = base(tmp_path, player_notes=["Public"], gm_notes=["gm-stuff"], gm_headings=["Spoilers"])
+    own = tuesday.settings(settings)
+    assert (["Session Notes/", "Handouts/**"], ["Session Prep/**", "TODO.md"], ["Secrets and Clues", "Behind the Screen"]) \
+        == (own.player_notes, own.gm_notes, own.gm_headings)
+    assert own.policy.describe().startswith("players read only Session Notes/, Handouts/**")
+    other = friday.settings(settings)
+    # `player_notes = []` replaces the setting; the keys left out keep it.
+    assert ([], ["gm-stuff"], ["Spoilers"]) == (other.player_notes, other.gm_notes, other.gm_headings)
+    assert (["Public"], ["gm-stuff"], ["Spoilers"]) == (settings.player_notes, settings.gm_notes, settings.gm_headings)
+
+
+def test_a_campaign_without_a_policy_keeps_the_settings(tmp_path):
+    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    tuesday, _ = load_campaigns(path)
+    settings = base(tmp_path, player_notes=["Handouts"], gm_headings=["Prep"])
+    own = tuesday.settings(settings)
+    assert (["Handouts"], [], ["Prep"]) == (own.player_notes, own.gm_notes, own.gm_headings)
+    assert settings.policy.key == own.policy.key
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        ('"Handouts"', "not a string \\('Handouts'\\)"),
+        ("[\"Handouts\", 3]", "not a list holding 3"),
+        ('["Handouts", ""]', "not a list holding ''"),
+        ('[["Handouts"]]', "not a list holding \\['Handouts'\\]"),
+        ("true", "not true/false"),
+        ('{ a = "b" }', "not a table"),
+    ],
+)
+@pytest.mark.parametrize("key", ["player_notes", "gm_notes", "gm_headings"])
+def test_a_policy_key_of_the_wrong_type_names_the_campaign_the_key_and_the_line(tmp_path, key, value, shown):
+    path = tmp_path / "campaigns.toml"
+    (tmp_path / "notes" / "tuesday").mkdir(parents=True)
+    path.write_text(f'# the table\n[campaigns.tuesday]\nnotes = "notes/tuesday"\n{key} = {value}\n', encoding="utf-8")
+    with pytest.raises(CampaignsError) as caught:
+        load_campaigns(path)
+    error = str(caught.value)
+    assert error.startswith(f"{path}, line 4: campaign 'tuesday': {key} must be a list of strings in quotes"), error
+    assert __import__("re").search(shown, error), error
+
+
+def test_the_env_example_documents_the_policy_settings():
+    """Each with an example, commented; the setting itself holds its default (tests/test_settings.py
+    loads the file)."""
+    from oracle.policy import DEFAULT_GM_HEADINGS
+
+    lines = (Path(__file__).parent.parent / ".env.example").read_text(encoding="utf-8").splitlines()
+    for name in ("ORACLE_PLAYER_NOTES", "ORACLE_GM_NOTES", "ORACLE_GM_HEADINGS"):
+        examples = [line for line in lines if line.startswith(f"# {name}=") and line.split("=", 1)[1].strip()]
+        assert 1 == len(examples), name
+        assert 1 == sum(line.startswith(f"{name}=") for line in lines), name
+    headings = next(line for line in lines if line.startswith("ORACLE_GM_HEADINGS=")).split("=", 1)[1]
+    assert list(DEFAULT_GM_HEADINGS) == [h.strip() for h in headings.split(",")]

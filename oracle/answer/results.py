@@ -24,6 +24,10 @@ ABSTAINS = re.compile(
 
 @dataclass(frozen=True)
 class Answer:
+    """`reason` and `trace` keep why the model gave nothing, host and error included, for the game
+    master and the log; `to_json()` decides what a reader gets: a player's (`gm` False, the
+    default) names no host, path or error (`Trace.for_players`)."""
+
     question: str
     text: str
     mode: Mode
@@ -32,16 +36,22 @@ class Answer:
     fragments: tuple[Chunk, ...]
     headlines: tuple[Headline, ...]
     trace: Trace
+    gm: bool = False  # answered with game-master clearance: its JSON keeps the detail
+
+    def shown_trace(self) -> Trace:
+        """The trace as this answer's reader may read it."""
+        return self.trace if self.gm else self.trace.for_players()
 
     def to_json(self) -> dict:
+        trace = self.shown_trace()
         return {
             "answer": self.text,
             "mode": self.mode,
-            "reason": self.reason,
+            "reason": self.reason if self.gm else trace.reason,
             "citations": [c.to_json() for c in self.citations],
             "fragments": [c.label for c in self.fragments],
             "summaries": [s.chunk.label for s in self.headlines],
-            "trace": self.trace.to_json(),
+            "trace": trace.to_json(),
         }
 
 

@@ -3,10 +3,13 @@
 Built once, at the end of `Oracle.ask`, from the stages' own results; frozen. `to_json()` is the
 record `oracle ask --json` prints under "trace": a field that a question never reached (a retrieval
 for an empty question, a rerank when nothing matched) is left out.
+
+The trace keeps why the model gave nothing (a host, a model's path, an error's text) for the game
+master; `for_players()` is the same record as a player may read it, with only the generic words.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from ..retrieve.results import Hit, Retrieval
@@ -14,6 +17,13 @@ from .selection import Selection
 
 # What an answer is: written by the model, the best passages shown instead, or nothing found.
 Mode = Literal["llm", "passages", "not_found"]
+
+# What a player reads when there is no written answer: the same whatever happened, so a withheld
+# answer looks like a model that did not answer, and no host, path or error reaches a player.
+PLAYER_REASON = "the language model gave no usable answer"
+# Why a written answer stops early, and why the reranker kept the fused order, as a player reads them.
+PLAYER_INCOMPLETE = "the language model stopped before the end"
+PLAYER_RERANK_OFF = "off"
 
 
 def _ids(hits: list[Hit]) -> list[list]:
@@ -42,6 +52,20 @@ class Trace:
     citations: dict[str, Any] | None = None  # shown, unknown, uncited sentences
     incomplete: str | None = None  # why a written answer stops early
     excerpts: list[dict] | None = None  # the sentences the passages show, with their lines
+
+    def for_players(self) -> Trace:
+        """This trace as a player may read it: without a written answer, the reason is PLAYER_REASON
+        whatever happened; a reranker that was off, or an answer cut short, says only that. The
+        other reasons ("no passage matched", "empty question") are the Oracle's own words."""
+        rerank = self.rerank
+        if rerank is not None and not rerank.get("used"):
+            rerank = rerank | {"reason": PLAYER_RERANK_OFF}
+        return replace(
+            self,
+            reason=PLAYER_REASON if self.mode == "passages" else self.reason,
+            rerank=rerank,
+            incomplete=PLAYER_INCOMPLETE if self.incomplete else self.incomplete,
+        )
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {}

@@ -562,7 +562,9 @@ def assert_passages(campaign: Campaign, answer) -> None:
         assert f"[{cited.label}] ({cited.path}, lines {cited.start_line}–{cited.end_line})\n> " in answer.text
     data = answer.to_json()
     assert [{"label": c.label, "path": c.path, "lines": [c.start_line, c.end_line]} for c in answer.citations] == data["citations"]
-    assert (answer.reason, answer.reason) == (data["reason"], answer.trace.reason)
+    # The answer keeps why (the journal, the log); a player's JSON says only that there is no answer.
+    assert answer.reason == answer.trace.reason
+    assert (PLAYER_REASON, PLAYER_REASON) == (data["reason"], data["trace"]["reason"])
 
 
 @module_loop
@@ -617,6 +619,27 @@ async def test_a_refused_connection_gives_passages(campaign, fake):
     assert_passages(campaign, answer)
     assert pool_ids(answer)[:8] == [c.id for c in answer.fragments]
     assert [] == fake.requests
+
+
+@module_loop
+async def test_a_players_json_names_no_host_and_the_game_masters_keeps_it(campaign, fake):
+    """`Answer.to_json()` decides: for a player, no host, port or error, on any field of the answer
+    or its trace; for the game master, the reason as it was."""
+    host = closed_port_url()
+    async with campaign.oracle(ollama_host=host) as oracle:
+        player = await oracle.ask(QUESTION)
+        gm = await oracle.ask(QUESTION, gm=True)
+    port = host.rsplit(":", 1)[1]
+    shown = json.dumps(player.to_json())
+    assert [] == re.findall(rf"127\.0\.0\.1|http|localhost|(?<!\d){port}(?!\d)|reachable|Ollama", shown)
+    data = player.to_json()
+    assert (PLAYER_REASON, PLAYER_REASON, "off") == (
+        data["reason"], data["trace"]["reason"], data["trace"]["rerank"]["reason"])
+    assert (f"Ollama is not reachable at {host}", False) == (player.reason, player.gm)  # kept for the log, the journal
+    data = gm.to_json()
+    assert (f"Ollama is not reachable at {host}",) * 2 == (data["reason"], data["trace"]["reason"])
+    assert f"off: Ollama is not reachable at {host}" == data["trace"]["rerank"]["reason"]
+    assert gm.gm and host in gm.text  # the game master reads the reason in the answer too
 
 
 @module_loop
@@ -805,15 +828,17 @@ def test_oracle_ask_json_on_the_command_line(tmp_path):
     assert chunks > 8 and ["rerank", "answer"] == kinds[chunks:]
     assert 2 == data["trace"]["llm_calls"]
 
-    # Ollama gone: the same command still answers, with passages, and exits 0.
-    code, data, _ = finish(down)
+    # Ollama gone: the same command still answers, with passages, and exits 0. A player's JSON names
+    # no host: the reason is in the log (stderr) and in `--gm`'s JSON.
+    code, data, err = finish(down)
     assert 0 == code
     assert JSON_KEYS == set(data)
     assert "passages" == data["mode"]
-    assert data["reason"].startswith("Ollama is not reachable at http://127.0.0.1:")
+    assert (PLAYER_REASON, PLAYER_REASON) == (data["reason"], data["trace"]["reason"])
+    assert "127.0.0.1" not in json.dumps(data) and "Ollama is not reachable at http://127.0.0.1:" in err
     assert data["answer"].startswith(PASSAGES_PREFIX)
     assert 5 == len(data["citations"])
-    assert data["trace"]["rerank"]["reason"].startswith("off: ")  # no annotations without Ollama
+    assert "off" == data["trace"]["rerank"]["reason"]  # no annotations without Ollama
 
 
 def test_oracle_ask_prints_the_answer_as_the_model_writes_it(tmp_path, monkeypatch, capfd):

@@ -450,6 +450,32 @@ async def test_status_says_when_ollama_is_down_and_the_intent_is_off(world, fake
     assert inter.original.ephemeral and len(inter.original.content) <= MESSAGE_LIMIT
 
 
+async def test_a_players_status_names_no_host_nor_the_policy_a_game_masters_names_the_policy(
+    world, fake, tmp_path, indexes
+):
+    host = closed_port_url()
+    index = indexes(ollama_host=host, player_notes=["sessions/", "Handouts"], gm_notes=["TODO.md"])
+    policy = "players read only sessions/, Handouts (ORACLE_PLAYER_NOTES); game master only: TODO.md (ORACLE_GM_NOTES)"
+    assert policy == index.settings.policy.describe()
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
+        player = await run(fake, client, "oracle status", member=fake.player)
+        gm = await run(fake, client, "oracle status", member=fake.gm)
+
+    shown = player.original.content
+    port = host.rsplit(":", 1)[1]
+    assert [] == re.findall(rf"127\.0\.0\.1|http|(?<!\d){port}(?!\d)|reachable|Who reads what|ORACLE_|TODO\.md", shown)
+    lines = shown.split("\n")
+    assert lines[4:7] == [
+        "**Ollama:** not answering",
+        "**Context window:** 16384 tokens, 1024 of them for the answer (the model's context length is unknown)",
+        "**Model loaded:** unknown: not answering",
+    ]
+    assert player.original.ephemeral and gm.original.ephemeral
+    lines = gm.original.content.split("\n")
+    assert f"**Who reads what:** {policy}" in lines
+    assert f"**Ollama:** Ollama is not reachable at {host}" in lines
+
+
 # ---------------------------------------------------------------------------------------------
 # 10. Ollama down
 

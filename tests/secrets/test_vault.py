@@ -324,6 +324,10 @@ def test_oracle_who_and_status_on_the_command_line(tmp_path, monkeypatch, capsys
     code, missing = run("who", "The Masked Lord")
     assert (1, None) == (code, missing["dossier"])
     assert_no_secret(missing, "oracle who, for a secret name")
-    code = main(["status", "--data", str(tmp_path / "data"), "--json"])
+    code = main(["status", "--data", str(tmp_path / "data"), "--json", "--gm"])  # the game master's
     status = json.loads(capsys.readouterr().out)
     assert (0, 4, 1) == (code, status["sessions"], status["sessions_gm_only"])
+    code = main(["status", "--data", str(tmp_path / "data"), "--json"])  # a player's
+    status = json.loads(capsys.readouterr().out)
+    assert (0, 4, False) == (code, status["sessions"], "sessions_gm_only" in status)
+    assert_no_secret(status, "oracle status")
