@@ -18,7 +18,7 @@ import snowballstemmer
 
 from ..index.store import Store
 from ..text import STOPWORDS, normalize
-from ..types import GM, PUBLIC, Scored
+from ..types import PUBLIC, Scored
 
 _TERM = re.compile(r"[^\s]+")
 _local = threading.local()
@@ -53,7 +53,7 @@ def fts_query(text: str) -> str:
 class TermCounts:
     """How many chunks one reader may read hold each index term (stemmed as FTS_TOKENIZE stems), read
     once per question: the keyword path leaves the common terms out by them, the learned fusion weighs
-    coverage by them. A player's count public chunks alone (`Store.term_docs`). FTS5 counts a term's
+    coverage by them. A player's counts are of public chunks alone (`Store.term_docs`). FTS5 counts a term's
     chunks by reading its whole posting list (12 ms p50 a question on a 25k-chunk index,
     `bench/retrieval.py` at 100×), so the second reader reuses the first one's counts. `also`: the
     terms a later reader will ask for, read with the first."""
@@ -70,10 +70,7 @@ class TermCounts:
         missing = sorted((wanted | self._also) - self.docs.keys() - {""})
         self._also.clear()
         if missing:
-            if GM in self.visibilities:
-                found = await self.store.term_docs(missing, self.visibilities)
-            else:  # a player's counts: those `term_docs` reads by default
-                found = await self.store.term_docs(missing)
+            found = await self.store.term_docs(missing, self.visibilities)
             self.docs.update({t: found.get(t, 0) for t in missing})
         return {t: self.docs[t] for t in wanted if self.docs[t]}
 

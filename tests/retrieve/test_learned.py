@@ -219,9 +219,9 @@ def spy_term_docs(monkeypatch) -> list[list[str]]:
     reads: list[list[str]] = []
     term_docs = Store.term_docs
 
-    async def spy(self, terms):
+    async def spy(self, terms, *args):
         reads.append(list(terms))
-        return await term_docs(self, terms)
+        return await term_docs(self, terms, *args)
 
     monkeypatch.setattr(Store, "term_docs", spy)
     return reads
