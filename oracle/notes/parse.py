@@ -89,10 +89,11 @@ def parse_note(
             Secret(s.start_line, s.end_line, render_wikilinks(s.text)[0], s.rule) for s in body.secrets
         )
     text, links = render_wikilinks(text)
-    if not text.strip() and not secrets:
-        raise NoteError("no text besides frontmatter")
     fm = body.frontmatter
     aliases = strings(fm.get("aliases")) + strings(fm.get("alias"))
+    if not text.strip() and not secrets and not aliases:
+        # A note of aliases alone is an entity all the same: the Compendium takes its names.
+        raise NoteError("no text besides frontmatter")
     title = next(iter(strings(fm.get("name")) or strings(fm.get("title"))), "")
     return Note(
         path=relpath,

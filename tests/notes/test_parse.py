@@ -257,3 +257,13 @@ def test_gm_folders(folder):
 def test_a_link_into_a_gm_folder_takes_the_visibility_of_its_real_path():
     note = parse_note("lore/mirror.md", b"The plot.", DEFAULT_FOLDER_KINDS, real_path="gm/plot.md")
     assert GM == note.visibility
+
+
+def test_a_note_of_aliases_alone_is_kept_for_its_names():
+    note = parse("NPCs/Red Hollis.md", "---\naliases: [Red, the Widow's Knife]\n---\n")
+    assert ("Red Hollis", ("Red", "the Widow's Knife"), "") == (note.title, note.aliases, note.text.strip())
+
+
+def test_a_note_of_frontmatter_without_names_is_skipped():
+    with pytest.raises(NoteError, match="no text besides frontmatter"):
+        parse("NPCs/Stub.md", "---\ntags: [npc]\n---\n")
