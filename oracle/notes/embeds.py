@@ -28,7 +28,6 @@ MAX_DEPTH = 3
 # `![[target#section|alt]]` and `![alt](target#section)`.
 WIKI_EMBED = re.compile(r"!\[\[([^\[\]\n|#]*)(#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
 MD_EMBED = re.compile(r"!\[([^\[\]\n]*)\]\(<?([^()\n<>]*?)>?\)")
-_ATTACHMENT = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 _SIZE = re.compile(r"^\s*\d+(?:\s*x\s*\d+)?\s*$")
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _BLOCK_ID = re.compile(r"\s\^[\w-]+\s*$")
