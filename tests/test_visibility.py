@@ -194,3 +194,16 @@ def test_with_player_notes_an_unlisted_note_is_the_game_masters_and_its_handout_
     code, out, _ = run(capsys, "visibility", "--notes", str(notes))
     assert "policy ORACLE_PLAYER_NOTES: 'Handuots' matches no note" in " ".join(out.split())
     assert "Items/Item.md GM not listed in ORACLE_PLAYER_NOTES" in [" ".join(line.split()) for line in out.splitlines()]
+
+
+def test_an_unlisted_compendium_file_gives_the_game_master_its_entries(tmp_path):
+    from oracle.index.ingest import scan_notes
+    from oracle.settings import Settings
+    from oracle.types import GM, PUBLIC
+
+    (tmp_path / "Handouts").mkdir()
+    (tmp_path / "Handouts" / "Letter.md").write_text("A letter.")
+    (tmp_path / "compendium.yaml").write_text("- name: Hidden Hand\n  aliases: [the Hand]\n")
+    for listed, expected in (([], PUBLIC), (["Handouts"], GM), (["Handouts", "compendium.yaml"], PUBLIC)):
+        settings = Settings(_env_file=None, notes_dir=tmp_path, player_notes=listed)
+        assert [("Hidden Hand", expected)] == [(e.name, e.visibility) for e in scan_notes(settings, {}, True).compendium]

@@ -186,7 +186,9 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
     files, reals = found.files, found.reals
     scan.skipped += found.skipped
     for rel, data in found.compendium.items():
-        _read_compendium(rel, data, scan)  # read on every run: the Compendium is rebuilt each time
+        # Read on every run: the Compendium is rebuilt each time. Under an allowlist that does not
+        # list it, its entries are the game master's like any other unlisted file.
+        _read_compendium(rel, data, scan, policy.decide(rel).visibility)
     vault = Vault(files, policy, reals)
     scan.warnings += [Skipped("(settings)", w) for w in policy.unmatched(list(files))]
     for rel, data in files.items():
@@ -226,10 +228,10 @@ def _has_body(data: bytes) -> bool:
     return bool(text.strip())
 
 
-def _read_compendium(rel: str, data: bytes, scan: Scan) -> None:
+def _read_compendium(rel: str, data: bytes, scan: Scan, visibility: str = PUBLIC) -> None:
     try:
         text, _ = decode(data)
-        scan.compendium += read_compendium_file(rel.lower(), text)
+        scan.compendium += read_compendium_file(rel.lower(), text, visibility)
     except Exception as exc:
         scan.warnings.append(Skipped(rel, f"compendium entries not read: {exc}"))
 

@@ -3,9 +3,14 @@ no canary and no game-master-only name reaches a player, on any path, while the 
 beside each secret is still found (hiding everything is not a way to pass).
 
 Each example writes a vault: public notes (LF, CRLF, a BOM) whose paragraphs, lists, tables,
-headings, quotes and callouts carry secrets beside lookalike syntax that is not secret; whole
-notes kept by a GM folder, by frontmatter (valid or not) or by a symlink into a GM folder; GM
-notes whose aliases are public names; `compendium.yaml` and `compendium.md` entries. It is
+headings, quotes and callouts carry secrets in every form of README's table (comments, HTML
+comments, GM callouts with metadata and folding, Admonition fences, sections under GM headings
+with public text after them, Dataview fields, GM tags, `%%` in a title or alias, embeds of GM-only
+notes) beside lookalike syntax that is public (`> [!info]- DM's Note`, `ad-note`, a spoiler-warning
+callout); whole notes kept by a GM folder, a GM-looking folder or file name, a template, a spoiler
+warning, frontmatter (valid or not, contradictory, after a blank line, TOML) or a symlink into a GM
+folder; GM notes whose aliases are public names; `compendium.yaml` and `compendium.md` entries; and
+a random ORACLE_PLAYER_NOTES / ORACLE_GM_NOTES, whose left-out public notes become secrets. It is
 ingested with a fake Ollama that annotates every chunk and extracts its names (so GM chunks have
 annotations and extracted names too), then asked as a player through search, ask (every request
 sent to the model is recorded), a follow-up, who, autocomplete and status.
@@ -37,13 +42,24 @@ SYLLABLES = ["ka", "lo", "mer", "vin", "tor", "sa", "qua", "zel", "dru", "fen", 
 
 
 @dataclass
+class PublicNote:
+    path: str
+    words: list[str] = field(default_factory=list)  # its public words
+    names: list[str] = field(default_factory=list)  # the names only it gives (its person, its alias)
+
+
+@dataclass
 class Vault:
     files: dict[str, bytes] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)  # link path -> target, relative to the link
     canaries: list[str] = field(default_factory=list)  # written only in GM text, searchable by GM
+    name_canaries: list[str] = field(default_factory=list)  # hidden in a note's name (`%%` in a title)
     secret_names: list[str] = field(default_factory=list)  # names only GM text gives
     public_words: list[str] = field(default_factory=list)  # written in public text: must be found
     public_names: list[str] = field(default_factory=list)
+    notes: list[PublicNote] = field(default_factory=list)
+    embeds: list[tuple[str, str]] = field(default_factory=list)  # GM-only notes a public note embeds, its folder
+    settings: dict[str, list[str]] = field(default_factory=dict)  # player_notes / gm_notes
 
 
 class Words:
@@ -64,21 +80,45 @@ class Words:
         return " ".join(self.word("").capitalize() for _ in range(2))
 
 
+CALLOUTS = ["gm", "GM", "secret", "Secret", "dm", "DM", "private", "Private"]
+# Each its own form, so that each is drawn as often as the others.
+CALLOUT_FORMS = ["secrets", "gm-only", "dm-notes", "spoiler", "hidden", "gm|right", "secret|wide+", "DM|no-title-"]
+ADMONITIONS = ["```ad-secret", "```ad-gm", "~~~ad-spoiler"]
+GM_HEADINGS = ["## GM Notes", "## DM Only", "### Secrets and Clues", "### 4. Secrets and Clues", "### Spoilers",
+               "## Prep", "## DM Notes: Pointing to the island", "# GM"]
+TAGS = ["gm", "secret", "dm-only", "spoiler", "private", "gm/plot", "GM"]
+SECRET_FORMS = [
+    "inline", "multiline", "list", "table", "heading", "quote", "callout", "lazy", "list-callout",
+    "after-codespan", "after-fence", "after-tilde",
+    *(f"callout:{t}" for t in CALLOUT_FORMS), *(f"admonition:{a}" for a in ADMONITIONS),
+    "html-inline", "html-multiline", *(f"section:{h}" for h in GM_HEADINGS), "field-line", "field-list",
+    "field-inline[]", "field-inline()", "tag-paragraph", "tag-list", "tag-heading", "embed-gm-note",
+    # Forms that may hide the rest of the note: last in it.
+    "unclosed", "after-percent", "after-backslash", "html-unclosed",
+]
+
+
 # Secret placements inside a public note: (lines, may anything follow it in the note).
 def secret_block(draw, words: Words, vault: Vault) -> tuple[list[str], bool]:
     canary = words.word("qzc")
-    vault.canaries.append(canary)
     name = ""
     if draw(st.booleans()):
         name = words.name()
         vault.secret_names.append(name)
-    body = f"{canary} {name} knows {name} secretly".strip()
-    callout = draw(st.sampled_from(["gm", "GM", "secret", "Secret", "dm", "DM", "private", "Private"]))
+    body = f"{canary} {name} knows {name} secretly".replace("  ", " ")
+    callout = draw(st.sampled_from(CALLOUTS))
     fold = draw(st.sampled_from(["", "-", "+"]))
-    form = draw(st.sampled_from([
-        "inline", "multiline", "list", "table", "heading", "quote", "callout", "lazy", "list-callout",
-        "after-codespan", "after-fence", "after-tilde", "unclosed", "after-percent", "after-backslash",
-    ]))
+    form = draw(st.sampled_from(SECRET_FORMS))
+    if form == "embed-gm-note":
+        # `![[gm/Secret Name]]`: the note renders as nothing, not even its name; its canary is
+        # written in the GM note (see `gm_note`'s "embedded" form), so the one here is unused.
+        secret = words.name()
+        vault.secret_names.append(secret)
+        folder = draw(st.sampled_from(["gm/", ""]))
+        vault.embeds.append((secret, folder))
+        return [f"The party found a letter. ![[{folder}{secret}]]"] if draw(st.booleans()) else [
+            f"![[{folder}{secret}]]"], True
+    vault.canaries.append(canary)
     if form == "inline":
         return [f"They rested. %% {body} %% Then they left."], True
     if form == "multiline":
@@ -103,53 +143,116 @@ def secret_block(draw, words: Words, vault: Vault) -> tuple[list[str], bool]:
         return ["```c", 'printf("100%%");', "```", "", f"%% {body} %%"], True
     if form == "after-tilde":
         return ["~~~", "%% literal", "~~~", "", f"%% {body} %%"], True
-    # Forms that may hide the rest of the note: last in it.
+    if form.startswith("callout:"):  # metadata after `|`, folding after `]`
+        kind = form.removeprefix("callout:")
+        kind, fold = (kind[:-1], kind[-1]) if kind[-1] in "+-" else (kind, fold)
+        return [f"> [!{kind}]{fold} Title", f"> {body}"], True
+    if form.startswith("admonition:"):
+        opening = form.removeprefix("admonition:")
+        return [opening, "title: The truth", body, opening[:3]], True
+    if form == "html-inline":
+        return [f"The door was locked. <!-- {body} --> They knocked."], True
+    if form == "html-multiline":
+        return ["<!--", body, "and more of it", "-->"], True
+    if form.startswith("section:"):
+        # The heading and everything under it, sub-headings too, down to the next heading of the
+        # same or a higher level: the public text under that one is found again.
+        heading = form.removeprefix("section:")
+        level = len(heading.split()[0])
+        inner = words.word("qzc")
+        vault.canaries.append(inner)
+        closer = "#" * draw(st.integers(1, level)) + " " + draw(st.sampled_from(["Aftermath", "Notes", "Recap"]))
+        return [heading, f"- {body}", "", f"{'#' * (level + 1)} Clue delivery", f"{inner} hides below", "",
+                closer], True
+    if form == "field-line":
+        key = draw(st.sampled_from(["secret", "gm", "dm"]))
+        return [f"{key}:: {body}"], True
+    if form == "field-list":
+        key = draw(st.sampled_from(["secret", "gm", "dm"]))
+        return ["- bread and salt", f"- {key}:: {body}", "- rope"], True
+    if form.startswith("field-inline"):
+        key = draw(st.sampled_from(["gm", "dm", "secret"]))
+        left, right = form.removeprefix("field-inline")
+        return [f"The duke waited {left}{key}:: {body}{right} by the door."], True
+    tag = draw(st.sampled_from(TAGS))
+    if form == "tag-paragraph":
+        return [f"{body}. #{tag}"], True
+    if form == "tag-list":
+        if draw(st.booleans()):  # the tagged item and its sub-items
+            return ["- bread and salt", f"- the duke lies #{tag}", f"  - {body}", "- rope"], True
+        return ["- bread and salt", f"- {body} #{tag}", "- rope"], True
+    if form == "tag-heading":
+        return [f"### The plan #{tag}", body, "", "### Aftermath"], True
     if form == "unclosed":
         return [f"%% {body}", "the rest is the game master's"], False
+    if form == "html-unclosed":
+        return [f"<!-- {body}", "the rest is the game master's too"], False
     if form == "after-percent":
         return [f"Prices rose 20%% this year. %% {body} %%"], False
     return [f"A \\%% sign. %% {body} %%"], False
 
 
-def decoy(draw) -> list[str]:
-    """Syntax that looks like a secret and is not: it must hide nothing."""
+def decoy(draw, words: Words, note: PublicNote) -> list[str]:
+    """Syntax that looks like a secret and is not: it must hide nothing (its word is found)."""
+    word = words.word("pub")
+    note.words.append(word)
     return draw(st.sampled_from([
-        ["> [!note] A public callout", "> nothing hidden here"],
-        ["> [!tip]", "> a tip for the party"],
-        ["> a plain quote"],
-        ["Use `%%` in code."],
-        ["```", "%% literal in a fence %%", "```"],
-        ["The tax is 50% of the harvest."],
-        ["- a [!gm] written in a list"],
+        ["> [!note] A public callout", f"> nothing hidden here but {word}"],
+        ["> [!tip]", f"> a tip for the party: {word}"],
+        [f"> a plain quote about {word}"],
+        [f"Use `%%` in code for {word}."],
+        ["```", "%% literal in a fence %%", "```", "", f"After the fence, {word}."],
+        [f"The tax is 50% of the {word} harvest."],
+        [f"- a [!gm] written in a list with {word}"],
+        # adventure-log: the DM's remarks players may read; a callout's title is not its type.
+        ["> [!INFO]- DM's Note", f"> I improvised the {word} at the table."],
+        ["> [!info|right] Spoilers for the players", f"> the {word} is public"],
+        ["> [!WARNING] Below is a backstory. Spoiler warning!", f"> the {word} story"],
+        ["```ad-note", "title: DM's note", f"the {word} is public", "```"],
+        ["## Notes", f"- the {word} was found"],
     ]))
 
 
 def public_note(draw, words: Words, vault: Vault, path: str) -> None:
+    note = PublicNote(path)
     name = words.name()
-    vault.public_names.append(name)
+    note.names.append(name)
     blocks: list[list[str]] = []
     first = words.word("pub")
-    vault.public_words.append(first)
+    note.words.append(first)
     blocks.append([f"The party met {name} and spoke of {first} at length."])
     closing: list[str] | None = None
     for _ in range(draw(st.integers(1, 3))):
         if draw(st.booleans()):
-            blocks.append(decoy(draw))
+            blocks.append(decoy(draw, words, note))
         lines, open_after = secret_block(draw, words, vault)
         if not open_after:
             closing = lines
             break
         blocks.append(lines)
         beside = words.word("pub")
-        vault.public_words.append(beside)
+        note.words.append(beside)
         blocks.append([f"Afterwards {name} remembered the {beside} clearly."])
     if closing:
         blocks.append(closing)
     frontmatter = ""
-    if draw(st.booleans()):
-        frontmatter = f"---\naliases: [{words.word('').capitalize()}]\ntags: [pc]\n---\n"
+    how = draw(st.sampled_from(["none", "alias", "title-comment", "alias-comment"]))
+    if how != "none":
+        alias = words.word("").capitalize()
+        note.names.append(alias)
+        hidden = words.word("qzc")
+        fm = {
+            "alias": f"aliases: [{alias}]\ntags: [pc]\n",
+            # `%%` in a title or an alias is removed from the name: the rest is the note's name.
+            "title-comment": f"title: {alias} %% {hidden} %%\n",
+            "alias-comment": f"aliases: [\"{alias} %% {hidden} %%\"]\n",
+        }[how]
+        if how != "alias":
+            vault.name_canaries.append(hidden)
+        frontmatter = f"---\n{fm}---\n"
     text = frontmatter + "\n\n".join("\n".join(b) for b in blocks) + "\n"
     vault.files[path] = encode(draw, text)
+    vault.notes.append(note)
 
 
 def encode(draw, text: str) -> bytes:
@@ -159,18 +262,43 @@ def encode(draw, text: str) -> bytes:
     return b"\xef\xbb\xbf" + data if draw(st.booleans()) else data
 
 
-def gm_note(draw, words: Words, vault: Vault, n: int) -> None:
+# Whole notes kept from players: where they are, or what their frontmatter or first line says.
+GM_FOLDERS = ["GM Notes", "DM Notes", "_gm", "GM-only", "Z - DM Only", "Campaign/99 - GM", "Campaign/DM Prep",
+              "Spoilers", "Secrets and Clues", "Session Prep"]
+GM_FRONTMATTER = {
+    "fm": "visibility: gm\n", "fm-true": "gm: true\n", "fm-private": "private: true\n",
+    "fm-public-false": "public: false\n", "fm-publish-false": "publish: false\n", "fm-hidden": "hidden: true\n",
+    "fm-spoiler": "spoiler: true\n", "fm-gm-only": "gm-only: true\n", "fm-key-case": "DM: True\n",
+    "fm-tags-gm": "tags: [gm]\n", "fm-tags-secret": "tags: [secret]\n", "fm-tags-dm-only": "tags: [dm-only]\n",
+    "fm-tag": "tag: dm-only\n", "fm-tags-nested": "tags:\n  - npc\n  - gm/plot\n",
+    "fm-duplicate": "visibility: gm\nvisibility: public\n", "fm-contradicts": "public: true\nprivate: true\n",
+}
+GM_NOTE_FORMS = [
+    "folder", "nested", "dm-folder", "fm-colon", "fm-nospace", "fm-tab", "fm-unknown", "fm-unclosed", "link",
+    *GM_FRONTMATTER, "fm-after-blank", "toml", *(f"folder:{f}" for f in GM_FOLDERS), "todo", "session-prep-file",
+    "template", "templater", "spoiler-warning", "eyes-only",
+]
+
+
+def gm_note(draw, words: Words, vault: Vault, n: int, embedded: tuple[str, str] = ("", "")) -> None:
     canary = words.word("qzc")
-    secret = words.name()
+    secret = embedded[0] or words.name()
     vault.canaries.append(canary)
-    vault.secret_names.append(secret)
+    if not embedded[0]:
+        vault.secret_names.append(secret)
     body = f"{canary}: {secret} and {secret} plot in the dark.\n"
     alias = draw(st.sampled_from(vault.public_names)) if vault.public_names and draw(st.booleans()) else ""
     aliases = f"aliases: [{alias}]\n" if alias else ""
-    how = draw(st.sampled_from(["folder", "nested", "dm-folder", "fm", "fm-true", "fm-colon", "fm-nospace",
-                                "fm-tab", "fm-unknown", "fm-unclosed", "link"]))
+    if embedded[0]:  # a GM-only note a public note embeds: by its GM folder, or by its frontmatter
+        if embedded[1] == "gm/" or draw(st.booleans()):
+            vault.files[f"gm/{secret}.md"] = encode(draw, body)
+        else:
+            vault.files[f"world/{secret}.md"] = encode(draw, f"---\nvisibility: gm\n---\n{body}")
+        return
+    how = draw(st.sampled_from(GM_NOTE_FORMS))
+    with_aliases = f"---\n{aliases}---\n{body}" if aliases else body
     if how == "folder":
-        vault.files[f"gm/{secret}.md"] = encode(draw, f"---\n{aliases}---\n{body}" if aliases else body)
+        vault.files[f"gm/{secret}.md"] = encode(draw, with_aliases)
     elif how == "nested":
         vault.files[f"world/gm/{secret}.md"] = encode(draw, body)
     elif how == "dm-folder":
@@ -178,10 +306,28 @@ def gm_note(draw, words: Words, vault: Vault, n: int) -> None:
     elif how == "link":
         vault.files[f"secrets/{secret}.md"] = encode(draw, body)
         vault.links[f"lore/mirror-{n}.md"] = f"../secrets/{secret}.md"
+    elif how.startswith("folder:"):
+        vault.files[f"{how.removeprefix('folder:')}/{secret}.md"] = encode(draw, with_aliases)
+    elif how == "todo":
+        vault.files["TODO.md" if "TODO.md" not in vault.files else f"plans-{n}/TODO.md"] = encode(draw, f"- [ ] {body}")
+    elif how == "session-prep-file":
+        vault.files[f"Session {5 + n} Prep (GM).md"] = encode(draw, f"## Strong Start\n{body}")
+    elif how == "template":
+        vault.files[f"{draw(st.sampled_from(['Templates', 'templater']))}/{secret}.md"] = encode(draw, body)
+    elif how == "templater":
+        vault.files[f"misc/{secret}.md"] = encode(draw, f"Created <% tp.date.now() %>\n\n{body}")
+    elif how in {"spoiler-warning", "eyes-only"}:
+        first = "# Danger! Big Spoilers! Do Not Read!" if how == "spoiler-warning" else draw(
+            st.sampled_from(["GM eyes only", "# DM eyes only"]))
+        vault.files[f"misc/{secret}.md"] = encode(draw, f"{first}\n\n{body}")
+    elif how == "fm-after-blank":
+        vault.files[f"world/{secret.replace(' ', '_')}.md"] = encode(draw, f"\n---\nvisibility: gm\n---\n{body}")
+    elif how == "toml":
+        vault.files[f"world/{secret.replace(' ', '_')}.md"] = encode(draw, f'+++\nvisibility = "gm"\n+++\n{body}')
     else:
         fm = {
-            "fm": f"visibility: gm\n{aliases}",
-            "fm-true": f"gm: true\n{aliases}",
+            **{k: v + (aliases if k in {"fm", "fm-true", "fm-private", "fm-public-false"} else "")
+               for k, v in GM_FRONTMATTER.items()},
             "fm-colon": f"title: {secret}: a traitor\nvisibility: gm\n",
             "fm-nospace": "visibility:gm\n",
             "fm-tab": "visibility:\tgm\n",
@@ -198,13 +344,50 @@ def compendium(draw, words: Words, vault: Vault) -> None:
         secret = words.name()
         vault.secret_names.append(secret)
         alias = draw(st.sampled_from(vault.public_names))
-        flag = draw(st.sampled_from(["gm: true", "visibility: gm", "visibility: secret", "dm: yes"]))
+        flag = draw(st.sampled_from(["gm: true", "visibility: gm", "visibility: secret", "dm: yes",
+                                     "private: true", "public: false"]))
         entries.append(f"- name: {secret}\n  {flag}\n  aliases: [{alias}]\n")
     secret = words.name()
     vault.secret_names.append(secret)
     md_entries.append(f"  - name: {secret}\n    aliases: [{draw(st.sampled_from(vault.public_names))}]\n")
     vault.files["compendium.yaml"] = "".join(entries).encode()
     vault.files["compendium.md"] = f"---\nvisibility: gm\nentities:\n{''.join(md_entries)}---\n".encode()
+
+
+def policy(draw, vault: Vault) -> None:
+    """A game master's ORACLE_PLAYER_NOTES / ORACLE_GM_NOTES over the public notes: those it leaves
+    out become the game master's (their words and names must no longer reach a player). At least one
+    public note stays readable, so the public words still found prove nothing is hidden wholesale.
+    The patterns name only the public notes' folders and files: listing a GM-looking note would
+    show it to players, by the spec."""
+    def unit(path: str) -> str:
+        return path.split("/")[0] if "/" in path else path
+
+    units = sorted({unit(n.path) for n in vault.notes})
+    mode = draw(st.sampled_from(["none", "player_notes", "gm_notes", "both"]))
+    readable = {n.path for n in vault.notes}
+    if mode in {"player_notes", "both"}:
+        keep = draw(st.lists(st.sampled_from(units), min_size=1, max_size=len(units), unique=True))
+        patterns = []
+        for u in keep:
+            if u.endswith(".md"):
+                patterns.append(draw(st.sampled_from([u, u.lower(), u.upper()[:-3] + ".md", f"**/{u}"])))
+            else:
+                patterns.append(draw(st.sampled_from([u, f"{u}/", f"{u}/**", u.upper(), f"{u}/*.md"])))
+        vault.settings["player_notes"] = patterns
+        readable = {p for p in readable if unit(p) in keep}
+    if mode in {"gm_notes", "both"} and len(readable) > 1:
+        target = draw(st.sampled_from(sorted(readable)))
+        name = target.rsplit("/", 1)[-1]
+        vault.settings["gm_notes"] = [draw(st.sampled_from([target, target.swapcase(), f"**/{name}"]))]
+        readable.discard(target)
+    for note in vault.notes:
+        if note.path in readable:
+            vault.public_words += note.words
+            vault.public_names += note.names
+        else:  # the game master's now: GM search finds its words, players never see them
+            vault.canaries += note.words
+            vault.secret_names += note.names
 
 
 @st.composite
@@ -215,10 +398,15 @@ def vaults(draw) -> Vault:
     for n in range(1, draw(st.integers(2, 4)) + 1):
         path = draw(st.sampled_from(folders)).format(n=n, w=words.word("").capitalize())
         public_note(draw, words, vault, path)
-    for n in range(draw(st.integers(1, 3))):
+    vault.public_names = [name for note in vault.notes for name in note.names]  # for GM aliases
+    for n in range(draw(st.integers(1, 4))):
         gm_note(draw, words, vault, n)
+    for n, embedded in enumerate(vault.embeds):
+        gm_note(draw, words, vault, 100 + n, embedded=embedded)
     if draw(st.booleans()):
         compendium(draw, words, vault)
+    vault.public_names = []
+    policy(draw, vault)
     return vault
 
 
@@ -235,8 +423,12 @@ def write(vault: Vault, root: Path) -> Path:
 
 
 def secret_pattern(vault: Vault) -> re.Pattern[str]:
-    names = [n for n in vault.secret_names if n not in vault.public_names]
-    return re.compile("|".join(re.escape(x) for x in vault.canaries + names), re.I)
+    """Every canary and every name only GM text gives, as whole words: a left-out note's `pubkaka`
+    is not found inside a public `pubkakaka`, nor an alias `Kalomer` inside `pubkalomer`. A word
+    right after an escape (`\\nKalomer` in JSON) still counts as whole."""
+    start, end = r"(?:(?<![a-z])|(?<=\\[nrt]))", r"(?![a-z])"
+    secrets = vault.canaries + vault.name_canaries + [n for n in vault.secret_names if n not in vault.public_names]
+    return re.compile("|".join(start + re.escape(x) + end for x in secrets), re.I)
 
 
 def assert_clean(pattern: re.Pattern[str], thing: object, where: str, echo: str = "") -> None:
@@ -263,6 +455,7 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
         settings = Settings(
             _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
             ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
+            **vault.settings,
         )
         async with Index(settings, embedder=embedder) as index:
             await ingest(index)
@@ -319,7 +512,7 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
             assert_clean(secret, [r.body for r in fake.requests], "a recap's request to Ollama")
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(vault=vaults(), run=st.integers(0, 10**9))
 def test_a_generated_vault_never_shows_a_player_a_secret(vault, run, tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp(f"adversary{run}")
@@ -327,27 +520,84 @@ def test_a_generated_vault_never_shows_a_player_a_secret(vault, run, tmp_path_fa
 
 
 def test_the_generator_makes_every_form():
-    """The adversary is only as good as what it generates: every form must be reachable."""
+    """The adversary is only as good as what it generates: every form must be reachable. Derandomized:
+    Hypothesis's examples are correlated, so a random run may miss a rare form by chance; a fixed
+    seed proves each reachable without making this test flaky."""
     seen: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=600, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
     @given(vaults())
     def collect(vault: Vault) -> None:
-        text = b"\n".join(vault.files.values()).decode("utf-8", "replace")
+        # Each file as a line naming its path (\0FILE path), then its text.
+        text = "".join(f"\0FILE {path}\n{data.decode('utf-8', 'replace')}\n" for path, data in vault.files.items())
         for form, pattern in FORMS.items():
-            if re.search(pattern, text, re.M) or (form == "symlink" and vault.links):
+            if re.search(pattern, text, re.M):
                 seen.add(form)
+        seen.update(form for form, present in {
+            "symlink": bool(vault.links),
+            "player_notes": "player_notes" in vault.settings,
+            "gm_notes": "gm_notes" in vault.settings,
+            "player_notes and gm_notes": len(vault.settings) == 2,
+            "a public note the policy leaves out": any(w.startswith("pub") for w in vault.canaries),
+        }.items() if present)
 
     collect()
-    assert set(FORMS) == seen
+    assert [] == sorted(set(FORMS) - seen)
 
 
+GM_HEADING_NAMES = "|".join(re.escape(h.split(" ", 1)[1]) for h in GM_HEADINGS)
 FORMS = {
+    # `%%` comments, and what shifts their pairing
     "inline": r"They rested\. %%", "multiline": r"^%%\r?$", "list": r"^- lanterns %%", "table": r"^\| lantern \| %%",
-    "heading": r"^### The camp %%", "quote": r"^> a traveller said %%", "callout": r"^> \[!\w+\][-+]? Title",
-    "lazy": r"continued lazily", "list-callout": r"^  > \[!", "codespan": r"`%%` for a comment",
-    "fence": r"100%%", "tilde": r"^~~~", "unclosed": r"the rest is the game master's", "percent": r"20%%",
-    "backslash": r"\\%%", "crlf": r"\r\n", "bom": "\ufeff", "frontmatter-gm": r"^visibility: gm",
-    "frontmatter-broken": r"^title: .*: a traitor", "symlink": r"$^", "compendium-yaml": r"^- name: .*\n  (gm|visibility|dm)",
-    "compendium-md": r"^entities:", "decoy": r"\[!note\]|\[!tip\]|50%",
+    "heading": r"^### The camp %%", "quote": r"^> a traveller said %%", "codespan": r"`%%` for a comment",
+    "fence": r"100%%", "tilde": r"^~~~\r?$", "unclosed": r"the rest is the game master's\r?$", "percent": r"20%%",
+    "backslash": r"\\%%", "crlf": r"\r\n", "bom": "\ufeff",
+    # callouts: types, metadata, folding, lazy lines, in a list
+    "callout": r"^> \[!\w+\][-+]? Title", "lazy": r"continued lazily", "list-callout": r"^  > \[!",
+    "callout gm|right": r"^ *> \[!gm\|right\]", "callout secret|wide folded open": r"^ *> \[!secret\|wide\]\+",
+    **{f"callout [!{t}]": rf"^ *> \[!{re.escape(t)}\]"
+       for t in ["secrets", "gm-only", "dm-notes", "spoiler", "hidden"]},
+    # lookalikes that must stay public (their words are checked as found)
+    "decoy": r"\[!note\]|\[!tip\]|50%", "decoy DM's Note": r"^> \[!INFO\]- DM's Note",
+    "decoy [!info|right]": r"^> \[!info\|right\]",
+    "decoy spoiler warning callout": r"^> \[!WARNING\].*Spoiler warning!",
+    "decoy ad-note": r"^```ad-note", "decoy ## Notes": r"^## Notes\r?\n- the pub",
+    # Admonition fences, HTML comments
+    "```ad-secret": r"^```ad-secret", "```ad-gm": r"^```ad-gm\r?$", "~~~ad-spoiler": r"^~~~ad-spoiler",
+    "html one line": r"locked\. <!-- qzc", "html several lines": r"^<!--\r?$",
+    "html unclosed": r"^<!-- qzc.*\r?\nthe rest",
+    # sections under GM headings, a sub-heading inside, public text after a same or higher heading
+    **{f"section {h}": rf"^{re.escape(h)}\r?$" for h in GM_HEADINGS},
+    "section sub-heading": r"^#+ Clue delivery",
+    "section then same level": rf"^(#+) (?:{GM_HEADING_NAMES})\r?\n(?:.*\n){{5}}\1 (?:Aftermath|Notes|Recap)",
+    "section then higher level": rf"^(#+)#+ (?:{GM_HEADING_NAMES})\r?\n(?:.*\n){{5}}\1 (?:Aftermath|Notes|Recap)",
+    # Dataview fields, tags
+    "field line": r"^(?:secret|gm|dm):: qzc", "field list item": r"^- (?:secret|gm|dm):: qzc",
+    "field [gm:: ]": r"\[(?:gm|dm|secret):: qzc", "field (dm:: )": r"\((?:gm|dm|secret):: qzc",
+    "tag paragraph": r"secretly\. #", "tag list item": r"^- qzc.* #[\w/-]+\r?$",
+    "tag list item sub-items": r"^- the duke lies #",
+    "tag heading": r"^### The plan #", "#gm": r" #gm\r?$", "#secret": r" #secret\r?$", "#dm-only": r" #dm-only\r?$",
+    # `%%` in a note's name
+    "title with %%": r"^title: \w+ %% qzc", "alias with %%": r'^aliases: \["\w+ %% qzc',
+    # whole notes: frontmatter
+    "frontmatter-gm": r"^visibility: gm", "frontmatter-broken": r"^title: .*: a traitor",
+    **{f"frontmatter {k}": "^" + r"\r?\n".join(map(re.escape, v.splitlines())) for k, v in GM_FRONTMATTER.items()},
+    "frontmatter after a blank line": r"^\0FILE [^\n]*\n\ufeff?\r?\n---\r?\nvisibility: gm",
+    "toml +++": r'^\ufeff?\+\+\+\r?\nvisibility = "gm"',
+    # whole notes: folders, names, templates, spoiler warnings, symlinks
+    **{f"folder {f}/": rf"^\0FILE {re.escape(f)}/" for f in GM_FOLDERS},
+    "gm/ folder": r"^\0FILE gm/", "nested gm/": r"^\0FILE world/gm/", "DM/ folder": r"^\0FILE DM/",
+    "TODO.md": r"^\0FILE (?:plans-\d+/)?TODO\.md", "Session 5 Prep (GM).md": r"^\0FILE Session \d+ Prep \(GM\)\.md",
+    "template folder": r"^\0FILE (?:Templates|templater)/", "templater tags": r"<% tp\.date\.now\(\) %>",
+    "spoiler warning": r"^\ufeff?# Danger! Big Spoilers! Do Not Read!", "eyes only": r"^\ufeff?(?:# )?[GD]M eyes only",
+    "symlink": r"$^",
+    # embeds of GM-only notes
+    "embed ![[gm/…]]": r"!\[\[gm/", "embed ![[name]]": r"!\[\[[A-Z][a-z]+ [A-Z]",
+    # Compendium
+    "compendium-yaml": r"^- name: .*\n  (gm|visibility|dm)", "compendium private": r"^  private: true",
+    "compendium public: false": r"^  public: false", "compendium-md": r"^entities:",
+    # the game master's policy
+    "player_notes": r"$^", "gm_notes": r"$^", "player_notes and gm_notes": r"$^",
+    "a public note the policy leaves out": r"$^",
 }
