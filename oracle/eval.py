@@ -9,6 +9,11 @@ A question may carry a short gold `answer`. "Answer shown" is then the share of 
 whose answer's key terms are all in what a player reads when the Oracle answers with passages
 (`answer_terms_shown`), next to the same share for the first 60 words of each passage, the
 passages' former text, kept here as the baseline only.
+
+`per_question` lists each question with its fused order (`fused_order`): the distinct (label, path)
+places of the whole fused list (at most ORACLE_FUSED_POOL chunks, 40 by default; fewer when the paths
+found fewer), in order of their best chunk, so a bank can also be scored by note path, and a label
+that two notes share shows as two entries.
 """
 from __future__ import annotations
 
@@ -207,6 +212,20 @@ class QuestionResult:
     # Share of the gold answer's key terms in what passages show: excerpts, and the first 60 words.
     answer_terms: float | None = None
     answer_terms_first_words: float | None = None
+    fused_order: list[dict[str, str]] = field(default_factory=list)  # see `fused_order`
+
+
+def fused_order(chunks: Iterable[Chunk]) -> list[dict[str, str]]:
+    """Distinct places of a ranked list, `{"label", "path"}`, in order of their best chunk."""
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for c in chunks:
+        seen.setdefault((c.label, c.path), {"label": c.label, "path": c.path})
+    return list(seen.values())
+
+
+def per_question(r: QuestionResult) -> dict:
+    q = r.question
+    return {"id": q.id, "question": q.question, "kind": q.kind, "relevant": list(q.relevant), "fused": r.fused_order}
 
 
 def lost_at(entry: str, stages: Sequence[tuple[str, Sequence[Chunk], int | None]]) -> str | None:
@@ -283,6 +302,7 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
         "overall": block(answerable),
         "by_kind": {kind: block(rs) for kind, rs in sorted(by_kind.items())},
         "misses": misses,
+        "per_question": [per_question(r) for r in results],
     }
 
 
@@ -357,6 +377,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
                 lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
                 answer_terms=answer_terms,
                 answer_terms_first_words=first_words,
+                fused_order=fused_order(fused),
             )
         )
     summary = summarise(results)

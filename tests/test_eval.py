@@ -434,3 +434,46 @@ def test_the_reranker_orders_the_learned_pool_and_eval_shows_both_stages(tmp_pat
     # The learned stage put Session 1 first; the reranker, reversing the pool, did not.
     assert (1.0, 1.0) == (overall["fused_hit_at_5"], overall["fused_mrr"])
     assert overall["mrr"] < overall["fused_mrr"]
+
+
+def test_eval_json_lists_each_question_with_its_fused_places(campaign, ollama_down, capsys):
+    """`per_question`: each question of the bank, as given, with the fused order as distinct
+    (label, path) places: every session of the one-file log keeps its own label beside the path."""
+    notes, _, data = campaign
+    items = [
+        {"id": "e1", "question": "Who sold Mirela the brass compass?", "relevant": ["Session 1"], "kind": "entity"},
+        {"id": "p1", "question": "Who is the Candle Monk?", "relevant": ["npcs/Brother_Aldous.md"], "kind": "alias"},
+        {"id": "u1", "question": "Who won the dragon race on the moon?", "relevant": [], "kind": "unanswerable",
+         "history": ["Did anyone race?"]},
+    ]  # fmt: skip
+    bank = write_bank(data.parent / "per-question.jsonl", items)
+    code, stdout, _ = run(capsys, "eval", str(bank), "--notes", str(notes), "--data", str(data), "--json")
+    assert 0 == code
+    result = json.loads(stdout)
+    assert {"questions", "answerable", "unanswerable", "overall", "by_kind", "misses", "reranked", "fusion"} < set(result)
+
+    per_question = result["per_question"]
+    assert [
+        ("e1", "Who sold Mirela the brass compass?", "entity", ["Session 1"]),
+        ("p1", "Who is the Candle Monk?", "alias", ["npcs/Brother_Aldous.md"]),
+        ("u1", "Who won the dragon race on the moon?", "unanswerable", []),
+    ] == [(q["id"], q["question"], q["kind"], q["relevant"]) for q in per_question]
+    assert {"id", "question", "kind", "relevant", "fused"} == set(per_question[0])
+
+    # A player's fused pool holds every public place of the mini campaign, once each, and never
+    # the GM's notes; four places share the log's path, each under its own label.
+    log = "sessions/campaign-log.md"
+    places = {
+        ("Session 1", log), ("Session 2", log), ("Session 3", log), ("Note: campaign-log", log),
+        ("Session 4", "sessions/Session 4.md"), ("Sheet: Mirela_Vane", "sheets/Mirela_Vane.md"),
+        ("Sheet: Brother_Aldous", "npcs/Brother_Aldous.md"), ("World: GODS", "world/GODS.md"),
+    }  # fmt: skip
+    for q in per_question:
+        fused = [(p["label"], p["path"]) for p in q["fused"]]
+        assert all({"label", "path"} == set(p) for p in q["fused"])
+        assert (8, places) == (len(fused), set(fused)), q["id"]
+    assert {"label": "Session 1", "path": log} == per_question[0]["fused"][0]
+
+    # Scored by path: the alias finds the monk's note first, as the label-scored MRR says.
+    assert {"label": "Sheet: Brother_Aldous", "path": "npcs/Brother_Aldous.md"} == per_question[1]["fused"][0]
+    assert 1.0 == result["by_kind"]["alias"]["mrr"]
