@@ -48,7 +48,7 @@ async def index_status(index: Index, *, gm: bool = True) -> dict:
             "embed_model": model_name(status["embed_model"]),
             "context": context,
             "ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA},
-            "model_loaded": loaded | {"reason": PLAYER_OLLAMA if loaded.get("reason") else loaded.get("reason")},
+            "model_loaded": loaded | {"reason": PLAYER_OLLAMA if loaded.get("reason") else None},
         }
     return status | {
         "notes_dir": meta.get("notes_dir"),

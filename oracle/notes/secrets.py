@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from ..types import Secret
-from ..policy import DEFAULT_GM_HEADINGS, gm_heading, normalize_heading
+from ..policy import DEFAULT_GM_HEADINGS, gm_heading, name_words, normalize_heading
 
 # Words that make a callout's or an Admonition's type, a Dataview key or a tag the game master's.
 GM_WORDS = frozenset({"gm", "dm", "secret", "secrets", "private", "spoiler", "spoilers", "hidden", "gmonly", "dmonly"})
@@ -36,13 +36,9 @@ _FENCE_INFO = re.compile(r"^[ \t]{0,3}(?:```|~~~)[ \t]*ad-([\w-]+)", re.M | re.I
 _HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 
 
-def words_of(text: str) -> list[str]:
-    return [w for w in re.split(r"[^0-9a-z]+", text.casefold()) if w]
-
-
 def is_gm_word(text: str) -> bool:
     """A type, key or tag whose words include a game master's word: `gm-only`, `dm_notes`, `secrets`."""
-    return any(w in GM_WORDS for w in words_of(text))
+    return any(w in GM_WORDS for w in name_words(text))
 
 
 def callout_type(content: str) -> str | None:
