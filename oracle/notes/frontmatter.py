@@ -5,7 +5,9 @@ values, keys in any case, and game masters' many ways of saying "mine" (`visibil
 `public: false`, `publish: false`, `private: true`, `tags: [gm]`…). Whatever may say "mine" and cannot
 be read for sure makes the note the game master's: a duplicated key, a contradiction, a value the
 Oracle does not know, frontmatter that does not parse, or a frontmatter-like block Obsidian does not
-read as one.
+read as one. A template's placeholders (Templater's `<% … %>`, core Templates' `{{title}}`) are filled
+in only when the template is used: they read as empty, and frontmatter their code writes is no
+error, unless that code may say "mine".
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ _FALSE = {"false", "no", "off", "0", "n", ""}
 # An unquoted Obsidian link or embed as a property value: YAML reads `!` as a tag and fails.
 _OBSIDIAN_VALUE = re.compile(r"^([ \t]*(?:-[ \t]+)?(?:[^\s:#][^:\n]*:[ \t]+)?)(!?\[\[[^\n]*\]\])[ \t]*$", re.M)
 _COMMENT = re.compile(r"%%.*?(?:%%|$)", re.S)
+_PLACEHOLDER = re.compile(r"<%[\s\S]*?%>|\{\{[^{}\n]*\}\}")
 
 
 def key_of(key: object) -> str:
@@ -65,11 +68,12 @@ def _load(raw: str) -> tuple[object, list[str]]:
         loader.dispose()
 
 
-def _unreadable(raw: str, first_line: int, reason: str) -> tuple[dict, list[str]]:
-    """Frontmatter that cannot be read: ignored, unless it may mark the note secret (fail closed)."""
+def _unreadable(raw: str, first_line: int, reason: str, templater: bool = False) -> tuple[dict, list[str]]:
+    """Frontmatter that cannot be read: ignored (quietly if Templater code writes it), unless it may
+    mark the note secret (fail closed)."""
     word = _SECRET_WORDS.search(raw)
     if word is None:
-        return {}, [f"broken frontmatter ignored: {reason}"]
+        return {}, [] if templater else [f"broken frontmatter ignored: {reason}"]
     line = first_line + raw.count("\n", 0, word.start())
     return {"visibility": "gm"}, [
         f"line {line}: frontmatter cannot be read ({reason}) but mentions {word.group()!r};"
@@ -93,22 +97,30 @@ def split_frontmatter(text: str) -> tuple[dict, str, list[str]]:
         return {}, text, ["frontmatter opened with --- but never closed; read as text"]
     raw = text[first_break + 1 : end.start()]
     blanked = "\n" * text.count("\n", 0, end.end()) + text[end.end() :]
+    data, warnings = _read(raw)
+    return data, blanked, warnings
+
+
+def _read(raw: str) -> tuple[dict, list[str]]:
+    """A closed frontmatter block's keys (case folded) and warnings."""
+    code = "".join(_PLACEHOLDER.findall(raw))
+    if _SECRET_WORDS.search(code):
+        return _unreadable(raw, 2, "a template fills it in")
+    filled = _PLACEHOLDER.sub(lambda m: "\n" * m.group().count("\n"), raw)
     try:
-        data, duplicates = _load(raw)
+        data, duplicates = _load(filled)
     except yaml.YAMLError as exc:
-        quoted = _OBSIDIAN_VALUE.sub(lambda m: m.group(1) + _quote(m.group(2)), raw)
+        quoted = _OBSIDIAN_VALUE.sub(lambda m: m.group(1) + _quote(m.group(2)), filled)
         try:
-            data, duplicates = _load(quoted) if quoted != raw else (None, None)
+            data, duplicates = _load(quoted) if quoted != filled else (None, None)
         except yaml.YAMLError:
             duplicates = None
         if duplicates is None:
-            data, warnings = _unreadable(raw, 2, str(exc).splitlines()[0])
-            return data, blanked, warnings
+            return _unreadable(raw, 2, str(exc).splitlines()[0], "<%" in code)
     if data is None:
-        return {}, blanked, []
+        return {}, []
     if not isinstance(data, Mapping):
-        data, warnings = _unreadable(raw, 2, "not a key/value map")
-        return data, blanked, warnings
+        return _unreadable(raw, 2, "not a key/value map", "<%" in code)
     out: dict = {}
     clashes: list[str] = []
     for k, v in data.items():
@@ -123,7 +135,7 @@ def split_frontmatter(text: str) -> tuple[dict, str, list[str]]:
             warnings.append(f"frontmatter gives {key!r} more than once; the note is treated as game-master-only")
         else:
             warnings.append(f"frontmatter gives {key!r} more than once; the last one is used")
-    return out, blanked, warnings
+    return out, warnings
 
 
 def _quote(value: str) -> str:

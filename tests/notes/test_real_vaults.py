@@ -1,0 +1,98 @@
+"""Real vaults written by other people, read as the ingest reads them (parsed and chunked, nothing
+embedded): no query or plugin code is indexed as prose, no note with a name is skipped, and no
+Obsidian or Templater frontmatter is called broken."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from oracle.index.ingest import read_notes
+from oracle.notes.chunking import chunk_note
+from oracle.notes.decode import NoteError, decode
+from oracle.notes.embeds import Vault
+from oracle.notes.frontmatter import split_frontmatter, strings
+from oracle.notes.parse import parse_note
+from oracle.policy import Policy
+from oracle.settings import DEFAULT_FOLDER_KINDS
+from oracle.types import Note
+from tests.conftest import SHARED_EVAL
+
+VAULTS = ("adventure-log", "ebullient-heist", "raiders-of-the-lost-dice")
+CODE_LANGUAGES = (
+    "dataviewjs", "dataview", "statblock", "encounter-table", "encounter", "tasks", "mermaid", "meta-bind",
+    "button", "leaflet", "chart", "timeline",
+)
+CODE = {
+    "code fence": re.compile(rf"^[ \t>]*(?:`{{3,}}|~{{3,}})[ \t]*(?:{'|'.join(CODE_LANGUAGES)})(?![-\w])", re.M | re.I),
+    "Templater tag": re.compile(r"<%[\s\S]*?%>"),
+    "dv. call": re.compile(r"\bdv\.\w+"),
+}
+NAME_KEYS = ("aliases", "alias", "name", "title")
+UNREADABLE = ("broken frontmatter", "frontmatter cannot be read")
+
+
+class Read(NamedTuple):
+    name: str
+    files: dict[str, bytes]
+    notes: dict[str, Note]
+    refused: dict[str, str]
+
+
+@pytest.fixture(scope="module", params=VAULTS)
+def vault(request: pytest.FixtureRequest) -> Read:
+    root: Path = SHARED_EVAL / "vaults" / request.param / "notes"
+    if not root.is_dir():
+        pytest.skip(f"the shared vault {root} is absent")
+    found = read_notes(root)
+    policy = Policy()
+    vault = Vault(found.files, policy, found.reals)
+    notes, refused = {}, {}
+    for rel, data in found.files.items():
+        try:
+            notes[rel] = parse_note(
+                rel, data, DEFAULT_FOLDER_KINDS, real_path=found.reals.get(rel), policy=policy, vault=vault
+            )
+        except NoteError as exc:
+            refused[rel] = str(exc)
+    return Read(request.param, found.files, notes, refused)
+
+
+def _frontmatter(data: bytes) -> tuple[dict, list[str]]:
+    try:
+        text, _ = decode(data)
+    except NoteError:
+        return {}, []
+    fm, _, warnings = split_frontmatter(text)
+    return fm, warnings
+
+
+def test_no_code_is_indexed_as_prose(vault: Read) -> None:
+    chunks = [(rel, chunk) for rel, note in vault.notes.items() for chunk in chunk_note(note)]
+    code = {
+        f"{rel} ({chunk.label})": found
+        for rel, chunk in chunks
+        if (found := [what for what, pattern in CODE.items() if pattern.search(chunk.text)])
+    }
+    print(f"{vault.name}: {len(vault.files)} files, {len(vault.notes)} notes, {len(vault.refused)} refused,"
+          f" {len(chunks)} chunks, {len(code)} with code")
+    assert {} == code
+
+
+def test_no_note_with_a_name_is_skipped(vault: Read) -> None:
+    named = {}
+    for rel, reason in vault.refused.items():
+        fm, _ = _frontmatter(vault.files[rel])
+        names = [name for key in NAME_KEYS for name in strings(fm.get(key))]
+        if names:
+            named[rel] = (reason, names)
+    assert {} == named
+
+
+def test_obsidian_frontmatter_is_not_called_broken(vault: Read) -> None:
+    warnings = {rel: list(note.warnings) for rel, note in vault.notes.items()}
+    warnings |= {rel: _frontmatter(vault.files[rel])[1] for rel in vault.refused}
+    unreadable = {rel: w for rel, ws in warnings.items() for w in ws if any(u in w for u in UNREADABLE)}
+    assert {} == unreadable
