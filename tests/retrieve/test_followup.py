@@ -1,15 +1,23 @@
 """Follow-up expansion, pure: one test per case of the rule.
 
-A question that starts with a connective (after any interjection), or is short (≤ 6 words), or
-speaks of someone by a third-person pronoun only, and names nobody, is searched with the user's
-previous turn in front. A proper noun after the first word, or a matched entity, overrides. The
-previous turn is the last non-empty item of the history.
+A question is searched with the user's previous turn in front when it is elliptical ("what about…",
+"and then", "why not", "the same") or has a third-person pronoun before any name in it (a pronoun
+after a name is about that name), even if it names someone; otherwise when it starts with a
+connective (after any interjection) or is short (≤ 6 words), and names nobody. A proper noun after
+the first word, or a matched entity, overrides only that last case. The previous turn is the last
+non-empty item of the history.
 """
 from __future__ import annotations
 
 import pytest
 
-from oracle.retrieve.followup import expand_followup, has_proper_noun, needs_history
+from oracle.retrieve.followup import (
+    dangling_pronoun,
+    expand_followup,
+    has_proper_noun,
+    is_elliptical,
+    needs_history,
+)
 
 PREVIOUS = "Who ambushed the party at the ford?"
 HISTORY = ["Who sold the compass?", PREVIOUS]
@@ -88,11 +96,17 @@ def test_a_long_question_about_someone_by_pronoun_only_is_expanded(question):
     assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
 
 
-def test_a_pronoun_beside_a_name_does_not_expand():
+def test_a_pronoun_after_a_name_does_not_expand_but_beside_an_uncapitalised_entity_it_does():
+    # Was "a pronoun beside a name does not expand". After a capitalised name it still does not: the
+    # pronoun is taken to be about a name of the question.
     question = "what did Mirela tell him about the compass and the bell?"
+    assert dangling_pronoun(question) is None
     assert question == expand_followup(question, HISTORY)
+    # But a matched entity that is not capitalised ("the innkeeper") says nothing of where it is in
+    # the question, so it no longer stops a pronoun from taking the thread's subject.
     question = "what did the innkeeper tell him about the compass and the bell?"
-    assert question == expand_followup(question, HISTORY, names_entity=True)
+    assert "him" == dangling_pronoun(question)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True)
 
 
 def test_a_long_question_without_names_is_unchanged():
@@ -104,7 +118,6 @@ def test_a_long_question_without_names_is_unchanged():
     "question",
     [
         "and Mirela?",  # connective, short: still names its subject
-        "what about the Saltmarsh?",  # short
         "but why did Teodric leave the party in the middle of that night?",  # connective, long
         "then what did old Wick do?",  # a capitalised word anywhere after the first
     ],
@@ -166,3 +179,105 @@ def test_other_forms_of_the_pronoun_i_are_not_proper_nouns(question):
 @pytest.mark.parametrize("question", ["AND THEN?", "ok. What now?"])
 def test_capitals_that_are_not_names_do_not_block_the_expansion(question):
     assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+
+
+# A pronoun or an ellipsis keeps the thread's subject even when the question names someone else.
+
+
+@pytest.mark.parametrize(
+    ("history", "question"),
+    [
+        # raiders-of-the-lost-dice: "she" is Thinora; the Barbed Ruin is who she did not fight.
+        (["Who is Thinora?"], "Why didn't she come with us to fight the Barbed Ruin?"),
+        (["Tell me about our deal with Akistos."], "Did he ever say who built the Vault of Leverage?"),
+        # adventure-log (al-29): the matcher finds a session titled "…the Ship", not the captain.
+        (["Who is Captain Alabaster?"], "What was the name of the ship he captained?"),
+        # ebullient-heist: "he" is the one met at the Tiger's Eye, not anyone in Waterdeep.
+        (["Who did we meet at the Tiger's Eye?"], "What does he do for a living in Waterdeep?"),
+        (["¿Quién es Thinora?"], "¿Por qué ella no vino con nosotros a luchar contra Malachai?"),
+    ],
+)
+def test_a_pronoun_before_another_name_keeps_the_subject(history, question):
+    assert dangling_pronoun(question)
+    expected = f"{history[-1]} {question}"
+    assert expected == expand_followup(question, history)
+    assert expected == expand_followup(question, history, names_entity=True)
+
+
+def test_a_name_that_opens_the_question_ties_no_pronoun():
+    # Every question starts with a capital: the first word is not known to be a name.
+    question = "Thinora, why did she leave the monastery so early?"
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did Mirela tell her brother about the compass?",  # a possessive after the name
+        "did Teodric say where he was going after the ford?",  # a subject after the name
+        "And what did Lady Carrow say when she turned up?",  # the sample bank's s-041
+        "What did Vex and Sefa find when they sneaked into the camp that night?",  # s-044
+        "¿Qué dijo Mirela cuando ella llegó al puente aquella noche?",
+        # Stand-alone questions of the banks: the pronoun is a name said before it.
+        "How much did the Counting Man add to the debt when Vex mocked him?",  # sample s-008
+        "What gifts did Bok give us after Tato's fight with him up in the tree?",  # raiders' rl-05
+        "Go through our whole history with Captain Paij, from joining her crew to breaking her out.",
+        "When we fought the Barbed Ruin, why didn't she come?",  # the cost: taken to be the Barbed Ruin
+    ],
+)
+def test_a_pronoun_after_a_name_is_about_the_question(question):
+    assert dangling_pronoun(question) is None
+    assert not is_elliptical(question)
+    assert question == expand_followup(question, HISTORY)
+    assert question == expand_followup(question, HISTORY, names_entity=True)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what about the Saltmarsh?",  # was "a proper noun overrides": it asks the previous question of it
+        "ok, what about Mirela?",
+        "how about Teodric?",
+        "And then what did Mirela do once the bridge had fallen down?",
+        "Why not Thinora?",
+        "so what else did Mirela find in the old chapel after the fight?",
+        "Did Mirela do the same?",
+        "same for Teodric?",
+        "¿Y qué hay de Mirela?",
+        "¿Y Mirela hizo lo mismo?",
+        "y luego qué hizo Mirela?",
+        "¿Por qué no Teodric?",
+    ],
+)
+def test_an_elliptical_question_expands_even_when_it_names_someone(question):
+    assert is_elliptical(question)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is Mirela the same person as the hooded woman at the ford?",  # says the same as what
+        "¿Mirela hizo lo mismo que Teodric en el puente?",
+        "what did the monk say about the compass at the old chapel?",  # "about", not "what about"
+        "why did nobody go back for the compass at the old chapel?",  # not "why not"
+    ],
+)
+def test_words_of_an_ellipsis_that_are_not_one(question):
+    assert not is_elliptical(question)
+    assert question == expand_followup(question, HISTORY, names_entity=True)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did Redhand swear afterwards?",  # the sample bank's s-039
+        "What did we learn from the Vault of Leverage?",  # raiders' rl-32
+        "And who did Tato fight in the final round?",  # raiders' rl-31: a connective, but a name
+        "but why did Teodric leave the party in the middle of that night?",
+    ],
+)
+def test_a_question_naming_its_subject_with_no_dangling_pronoun_is_unchanged(question):
+    assert dangling_pronoun(question) is None
+    assert not is_elliptical(question)
+    assert question == expand_followup(question, HISTORY, names_entity=True)
