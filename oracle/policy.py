@@ -200,7 +200,12 @@ class Policy:
         return out
 
 
-POLICY_VERSION = "1"
+POLICY_VERSION = "2"
+
+
+def in_templates(path: str) -> bool:
+    """A note in a templates folder: a form to fill in, whose names and aliases are placeholders."""
+    return any(folder.casefold() in TEMPLATE_FOLDERS for folder in PurePosixPath(path).parts[:-1])
 
 
 def looks_like_gm(path: str, text: str = "") -> Decision:
@@ -250,11 +255,15 @@ def normalize_heading(text: str) -> str:
 
 def gm_heading(text: str, headings: frozenset[str]) -> str:
     """The list entry a heading opens a GM section with, or "": the heading is an entry, or an entry
-    followed by a colon or a dash and more words (`DM Notes: Pointing to the island`)."""
+    followed by a colon or a dash and more words (`DM Notes: Pointing to the island`), or the GM word
+    its words carry (`Prep work TODO` → prep)."""
     raw = re.sub(r"[*_`~]+", "", text).strip()
     raw = _HEADING_NUMBER.sub("", raw)
     head = re.split(r"\s*(?::|\s[-–—]\s|\()", raw, maxsplit=1)[0]
     for candidate in (normalize_heading(text), normalize_heading(head)):
         if candidate in headings:
             return candidate
-    return ""
+    # Fail closed on a heading no list names but whose words are the game master's ("Prep work TODO",
+    # "GM Tips"); "secret", "hidden" and "private" also tell stories ("The Secret Door"), so not alone.
+    word = gm_word_in(raw)
+    return word if word not in NARRATIVE_WORDS else ""
