@@ -314,7 +314,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             titles = await store.titles(readable(False), kind="session")
         needle = current.casefold().strip()
         found = [t for t in titles if needle in t.title.casefold()]
-        found.sort(key=lambda t: -int("".join(ch for ch in t.label if ch.isdigit()) or 0))
+        found.sort(key=lambda t: -max(t.sessions, default=0))
         return [app_commands.Choice(name=clip(t.title, 100), value=t.label[:100]) for t in found][:25]
 
     # -- follow-ups in a thread ------------------------------------------------------------------

@@ -67,8 +67,8 @@ def ingest_summary(report: IngestReport, titles: Sequence[Titled] = ()) -> str:
 
 def announcement(new: Sequence[Titled]) -> str:
     """For players: what the notes they can read hold now that they did not before."""
-    sessions = [t.title for t in new if t.label.startswith("Session ")]
-    others = [t.title for t in new if not t.label.startswith("Session ")]
+    sessions = [t.title for t in new if t.kind == "session"]
+    others = [t.title for t in new if t.kind != "session"]
     lines = []
     if sessions:
         lines.append("📜 New in the notes: " + "; ".join(sessions))

@@ -251,7 +251,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         table.add_row("sessions (players can read / game-master-only)",
                       f"{status['sessions']} / {status['sessions_gm_only']}")
     else:
-        table.add_row("sessions", str(status["sessions"]))
+        numbers = status.get("session_numbers")
+        table.add_row("sessions", f"{status['sessions']} (numbered {numbers})" if numbers else str(status["sessions"]))
     kinds = ", ".join(f"{k} {v}" for k, v in status["chunks_by_kind"].items())
     table.add_row("chunks", f"{status['chunks']} ({kinds})")
     if args.gm:

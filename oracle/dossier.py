@@ -1,9 +1,8 @@
 """A Compendium dossier: who or what an entity is, its other names, and where the notes mention it."""
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .index.index import Index
 from .index.store import EntityName, EntityRecord
@@ -21,7 +20,7 @@ class Dossier:
 
     @property
     def sessions(self) -> tuple[Mentioned, ...]:
-        return tuple(m for m in self.mentions if m.label.startswith("Session "))
+        return tuple(m for m in self.mentions if m.sessions)
 
     def to_json(self) -> dict:
         sessions = self.sessions
@@ -38,9 +37,8 @@ class Dossier:
         }
 
 
-def _order(label: str) -> tuple[int, float, str]:
-    m = re.fullmatch(r"Session (\d+)", label)
-    return (0, int(m.group(1)), label) if m else (1, 0.0, label)
+def _order(m: Mentioned) -> tuple[int, int, str]:
+    return (0, min(m.sessions), m.label) if m.sessions else (1, 0, m.label)
 
 
 def build_dossier(entity: EntityRecord) -> Dossier:
@@ -51,8 +49,8 @@ def build_dossier(entity: EntityRecord) -> Dossier:
         if seen is None:
             by_label[m.label] = m
         else:
-            by_label[m.label] = Mentioned(m.label, seen.path, seen.start_line, seen.end_line, seen.count + m.count)
-    mentions = tuple(sorted(by_label.values(), key=lambda m: _order(m.label)))
+            by_label[m.label] = replace(seen, count=seen.count + m.count)
+    mentions = tuple(sorted(by_label.values(), key=_order))
     return Dossier(entity.name, entity.kind, entity.aliases, mentions)
 
 

@@ -2,7 +2,7 @@
 
 Ranked lists are collapsed to distinct units (a citation label: a session's parts count once, at
 their best rank) before any metric. A gold entry matches a chunk by label or by note path, with or
-without `.md`, case-insensitively. Questions with no gold entries are unanswerable: they are counted
+without `.md`, case-insensitively; `Session 12` matches what records session 12. Questions with no gold entries are unanswerable: they are counted
 by kind but kept out of the recall averages.
 
 A question may carry a short gold `answer`. "Answer shown" is then the share of those questions
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -84,14 +85,22 @@ def load_bank(path: Path) -> list[Question]:
 
 
 def matches(entry: str, chunk: Chunk) -> bool:
-    return matches_place(entry, chunk.label, chunk.path)
+    return matches_place(entry, chunk.label, chunk.path, chunk.sessions)
 
 
-def matches_place(entry: str, label: str, path: str) -> bool:
-    """A gold entry names a chunk's citation label, or its note's path with or without `.md`."""
-    entry = entry.strip().lower()
+_SESSION_ENTRY = re.compile(r"session\s+0*(\d+)")
+
+
+def matches_place(entry: str, label: str, path: str, sessions: Sequence[int] = ()) -> bool:
+    """A gold entry names a chunk's citation label, or its note's path with or without `.md`; an
+    entry `Session 12` also names whatever records session 12 (a file `Session 12 - The Fall`, a
+    hub's section `Log › Session 12`)."""
+    entry = " ".join(entry.split()).lower()
     path = path.lower()
-    return entry in {label.lower(), path, path.removesuffix(".md")}
+    if entry in {label.lower(), path, path.removesuffix(".md")}:
+        return True
+    m = _SESSION_ENTRY.fullmatch(entry)
+    return bool(m) and int(m[1]) in sessions
 
 
 def collapse(chunks: Iterable[Chunk]) -> list[list[Chunk]]:

@@ -102,7 +102,7 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
     gold_recall = None
     if question.relevant:
         found = sum(
-            1 for entry in question.relevant if any(matches_place(entry, c.label, c.path) for c in answer.citations)
+            1 for entry in question.relevant if any(matches_place(entry, c.label, c.path, c.sessions) for c in answer.citations)
         )
         gold_recall = found / len(question.relevant)
     tokens = trace.tokens or {}

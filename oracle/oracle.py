@@ -29,6 +29,7 @@ from .index.seam import Embeddings, Vectors, question_step, search_concurrency
 from .index.store import Store
 from .llm import LLMError, StreamCut, TextFn
 from .retrieve import path_depth
+from .retrieve.copies import sources_first
 from .retrieve.entity import Matchers, entity_path
 from .retrieve.evidence import gather_evidence, query_stems
 from .retrieve.followup import expand_followup
@@ -175,7 +176,7 @@ class Oracle:
                 fused = self.ranker.rank(evidence, fused)
             fused = fused[: settings.fused_pool]
             timings["learned"] = _ms(t)
-        fused_hits = [Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks]
+        fused_hits = sources_first([Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks])
 
         t = time.perf_counter()
         seeds = [h.chunk.id for h in fused_hits[:k]]
@@ -369,7 +370,7 @@ class Oracle:
         timings["excerpts"] = _ms(t)
         if "total" in timings:
             timings["total"] += timings["excerpts"]
-        citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line) for e in shown)
+        citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line, e.chunk.sessions) for e in shown)
         text = passages_text(reason if gm else PLAYER_REASON, shown)
         return self._answer(
             question, text, "passages", reason, retrieval=retrieval, selection=selection, citations=citations,
@@ -474,7 +475,7 @@ class Oracle:
         if summary:
             blocks.append(f"*{summary}*")
         blocks.append(f"[{first.label}] ({first.path}, lines {start}–{end})\n> " + "\n> ".join(opening))
-        citation = Citation(first.label, first.path, start, end)
+        citation = Citation(first.label, first.path, start, end, first.sessions)
         return self._answer(question, "\n\n".join(blocks), "passages", reason, retrieval=retrieval,
                             selection=selection, citations=(citation,), trace=extra)
 
@@ -619,23 +620,25 @@ _SESSION_NUMBER = re.compile(r"(\d+)")
 
 
 def pick_session(chunks: Sequence[Chunk], wanted: str | None) -> list[Chunk]:
-    """The parts of one session: the highest-numbered one, or the one `wanted` names by number
-    ("12", "Session 12") or by a word of its label or heading."""
+    """The parts of one session note (or hub section): the highest-numbered one, or the one `wanted`
+    names by number ("12", "Session 12") or by a word of its label or heading."""
     sessions: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         sessions.setdefault(chunk.label, []).append(chunk)
 
-    def number(label: str) -> int:
-        found = _SESSION_NUMBER.search(label)
-        return int(found.group(1)) if found else -1
+    def number(label: str) -> tuple[int, str]:
+        return max((n for c in sessions[label] for n in c.sessions), default=-1), label
 
     if not sessions:
         return []
     if wanted and wanted.strip():
         text = " ".join(wanted.split()).casefold()
         digits = _SESSION_NUMBER.search(text)
-        if digits:
-            matches = [label for label in sessions if number(label) == int(digits.group(1))]
+        if exact := [label for label in sessions if label.casefold() == text]:
+            matches = exact
+        elif digits:
+            matches = [label for label, parts in sessions.items()
+                       if any(int(digits.group(1)) in c.sessions for c in parts)]
         else:
             matches = [label for label, parts in sessions.items()
                        if text in label.casefold() or any(text in p.heading.casefold() for p in parts)]

@@ -29,6 +29,12 @@ DEFAULT_FOLDER_KINDS = {
     "world": "world",
     "lore": "world",
     "locations": "world",
+    "places": "world",
+    "factions": "world",
+    "organizations": "world",
+    "organisations": "world",
+    "gods": "world",
+    "deities": "world",
     "sessions": "session",
 }
 

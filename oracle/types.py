@@ -1,6 +1,7 @@
 """Boundary types passed between stages: frozen, plain, free of storage objects."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -56,13 +57,15 @@ class Note:
     links: tuple[Link, ...] = ()
     warnings: tuple[str, ...] = ()
     rule: str = ""  # why the note has its visibility ("" for a public note no rule names)
+    name: str = ""  # unique in the vault (see notes/names.py); the stem when not given
+    sessions: tuple[int, ...] = ()  # the sessions the note records, as its game master numbered them
 
 
 @dataclass(frozen=True)
 class Chunk:
     id: str
     path: str
-    label: str  # the exact citation label: "Session 12", "Sheet: Kat", "World: GODS", "Note: x"
+    label: str  # the citation label, one per source: "Session 12", "Sheet: Kat", "Note: x", "Log › Session 3"
     kind: str
     part: int  # 1-based, for display only
     parts: int
@@ -73,15 +76,27 @@ class Chunk:
     text_hash: str
     visibility: Visibility = PUBLIC
     links: tuple[str, ...] = ()
+    sessions: tuple[int, ...] = ()  # the session numbers this chunk records (metadata, never a label)
 
     @property
     def head(self) -> str:
-        """What the index sees before the text: the label and the heading path."""
+        """What the index sees before the text: the label and the heading path, and the session
+        numbers when neither says them (`021 - The Ashen Road (Session 21)`)."""
+        head = self._titled()
+        if self.sessions and not re.search(rf"\bsession\s*0*{self.sessions[0]}\b", head, re.I):
+            first, last = self.sessions[0], self.sessions[-1]
+            head += f" (Session {first})" if first == last else f" (Sessions {first}–{last})"
+        return head
+
+    def _titled(self) -> str:
         heading = self.heading.strip()
         if not heading or heading.lower() in self.label.lower():
             return self.label
         if heading.lower().startswith(self.label.lower()):
             return heading
+        hub, _, section = self.label.rpartition(" › ")
+        if hub and heading.lower().startswith(section.lower()):
+            return f"{hub} › {heading}"  # "Log › Session 12 — The Fall"
         return f"{self.label} — {heading}"
 
     @property
@@ -200,6 +215,7 @@ class Mentioned:
     start_line: int
     end_line: int
     count: int
+    sessions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ def labels_by_path(settings):
         return {r[0]: r[1] for r in db.execute("SELECT path, group_concat(DISTINCT label) FROM chunks GROUP BY path")}
 
 
+def sessions_by_path(settings):
+    with sqlite3.connect(settings.sqlite_path) as db:
+        return {r[0]: r[1] for r in db.execute("SELECT path, group_concat(DISTINCT sessions) FROM chunks GROUP BY path")}
+
+
 async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings, open_index):
     outside = tmp_path / "outside.md"
     outside.write_text("## Session 99\nSECRET-OUTSIDE must never be read")
@@ -48,16 +53,27 @@ async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings
     warnings = {w.path: w.reason for w in report.warnings}
     assert warnings["latin1.md"].startswith("not UTF-8")
     assert warnings["broken-frontmatter.md"].startswith("broken frontmatter ignored")
+    # Each note opens with its one session header: a session note, cited by its own name.
     assert {
-        "good.md": "Session 1",
-        "latin1.md": "Session 2",
-        "bom-crlf.md": "Session 3",
-        "broken-frontmatter.md": "Session 4",
+        "good.md": "good",
+        "latin1.md": "latin1",
+        "bom-crlf.md": "bom-crlf",
+        "broken-frontmatter.md": "broken-frontmatter",
         "headings.md": "Note: headings",
-        "fts.md": "Session 5",
-        "longline.md": "Session 6",
-        "wikilink-out.md": "Session 7",
+        "fts.md": "fts",
+        "longline.md": "longline",
+        "wikilink-out.md": "wikilink-out",
     } == labels_by_path(settings)
+    assert {
+        "good.md": "[1]",
+        "latin1.md": "[2]",
+        "bom-crlf.md": "[3]",
+        "broken-frontmatter.md": "[4]",
+        "headings.md": "[]",
+        "fts.md": "[5]",
+        "longline.md": "[6]",
+        "wikilink-out.md": "[7]",
+    } == sessions_by_path(settings)
     with sqlite3.connect(settings.sqlite_path) as db:
         texts = " ".join(r[0] for r in db.execute("SELECT text FROM chunks"))
         assert "Café with the maître d'." in texts
@@ -71,7 +87,7 @@ async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings
     again = await ingest(open_index(settings))
     assert ["empty.md"] == again.changed
     assert "empty.md" not in {s.path for s in again.skipped}
-    assert "Session 10" == labels_by_path(settings)["empty.md"]
+    assert ("empty", "[10]") == (labels_by_path(settings)["empty.md"], sessions_by_path(settings)["empty.md"])
 
 
 def test_a_five_megabyte_log_with_hundreds_of_sessions(tmp_path, make_settings):
@@ -84,6 +100,7 @@ def test_a_five_megabyte_log_with_hundreds_of_sessions(tmp_path, make_settings):
     scan = scan_notes(settings, {}, full=True)
     chunks = chunk_all(scan, settings)["big-log.md"]
     assert [] == scan.skipped
-    assert {f"Session {n}" for n in range(1, 301)} == {c.label for c in chunks}
+    # A hub: each session is a section of the log, with its number as metadata.
+    assert {(f"big-log › Session {n}", (n,)) for n in range(1, 301)} == {(c.label, c.sessions) for c in chunks}
     assert max(c.words for c in chunks) <= 1200
     assert 2 * 300 <= len(chunks)

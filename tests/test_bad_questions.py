@@ -66,11 +66,11 @@ async def test_every_ollama_fault_still_answers_with_passages(oracle, fake_ollam
     assert "passages" == answer.mode
     assert reason in answer.reason
     assert answer.text.startswith("The Oracle could not write an answer (")
-    assert "Session 1" in [c.label for c in answer.citations]
+    assert "campaign-log › Session 1" in [c.label for c in answer.citations]
 
 
 async def test_a_truncated_rerank_reply_keeps_the_fused_order(oracle, fake_ollama):
-    fake_ollama.responder = lambda request: TruncatedJson() if request.get("format") else "An answer [Session 1]."
+    fake_ollama.responder = lambda request: TruncatedJson() if request.get("format") else "An answer [campaign-log › Session 1]."
     answer = await oracle.ask("Who sold Mirela the brass compass?")
     assert "llm" == answer.mode
     assert answer.trace.rerank["used"] is False

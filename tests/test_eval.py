@@ -25,6 +25,7 @@ from oracle.eval import (
     hit,
     load_bank,
     lost_at,
+    matches,
     mrr,
     ndcg,
     recall,
@@ -53,6 +54,21 @@ def test_units_collapse_parts_and_entries_match_label_or_path():
     assert {"session 3": 1, "sheets/mira": 3, "SHEETS/MIRA.MD": 3, "Session 9": None, "sessions/log": 1} == entry_ranks(
         relevant, RANKED
     )
+
+
+def test_a_session_entry_matches_what_records_that_session():
+    """`Session 12` names whatever records session 12, whatever its label: a file named otherwise, a
+    hub's section; never another session, and a label or path still matches as before."""
+    fall = Chunk("f:1", "sessions/012 - The Fall.md", "012 - The Fall", "session", 1, 1, "", 1, 2, "t", "h",
+                 sessions=(12,))
+    section = Chunk("l:1", "log.md", "log › Session 12", "session", 1, 1, "", 1, 2, "t", "h", sessions=(12,))
+    two = Chunk("d:1", "sessions/Session 8-9.md", "Session 8-9", "session", 1, 1, "", 1, 2, "t", "h", sessions=(8, 9))
+    for entry in ("Session 12", "session  012", " SESSION 12 "):
+        assert matches(entry, fall) and matches(entry, section), entry
+    assert (matches("Session 8", two), matches("Session 9", two), matches("Session 8-9", two)) == (True, True, True)
+    assert not any(matches(e, fall) for e in ("Session 1", "Session 2", "Session 120", "12"))
+    assert matches("012 - The Fall", fall) and matches("sessions/012 - the fall", fall)
+    assert not matches("Session 12", chunk("Sheet: Mira", "sheets/Mira.md"))
 
 
 def test_metrics_on_a_hand_ranked_list():
@@ -364,7 +380,7 @@ def test_search_json_shows_each_path_and_the_fused_order(campaign, ollama_down, 
     for hits in (*result["paths"].values(), result["fused"]):
         assert hits and all(HIT_KEYS == set(h) for h in hits)
         assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
-    assert "Session 2" == result["fused"][0]["label"]
+    assert "campaign-log › Session 2" == result["fused"][0]["label"]
     assert "Captain Dunstan Vale ambushed them at the ford" in result["fused"][0]["text"]  # the source text
     assert len(result["paths"]["keyword"]) <= max(2 * 3, 3 + 5)  # each path asks for max(2k, k+5)
 
@@ -464,7 +480,8 @@ def test_eval_json_lists_each_question_with_its_fused_places(campaign, ollama_do
     # the GM's notes; four places share the log's path, each under its own label.
     log = "sessions/campaign-log.md"
     places = {
-        ("Session 1", log), ("Session 2", log), ("Session 3", log), ("Note: campaign-log", log),
+        ("campaign-log › Session 1", log), ("campaign-log › Session 2", log), ("campaign-log › Session 3", log),
+        ("campaign-log", log),
         ("Session 4", "sessions/Session 4.md"), ("Sheet: Mirela_Vane", "sheets/Mirela_Vane.md"),
         ("Sheet: Brother_Aldous", "npcs/Brother_Aldous.md"), ("World: GODS", "world/GODS.md"),
     }  # fmt: skip
@@ -472,7 +489,7 @@ def test_eval_json_lists_each_question_with_its_fused_places(campaign, ollama_do
         fused = [(p["label"], p["path"]) for p in q["fused"]]
         assert all({"label", "path"} == set(p) for p in q["fused"])
         assert (8, places) == (len(fused), set(fused)), q["id"]
-    assert {"label": "Session 1", "path": log} == per_question[0]["fused"][0]
+    assert {"label": "campaign-log › Session 1", "path": log} == per_question[0]["fused"][0]  # gold "Session 1"
 
     # Scored by path: the alias finds the monk's note first, as the label-scored MRR says.
     assert {"label": "Sheet: Brother_Aldous", "path": "npcs/Brother_Aldous.md"} == per_question[1]["fused"][0]

@@ -54,7 +54,7 @@ async def test_a_lost_chroma_folder_is_refused_then_repaired(mini_notes, make_se
     report = await ingest(open_index(settings))
     assert (first.chunks, first.windows_embedded) == (report.windows_repaired, report.windows_embedded)
     retrieval = await Oracle(open_index(settings)).search(QUESTION)
-    assert "Session 1" == retrieval.paths["semantic"][0].chunk.label
+    assert "campaign-log › Session 1" == retrieval.paths["semantic"][0].chunk.label
 
 
 @pytest.fixture

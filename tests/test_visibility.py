@@ -106,7 +106,7 @@ def test_every_note_with_its_reader_its_rule_and_its_hidden_blocks(notes, capsys
     } == {path: (n["reader"], n["rule"], n["hidden"]) for path, n in by_path(doc).items()}
     assert [f"kept from players: {GM_FOLDER_RULE}; list it in ORACLE_PLAYER_NOTES if players may read it"] == \
         by_path(doc)["GM Notes/Plot.md"]["warnings"]
-    assert [{"path": "Drafts/Empty.md", "reason": "no text besides frontmatter"}] == doc["skipped"]
+    assert [{"path": "Drafts/Empty.md", "reason": "no text besides frontmatter or plugin code"}] == doc["skipped"]
     assert [] == doc["unmatched"]
     assert {"notes": 5, "players": 3, "game_master": 2, "hidden": 3, "skipped": 1} == doc["counts"]
     assert str(notes) == doc["notes_dir"]
@@ -123,7 +123,7 @@ def test_the_text_listing_one_line_per_note_then_its_blocks_then_the_count(notes
     assert ["line 3 %% comment", f"lines 6–9 {SECTION_RULE}"] == lines[at + 1 : at + 3]
     at = lines.index("Items/Item.md players no rule keeps it from players")
     assert f"lines 7–10 {SECTION_RULE}" == lines[at + 1]
-    assert "Drafts/Empty.md skipped no text besides frontmatter" in lines
+    assert "Drafts/Empty.md skipped no text besides frontmatter or plugin code" in lines
     assert "5 notes: 3 read by players, 2 game-master-only, 3 hidden passages; 1 file skipped" == lines[-1]
     assert not any(word in out for word in SECRET_WORDS)
 
@@ -160,7 +160,7 @@ def test_paths_restrict_the_listing(notes, capsys):
     assert ["GM Notes/Plot.md", "Items/Item.md"] == list(by_path(both))
     assert {"notes": 2, "players": 1, "game_master": 1, "hidden": 1, "skipped": 0} == both["counts"]
     drafts = listing(capsys, notes, "Drafts")
-    assert ([], [{"path": "Drafts/Empty.md", "reason": "no text besides frontmatter"}]) == (drafts["notes"], drafts["skipped"])
+    assert ([], [{"path": "Drafts/Empty.md", "reason": "no text besides frontmatter or plugin code"}]) == (drafts["notes"], drafts["skipped"])
     # A restricted listing still renders embeds from the whole vault.
     players = listing(capsys, notes, "Handouts", "--players")
     assert "A brass compass whose needle points to the nearest lie." in players["notes"][0]["text"]

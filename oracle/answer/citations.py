@@ -14,7 +14,7 @@ from .context import Context
 
 _BRACKET = re.compile(r"([ \t]*)\[([^\[\]\n]{1,160})\](?!\()")
 _TRAILING_CITATIONS = re.compile(r"([.!?])(\s*)((?:\[[^\[\]\n]+\][ \t]*)+)")
-_LABEL_SHAPE = re.compile(r"^(session\b|sesi[oó]n\b|sheet:|world:|note:)", re.I)
+_LABEL_SHAPE = re.compile(r"^(session\b|sesi[oó]n\b|sheet:|world:|note:|[^\]]+ › )", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _INNER = re.compile(r"\[([^\[\]\n]+)\]")
 
@@ -25,6 +25,7 @@ class Citation:
     path: str
     start_line: int
     end_line: int
+    sessions: tuple[int, ...] = ()
 
     def to_json(self) -> dict:
         return {"label": self.label, "path": self.path, "lines": [self.start_line, self.end_line]}
@@ -83,7 +84,7 @@ def verify(answer: str, context: Context) -> Verified:
     for label in cited:
         chunk = context.chunk_for(label)
         if chunk is not None:
-            citations.append(Citation(label, chunk.path, chunk.start_line, chunk.end_line))
+            citations.append(Citation(label, chunk.path, chunk.start_line, chunk.end_line, chunk.sessions))
     uncited = sum(1 for _, labels in cited_sentences(text, cited) if not labels)
     return Verified(text, tuple(citations), tuple(unknown), uncited)
 

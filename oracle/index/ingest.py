@@ -24,8 +24,9 @@ from ..errors import OracleError
 from ..llm import LLMError
 from ..notes.chunking import chunk_note
 from ..notes.embeds import Vault
-from ..notes.parse import NoteError, decode, parse_note
+from ..notes.parse import ENTITY_KINDS, NoteError, decode, parse_note
 from ..notes.refs import chunk_refs
+from ..policy import in_templates
 from ..settings import Settings
 from ..text import normalize
 from ..types import GM, PUBLIC, Chunk, ChunkText, EntitySource, IngestReport, Note, Progress, Skipped, Window
@@ -48,7 +49,7 @@ from .vectors import VectorStoreError
 
 log = logging.getLogger(__name__)
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 COMPENDIUM_FILES = {"compendium.yaml", "compendium.yml", "compendium.md"}
 _EMBED_BATCH = 64
 _MAX_ANNOTATION_FAILURES = 3
@@ -178,8 +179,9 @@ def read_notes(root: Path) -> NoteFiles:
 
 
 def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
-    """Read the folder; parse what is new or changed. A note's identity covers what it embeds, so
-    editing an embedded handout re-indexes the notes that show it."""
+    """Read the folder; parse what is new or changed. A note's identity covers what it embeds and its
+    name, so editing an embedded handout re-indexes the notes that show it, and a new note of the same
+    file name re-labels the one already indexed."""
     scan = Scan()
     found = read_notes(settings.notes_dir)
     policy = settings.policy
@@ -192,9 +194,9 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
     vault = Vault(files, policy, reals)
     scan.warnings += [Skipped("(settings)", w) for w in policy.unmatched(list(files))]
     for rel, data in files.items():
-        # A link's target and what the note embeds are part of its identity.
+        # A link's target, the note's name in the vault and what it embeds are part of its identity.
         real = reals.get(rel)
-        digest = hashlib.sha256(data + (f"\0{real}".encode() if real else b"")).hexdigest()
+        digest = hashlib.sha256(data + f"\0{real or ''}\0{vault.names.key(rel)}".encode()).hexdigest()
         deps = vault.dependencies(rel) if b"![" in data else []
         if deps:
             digest = hashlib.sha256(
@@ -271,7 +273,7 @@ def build_compendium(
     tell a player who Aldric is. When nothing is secret, the two are one and the same."""
     sources: list[EntitySource] = []
     for f in files:
-        if f.status == "ok" and (f.kind in {"sheet", "world"} or f.aliases):
+        if f.status == "ok" and (f.kind in ENTITY_KINDS or f.aliases) and not in_templates(f.path):
             sources.append(EntitySource(f.title, f.aliases, f.kind, "frontmatter", f.path, f.visibility))
     sources += extra
     for chunk in chunks:
@@ -399,7 +401,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         )
     else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
         compendium = None
-    refs = await ingest_step(chunk_refs, [(c.id, c.label, c.path, c.text, c.links) for c in to_add])
+    refs = await ingest_step(chunk_refs, [(c.id, c.sessions, c.path, c.text, c.links) for c in to_add])
     changes = Changes(
         remove_chunks=to_remove,
         add_chunks=[(c, heads[c.id]) for c in to_add],

@@ -14,7 +14,7 @@ import aiosqlite
 from ..notes.refs import chunk_refs
 from .seam import ingest_step
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
 # "camping"; terms are still the user's own words, stemmed alike on both sides.
@@ -179,6 +179,13 @@ WHEN old.visibility = 'public' OR new.visibility = 'public' BEGIN
 END;
 INSERT INTO public_fts(rowid, head, text) SELECT n, head, text FROM public_chunks;
 """,
+    # A chunk's session numbers are metadata beside its label (see notes/names.py). The next ingest
+    # re-reads every note; a chunk it keeps (same note, label and text) was labelled "Session N".
+    8: """
+ALTER TABLE chunks ADD COLUMN sessions TEXT NOT NULL DEFAULT '[]';
+UPDATE chunks SET sessions = '[' || CAST(substr(label, 9) AS INTEGER) || ']'
+WHERE kind = 'session' AND label GLOB 'Session [0-9]*' AND substr(label, 9) NOT GLOB '*[^0-9]*';
+""",
 }
 
 
@@ -209,9 +216,9 @@ async def migrate(db: aiosqlite.Connection, version: int) -> None:
 
 async def _fill_refs(db: aiosqlite.Connection) -> None:
     """Schema 5: the references of the chunks already stored, as an ingest would have written them."""
-    async with db.execute("SELECT id, label, path, text, links FROM chunks") as cursor:
+    async with db.execute("SELECT id, sessions, path, text, links FROM chunks") as cursor:
         rows = await cursor.fetchall()
     refs = await ingest_step(
-        chunk_refs, [(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+        chunk_refs, [(r[0], tuple(json.loads(r[1])), r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
     )
     await db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", refs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 import aiosqlite
 
 from ..errors import OracleError
+from ..notes.names import number_ranges
 from ..text import normalize
 from ..types import GM, PUBLIC, Chunk, ChunkText, Mentioned
 from . import schema
@@ -36,6 +38,18 @@ class Titled:
     path: str
     label: str
     title: str  # "Session 34 — The Fall": the label and the heading it sits under
+    kind: str = "note"
+    sessions: tuple[int, ...] = ()
+
+
+CHUNK_COLUMNS = (
+    "id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash, visibility, links, sessions"
+)
+
+
+def _chunk(row: Sequence) -> Chunk:
+    """A `Chunk` from a row that starts with `CHUNK_COLUMNS`."""
+    return Chunk(*row[:12], links=tuple(json.loads(row[12])), sessions=tuple(json.loads(row[13])))
 
 
 def _title(label: str, heading: str) -> str:
@@ -44,7 +58,11 @@ def _title(label: str, heading: str) -> str:
     name = label.split(": ", 1)[-1].replace("_", " ")
     if not heading or heading.casefold() in (label.casefold(), name.casefold()):
         return label
-    return heading if label.casefold() in heading.casefold() else f"{label} — {heading}"
+    hub, _, section = label.rpartition(" › ")
+    if hub and heading.casefold().startswith(section.casefold()):
+        return f"{hub} › {heading}"
+    core = re.sub(r"^\W*\d+\W*", "", name)  # "024 - The Vault Below" under "Session 24 — The Vault Below"
+    return heading if (core or label).casefold() in heading.casefold() else f"{label} — {heading}"
 
 
 def compendium_view(visibilities: Sequence[str]) -> str:
@@ -303,25 +321,23 @@ class Store:
         """The chunks of `ids` in that order, and each one's rowid (what FTS5 names it by: see
         `matching_chunks`), read together."""
         rows = await self._all_in(
-            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
-            " visibility, links, n FROM chunks WHERE id IN ({ids})",
+            f"SELECT {CHUNK_COLUMNS}, n FROM chunks WHERE id IN ({{ids}})",
             ids,
         )
-        out = [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
+        out = [_chunk(r) for r in rows]
         order = {cid: i for i, cid in enumerate(ids)}
-        return sorted(out, key=lambda c: order[c.id]), {r[0]: r[13] for r in rows}
+        return sorted(out, key=lambda c: order[c.id]), {r[0]: r[-1] for r in rows}
 
     async def chunks_at(self, path: str, start: int, end: int, visibilities: Sequence[str]) -> list[Chunk]:
         """The chunks of `path` readable by `visibilities` whose lines overlap `start`–`end`, in note order:
         what a citation points at, read again from the index as it is now."""
         marks = ",".join("?" * len(visibilities))
         rows = await self._all(
-            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
-            f" visibility, links FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?"
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?"
             f" AND visibility IN ({marks}) ORDER BY start_line, part",
             (path, end, start, *visibilities),
         )
-        return [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
+        return [_chunk(r) for r in rows]
 
     async def titles(self, visibilities: Sequence[str], *, kind: str | None = None) -> list[Titled]:
         """Each note's labels readable by `visibilities` (of one `kind`, if given), with their titles,
@@ -329,25 +345,24 @@ class Store:
         is new, and the sessions a recap offers."""
         marks = ",".join("?" * len(visibilities))
         rows = await self._all(
-            f"SELECT path, label, heading FROM chunks WHERE visibility IN ({marks})"
+            f"SELECT path, label, heading, kind, sessions FROM chunks WHERE visibility IN ({marks})"
             + (" AND kind = ?" if kind else "") + " ORDER BY path, start_line, part",
             (*visibilities, *([kind] if kind else [])),
         )
         seen: dict[tuple[str, str], Titled] = {}
-        for path, label, heading in rows:
-            seen.setdefault((path, label), Titled(path, label, _title(label, heading)))
+        for path, label, heading, kind_, sessions in rows:
+            seen.setdefault((path, label), Titled(path, label, _title(label, heading), kind_, tuple(json.loads(sessions))))
         return list(seen.values())
 
     async def session_chunks(self, visibilities: Sequence[str]) -> list[Chunk]:
         """Every session chunk readable by `visibilities`, in note order."""
         marks = ",".join("?" * len(visibilities))
         rows = await self._all(
-            "SELECT id, path, label, kind, part, parts, heading, start_line, end_line, text, text_hash,"
-            f" visibility, links FROM chunks WHERE kind = 'session' AND visibility IN ({marks})"
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE kind = 'session' AND visibility IN ({marks})"
             " ORDER BY path, start_line, part",
             tuple(visibilities),
         )
-        return [Chunk(*r[:12], links=tuple(json.loads(r[12]))) for r in rows]  # type: ignore[misc]
+        return [_chunk(r) for r in rows]
 
     # -- retrieval reads -------------------------------------------------------------------------
 
@@ -537,11 +552,14 @@ class Store:
             if r[0] != row[0]
         )
         mentions = await self._all(
-            f"SELECT c.label, c.path, c.start_line, c.end_line, m.count FROM mentions m JOIN chunks c ON c.id = m.chunk_id"
+            "SELECT c.label, c.path, c.start_line, c.end_line, m.count, c.sessions FROM mentions m"
+            f" JOIN chunks c ON c.id = m.chunk_id"
             f" WHERE m.entity_id = ? AND m.visibility IN ({marks}) AND c.visibility IN ({marks}) ORDER BY c.n",
             (entity_id, *visibilities, *visibilities),
         )
-        return EntityRecord(row[0], row[1], aliases, tuple(Mentioned(*r) for r in mentions))
+        return EntityRecord(
+            row[0], row[1], aliases, tuple(Mentioned(*r[:5], sessions=tuple(json.loads(r[5]))) for r in mentions)
+        )
 
     # -- the one write of an ingest --------------------------------------------------------------
 
@@ -554,11 +572,10 @@ class Store:
                 await db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
                 await db.execute(f"DELETE FROM windows WHERE chunk_id IN ({marks})", batch)
             await db.executemany(
-                "INSERT INTO chunks (id, path, label, kind, part, parts, heading, start_line, end_line, head,"
-                " text, text_hash, visibility, words, links) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO chunks ({CHUNK_COLUMNS}, head, words) VALUES ({','.join('?' * 16)})",
                 [
-                    (c.id, c.path, c.label, c.kind, c.part, c.parts, c.heading, c.start_line, c.end_line, head,
-                     c.text, c.text_hash, c.visibility, c.words, json.dumps(list(c.links)))
+                    (c.id, c.path, c.label, c.kind, c.part, c.parts, c.heading, c.start_line, c.end_line, c.text,
+                     c.text_hash, c.visibility, json.dumps(list(c.links)), json.dumps(list(c.sessions)), head, c.words)
                     for c, head in changes.add_chunks
                 ],
             )
@@ -672,12 +689,13 @@ class Store:
         """Counts of what is indexed. A player's (`gm=False`) count public text only."""
         only = "" if gm else "WHERE visibility = 'public'"
         by_kind = dict(await self._all(f"SELECT kind, count(*) FROM chunks {only} GROUP BY kind ORDER BY kind"))
-        sessions = dict(
-            await self._all(
-                "SELECT public, count(*) FROM (SELECT max(visibility = 'public') AS public FROM chunks"
-                " WHERE kind = 'session' GROUP BY label) GROUP BY public"
-            )
-        )
+        # A session is its number (what several notes may record), or an unnumbered session note's label.
+        readers: dict[object, bool] = {}
+        for label, numbers, visibility in await self._all(
+            "SELECT DISTINCT label, sessions, visibility FROM chunks WHERE kind = 'session'"
+        ):
+            for session in json.loads(numbers) or [label]:
+                readers[session] = readers.get(session, False) or visibility == PUBLIC
         annotated = (
             await self._one(
                 "SELECT count(*) FROM chunks c JOIN annotations a ON a.text_hash = c.text_hash"
@@ -689,7 +707,8 @@ class Store:
         stats = {
             "files": files.get("ok", 0),
             "files_skipped": files.get("skipped", 0),
-            "sessions": sessions.get(1, 0),  # sessions a player can read something of
+            "sessions": sum(readers.values()),  # sessions a player can read something of
+            "session_numbers": number_ranges(n for n, public in readers.items() if isinstance(n, int) and (gm or public)),
             "chunks": sum(by_kind.values()),
             "chunks_by_kind": by_kind,
             "entities": await self.entity_count(PUBLIC),
@@ -699,7 +718,7 @@ class Store:
             return stats
         by_visibility = dict(await self._all("SELECT visibility, count(*) FROM chunks GROUP BY visibility"))
         return stats | {
-            "sessions_gm_only": sessions.get(0, 0),  # sessions whose every chunk is the game master's
+            "sessions_gm_only": sum(not public for public in readers.values()),  # every chunk the GM's
             "chunks_by_visibility": by_visibility,
             "windows": (await self._one("SELECT count(*) FROM windows"))[0],
             "entities_gm": await self.entity_count(GM),

@@ -2,7 +2,7 @@
 
 A session is one chunk. Only a session over the word cap is split: consecutive sub-heading sections
 are packed up to the cap without splitting one; only a section that alone exceeds the cap is cut
-into word windows with overlap. Every part keeps its session's label. Secret passages become
+into word windows with overlap. A session's recap of the session before is a part of its own. Every part keeps its note's (or its hub section's) label. Secret passages become
 GM-only chunks of their own under the same label, so the public chunk never holds secret text.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..types import GM, Chunk, Note
-from .sessions import Span, is_subheading, match_header, split_sessions
+from .sessions import Span, is_recap, is_subheading, match_header, split_sessions
 
 _WORD = re.compile(r"\S+")
 
@@ -66,9 +66,16 @@ def _sections(text: str) -> list[tuple[int, int, str]]:
     return list(zip(cuts, ends, headings))
 
 
-def pack(text: str, max_words: int, overlap: int) -> list[_Piece]:
-    """Split a span's text into pieces of at most `max_words` (see the module docstring)."""
-    if count_words(text) <= max_words:
+def pack(text: str, max_words: int, overlap: int, *, recaps: bool = False) -> list[_Piece]:
+    """Split a span's text into pieces of at most `max_words` (see the module docstring). With
+    `recaps`, a recap section is a piece of its own: it retells another session (`retrieve/copies.py`)."""
+    sections = _sections(text)
+    if recaps and sections and not sections[0][2]:  # a span that opens with its first sub-heading
+        first = text[sections[0][0] : sections[0][1]].lstrip().split("\n", 1)[0]
+        if is_subheading(first) and is_recap(first.strip().lstrip("#")):
+            sections[0] = (sections[0][0], sections[0][1], first.strip().lstrip("#").strip())
+    recap = [recaps and is_recap(heading) for _, _, heading in sections]
+    if count_words(text) <= max_words and not any(recap):
         return [_Piece(0, len(text), "")]
     pieces: list[_Piece] = []
     current: list[tuple[int, int, str]] = []
@@ -80,9 +87,12 @@ def pack(text: str, max_words: int, overlap: int) -> list[_Piece]:
             pieces.append(_Piece(current[0][0], current[-1][1], current[0][2]))
         current, current_words = [], 0
 
-    for start, end, heading in _sections(text):
+    for (start, end, heading), alone in zip(sections, recap):
         words = count_words(text[start:end])
-        if words > max_words:
+        if alone and words <= max_words:
+            flush()
+            pieces.append(_Piece(start, end, heading))
+        elif words > max_words:
             flush()
             for a, b in window_words(text[start:end], max_words, overlap):
                 pieces.append(_Piece(start + a, start + b, heading))
@@ -109,7 +119,7 @@ def _span_chunks(
     note: Note, span: Span, text: str, first_line: int, visibility: str, max_words: int, overlap: int
 ) -> list[Chunk]:
     drafts = []
-    for piece in pack(text, max_words, overlap):
+    for piece in pack(text, max_words, overlap, recaps=bool(span.sessions)):
         start, end = _trim(text, piece.start, piece.end)
         if start == end:
             continue
@@ -127,7 +137,7 @@ def _span_chunks(
                 id=chunk_id(note.path, span.label, part, visibility, digest),
                 path=note.path,
                 label=span.label,
-                kind="session" if span.label.startswith("Session ") else _base_kind(note.kind),
+                kind=span.kind,
                 part=part,
                 parts=len(drafts),
                 heading=heading,
@@ -137,14 +147,10 @@ def _span_chunks(
                 text_hash=digest,
                 visibility=visibility,
                 links=links,
+                sessions=span.sessions,
             )
         )
     return chunks
-
-
-def _base_kind(kind: str) -> str:
-    """A sessions-folder file's text outside any session (a preamble) is a plain note."""
-    return "note" if kind == "session" else kind
 
 
 def chunk_note(note: Note, *, max_words: int = 1200, overlap: int = 120) -> list[Chunk]:
@@ -159,7 +165,8 @@ def chunk_note(note: Note, *, max_words: int = 1200, overlap: int = 120) -> list
         chunks += _span_chunks(note, span, text, span.start_line, note.visibility, max_words, overlap)
         secrets = [s for s in note.secrets if span.start_line <= s.start_line <= span.end_line]
         if secrets:
-            gm_span = Span(span.label, f"{span.heading} (GM)", secrets[0].start_line, secrets[-1].end_line)
+            gm_span = replace(span, heading=f"{span.heading} (GM)", start_line=secrets[0].start_line,
+                              end_line=secrets[-1].end_line)
             gm_text = "\n\n".join(s.text for s in secrets)
             # Secrets are joined, so offsets no longer map to file lines: cite the secrets' range.
             chunks += [

@@ -12,7 +12,7 @@ class NoteError(OracleError, ValueError):
 # Decoding
 
 
-def decode(data: bytes) -> tuple[str, list[str]]:
+def decode(data: bytes, *, allow_empty: bool = False) -> tuple[str, list[str]]:
     """Bytes to text with `\\n` line ends. Returns (text, warnings); raises NoteError if binary."""
     warnings: list[str] = []
     sample = data[:8192]
@@ -35,6 +35,6 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\t\f")
     if controls > max(8, len(text[:8192]) // 20):
         raise NoteError("binary file (control characters), not a Markdown note")
-    if not text.strip():
+    if not text.strip() and not allow_empty:
         raise NoteError("empty note")
     return text, warnings

@@ -21,6 +21,7 @@ from ..types import GM
 from .code import drop_code
 from .decode import NoteError, decode
 from .frontmatter import frontmatter_visibility, loose_frontmatter, split_frontmatter
+from .names import Names
 from ..policy import UNLISTED, Policy, normalize_heading
 from .secrets import code_ranges, extract_secrets
 
@@ -45,9 +46,9 @@ class Body:
     warnings: tuple[str, ...]
 
 
-def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = None) -> Body:
+def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = None, *, allow_empty: bool = False) -> Body:
     """Everything about a note but its embeds and links. Raises NoteError for a file that is no note."""
-    text, warnings = decode(data)
+    text, warnings = decode(data, allow_empty=allow_empty)
     frontmatter, text, fm_warnings = split_frontmatter(text)
     warnings += fm_warnings
     visibility, rule, warning = frontmatter_visibility(frontmatter)
@@ -73,13 +74,19 @@ def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = Non
 
 
 class Vault:
-    """Every note's bytes, so a note can show what it embeds. Built once per ingest."""
+    """Every note's bytes, so a note can show what it embeds and be named as Obsidian names it. Built
+    once per ingest."""
 
     def __init__(self, files: Mapping[str, bytes], policy: Policy, real_paths: Mapping[str, str] | None = None) -> None:
         self.files = files
         self.policy = policy
         self.real_paths = real_paths or {}
         self._bodies: dict[str, Body | None] = {}
+
+    @cached_property
+    def names(self) -> Names:
+        """Every note's unique name and session number, as Obsidian's file names give them."""
+        return Names.of(self.files)
 
     @cached_property
     def _by_path(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ from .code import drop_code
 from .decode import NoteError, decode
 from .embeds import Vault, read_body, render_embeds
 from .frontmatter import frontmatter_visibility, split_frontmatter, strings
+from .names import Names, sessions_from_filename, sessions_from_frontmatter
 from ..policy import Policy
 from .secrets import extract_secrets
 
@@ -51,6 +52,9 @@ def render_wikilinks(text: str, first_line: int = 1) -> tuple[str, tuple[Link, .
 # The note
 
 
+ENTITY_KINDS = {"sheet", "world"}
+
+
 def note_kind(path: PurePosixPath, folder_kinds: Mapping[str, str]) -> str:
     """The kind of the nearest folder that names one (`sheets/` → sheet), else `note`."""
     for folder in reversed(path.parts[:-1]):
@@ -76,7 +80,10 @@ def parse_note(
     `vault`: every note's bytes, to show what a public note embeds (embeds show nothing without it)."""
     path = PurePosixPath(relpath)
     policy = policy or Policy()
-    body = read_body(relpath, data, policy, real_path)
+    kind = note_kind(path, folder_kinds)
+    # A character or place note is an entity even when empty: Obsidian lists it, the recaps link to it.
+    named = kind in ENTITY_KINDS
+    body = read_body(relpath, data, policy, real_path, allow_empty=named)
     warnings = list(body.warnings)
     if body.gm:
         # The whole note is secret: its text stays whole (inline secrets included) for the game master.
@@ -91,13 +98,16 @@ def parse_note(
     text, links = render_wikilinks(text)
     fm = body.frontmatter
     aliases = strings(fm.get("aliases")) + strings(fm.get("alias"))
-    if not text.strip() and not secrets and not aliases:
+    if not text.strip() and not secrets and not aliases and not named:
         # A note of aliases alone is an entity all the same: the Compendium takes its names.
-        raise NoteError("no text besides frontmatter")
+        raise NoteError("no text besides frontmatter or plugin code" if data.strip() else "empty note")
     title = next(iter(strings(fm.get("name")) or strings(fm.get("title"))), "")
+    names = vault.names if vault is not None else Names.of([relpath])
+    dated = names.dated.get(relpath)
+    sessions = sessions_from_frontmatter(fm) or sessions_from_filename(path.stem) or ((dated,) if dated else ())
     return Note(
         path=relpath,
-        kind=note_kind(path, folder_kinds),
+        kind=kind,
         stem=path.stem,
         title=title or path.stem.replace("_", " ").strip(),
         text=text,
@@ -107,6 +117,8 @@ def parse_note(
         links=links,
         warnings=tuple(warnings),
         rule=body.rule,
+        name=names.name(relpath),
+        sessions=sessions,
     )
 
 

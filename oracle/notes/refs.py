@@ -15,9 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from ..text import normalize
-from .sessions import SESSION_WORD, session_number_from_filename
+from .names import SESSION_WORD, sessions_from_filename
 
-_SESSION_LABEL = re.compile(r"^Session (\d+)$")
 _MENTION = re.compile(
     rf"\b{SESSION_WORD}(?P<plural>s|es)?\s*(?:#|n[o°º]\.?)?\s*(?P<first>\d{{1,4}})(?!\d)"
     r"(?P<more>(?:\s*(?:,|&|and|y|e|et|und|en|or|o|to|-|–|—)\s*#?\d{1,4}(?!\d))*)",
@@ -39,12 +38,9 @@ def note_key(name: str) -> str:
     return f"note:{normalize(PurePosixPath(name).stem if name.endswith('.md') else name)}"
 
 
-def own_keys(label: str, path: str) -> set[str]:
+def own_keys(sessions: Iterable[int], path: str) -> set[str]:
     """The keys by which other notes refer to this chunk."""
-    keys = {note_key(PurePosixPath(path).stem)}
-    if m := _SESSION_LABEL.match(label):
-        keys.add(session_key(int(m[1])))
-    return keys
+    return {note_key(PurePosixPath(path).stem)} | {session_key(n) for n in sessions}
 
 
 def references(text: str, wikilinks: Iterable[str] = ()) -> set[str]:
@@ -52,8 +48,8 @@ def references(text: str, wikilinks: Iterable[str] = ()) -> set[str]:
     keys = {session_key(n) for n in _mentioned_sessions(text)}
     keys |= {session_key(n) for n in _table_sessions(text)}
     for target in wikilinks:
-        number = session_number_from_filename(target)
-        keys.add(session_key(number) if number is not None else note_key(target))
+        numbers = sessions_from_filename(PurePosixPath(target).name)
+        keys |= {session_key(n) for n in numbers} if numbers else {note_key(target)}
     return keys
 
 
@@ -100,12 +96,14 @@ def _cells(line: str) -> list[str]:
     return [cell.strip().strip("*_").strip() for cell in line.split("|")]
 
 
-def chunk_refs(chunks: Iterable[tuple[str, str, str, str, Sequence[str]]]) -> list[tuple[str, str, str]]:
-    """(chunk id, 'name' | 'to', key) rows for (id, label, path, text, wikilinks) of each chunk. A chunk
-    does not refer to itself: a session's own header or a sheet's link to its own note is no hop."""
+def chunk_refs(
+    chunks: Iterable[tuple[str, Sequence[int], str, str, Sequence[str]]],
+) -> list[tuple[str, str, str]]:
+    """(chunk id, 'name' | 'to', key) rows for (id, sessions, path, text, wikilinks) of each chunk. A
+    chunk does not refer to itself: a session's own header or a sheet's link to its own note is no hop."""
     rows: list[tuple[str, str, str]] = []
-    for chunk_id, label, path, text, wikilinks in chunks:
-        names = own_keys(label, path)
+    for chunk_id, sessions, path, text, wikilinks in chunks:
+        names = own_keys(sessions, path)
         rows += [(chunk_id, "name", key) for key in sorted(names)]
         rows += [(chunk_id, "to", key) for key in sorted(references(text, wikilinks) - names)]
     return rows

@@ -8,12 +8,11 @@ that shape, so it is never a header.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..types import Note
+from .names import SESSION_WORD
 
-# Session words in the languages game masters write in, accented and not.
-SESSION_WORD = r"(?:session|sesi[oó]n|sess[aã]o|sessione|s[eé]ance|sitzung|sessie)"
 _NUM = r"(?:#|n[o°º]\.?)?\s*(?P<num>\d{1,4})"
 _SEP = r"[:.\-–—|,(]"
 
@@ -23,10 +22,6 @@ _BOLD = re.compile(
 )
 _PLAIN = re.compile(rf"^{SESSION_WORD}\s*{_NUM}(?!\d)\s*(?:(?P<sep>{_SEP})\s*(?P<rest>.{{0,80}}))?$", re.I)
 _ANY_HEADING = re.compile(r"^#{1,6}\s+\S")
-_FILENAME_NUMBER = re.compile(
-    rf"^(?:{SESSION_WORD}[\s_\-]*#?\s*0*(?P<a>\d{{1,4}})(?!\d)|0*(?P<b>\d{{1,4}})\s*[-–—_.]+\s*\S)", re.I
-)
-_DATE_PREFIX = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}")
 
 
 @dataclass(frozen=True)
@@ -44,6 +39,8 @@ class Span:
     heading: str
     start_line: int
     end_line: int
+    kind: str = "note"
+    sessions: tuple[int, ...] = ()
 
 
 def _strip_marks(text: str) -> str:
@@ -67,42 +64,59 @@ def match_header(line: str) -> Header | None:
     return None
 
 
-def session_number_from_filename(stem: str) -> int | None:
-    """`Session 12` → 12, `012 - The Fall` → 12; a date or a bare number is not a session name."""
-    if _DATE_PREFIX.match(stem):
-        return None
-    m = _FILENAME_NUMBER.match(stem.strip())
-    if not m:
-        return None
-    return int(m["a"] or m["b"])
-
-
-def base_label(note: Note) -> str:
-    """The label of a note that is not split into sessions."""
-    prefix = {"sheet": "Sheet", "world": "World"}.get(note.kind, "Note")
-    return f"{prefix}: {note.stem}"
+def note_label(note: Note) -> str:
+    """The label of the note as a whole: its name, after its kind unless it records a session."""
+    name = note.name or note.stem
+    if note.kind in {"sheet", "world"}:
+        return f"{note.kind.capitalize()}: {name}"
+    if note.sessions or note.kind == "session":
+        return name
+    return f"Note: {name}"
 
 
 def split_sessions(note: Note) -> list[Span]:
-    """Spans covering every line of the note, each with its citation label."""
+    """Spans covering every line of the note, each with its citation label.
+
+    A note is one source. Only a hub (a note that is not one session but holds several under session
+    headers, such as a campaign log) is cut at its headers, each section labelled as the note's
+    own section (`Campaign Log › Session 12`)."""
     lines = note.text.split("\n")
     last = len(lines)
+    label = note_label(note)
+    whole = Span(label, note.title, 1, last, "session" if note.sessions or note.kind == "session" else note.kind,
+                 note.sessions)
     if note.kind in {"sheet", "world"}:
-        return [Span(base_label(note), note.title, 1, last)]
+        return [whole]
     headers = [(i + 1, h) for i, line in enumerate(lines) if (h := match_header(line))]
-    if not headers:
-        number = session_number_from_filename(note.stem)
-        if number is not None:
-            return [Span(f"Session {number}", note.title, 1, last)]
-        if note.kind == "session":
-            return [Span(f"Session {note.stem}", note.title, 1, last)]
-        return [Span(base_label(note), note.title, 1, last)]
+    numbers = tuple(dict.fromkeys(h.number for _, h in headers))
+    titled = bool(headers) and len(numbers) == 1 and not "".join(lines[: headers[0][0] - 1]).strip()
+    if not headers or note.sessions:
+        # A note its game master numbered is that session, whatever headers it holds; one header of its
+        # own at its top titles it ("## Session 19 — The Widow's Price").
+        return [replace(whole, heading=headers[0][1].title) if titled else whole]
+    if titled:
+        # A session note titled by its header.
+        return [Span(note_label(replace(note, sessions=numbers)), headers[0][1].title, 1, last, "session", numbers)]
     spans = []
     if headers[0][0] > 1:
-        spans.append(Span(base_label(note), note.title, 1, headers[0][0] - 1))
+        spans.append(Span(label, note.title, 1, headers[0][0] - 1, "note" if note.kind == "session" else note.kind))
+    name = note.name or note.stem
     for (line_no, header), following in zip(headers, headers[1:] + [(last + 1, None)]):
-        spans.append(Span(f"Session {header.number}", header.title, line_no, following[0] - 1))
+        spans.append(Span(f"{name} › Session {header.number}", header.title, line_no, following[0] - 1, "session",
+                          (header.number,)))
     return spans
+
+
+_RECAP = re.compile(
+    r"^(?:recap|previously(?: on\b.*)?|last (?:session|time)|(?:a )?summary of (?:the )?last session"
+    r"|r[eé]sum[eé]|resumen|r[uü]ckblick|riassunto)\W*$",
+    re.I,
+)
+
+
+def is_recap(heading: str) -> bool:
+    """A heading under which a session retells the one before: `Recap`, `Previously on…`, `Last time`."""
+    return bool(_RECAP.match(heading.strip().strip("*_").strip()))
 
 
 def is_subheading(line: str) -> bool:

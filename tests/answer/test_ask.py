@@ -601,7 +601,7 @@ async def test_passages_show_the_sentences_that_answer_with_their_own_lines(camp
     # that answers is shown, with the two lines it spans, not the part's opening.
     first = answer.fragments[0]
     assert ("Session 20", 9, 11) == (first.label, first.start_line, first.end_line)
-    assert ("Session 20", "sessions/Session 20.md", 10, 11) == tuple(vars(answer.citations[0]).values())
+    assert ("Session 20", "sessions/Session 20.md", 10, 11, (20,)) == tuple(vars(answer.citations[0]).values())
     assert (
         "[Session 20] (sessions/Session 20.md, lines 10–11)\n> … He showed them the harbour ledger, proved the cog"
         " had ignored his warning flags, and fined the captain twenty crowns.\n\n"

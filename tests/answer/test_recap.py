@@ -19,19 +19,23 @@ from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
 SECRETS = ("SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR")
 
 
-def chunk(label: str, heading: str = "", part: int = 1, path: str = "log.md") -> Chunk:
+def chunk(label: str, sessions: tuple[int, ...], heading: str = "", part: int = 1, path: str = "log.md") -> Chunk:
     return Chunk(f"{label}-{part}", path, label, "session", part, 2, heading or label, part * 10, part * 10 + 5,
-                 "text", "h")
+                 "text", "h", sessions=sessions)
 
 
 def test_pick_session_takes_the_last_or_the_one_named():
-    chunks = [chunk("Session 2", "Session 2 — The Ford"), chunk("Session 10", "Session 10 — The Fall"),
-              chunk("Session 10", "Session 10 — The Fall", part=2), chunk("Session 9")]
-    assert [c.id for c in pick_session(chunks, None)] == ["Session 10-1", "Session 10-2"]
+    # Session numbers are metadata: a note's label is its file name ("009 - The Mill"), a hub's
+    # section "log › Session 10"; the number picked by is the chunk's `sessions`, never the label's digits.
+    chunks = [chunk("Session 2", (2,), "Session 2 — The Ford"), chunk("log › Session 10", (10,), "Session 10 — The Fall"),
+              chunk("log › Session 10", (10,), "Session 10 — The Fall", part=2), chunk("009 - The Mill", (9,)),
+              chunk("Interlude 40", ())]
+    assert [c.id for c in pick_session(chunks, None)] == ["log › Session 10-1", "log › Session 10-2"]
     assert [c.id for c in pick_session(chunks, "2")] == ["Session 2-1"]
-    assert [c.id for c in pick_session(chunks, "session 9")] == ["Session 9-1"]
+    assert [c.id for c in pick_session(chunks, "session 9")] == ["009 - The Mill-1"]
     assert [c.id for c in pick_session(chunks, "ford")] == ["Session 2-1"]
-    assert pick_session(chunks, "11") == [] and pick_session([], None) == []
+    assert [c.id for c in pick_session(chunks, "Interlude 40")] == ["Interlude 40-1"]  # its exact label
+    assert pick_session(chunks, "11") == [] and pick_session(chunks, "40") == [] and pick_session([], None) == []
 
 
 def test_opening_lines_skip_the_heading_and_stop_after_enough_words():
@@ -47,7 +51,7 @@ async def test_recap_retells_public_text_for_players_and_everything_for_the_gm(
     def respond(request: dict):
         if request_kind(request) == "annotate":
             return {"summary": "a summary", "entities": []}
-        return "Mirela crossed the Weeping Bridge [Session 3]."
+        return "Mirela crossed the Weeping Bridge [campaign-log › Session 3]."
 
     fake_ollama.responder = respond
     index = open_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN), ollama_host=fake_ollama.url))
@@ -61,8 +65,8 @@ async def test_recap_retells_public_text_for_players_and_everything_for_the_gm(
     gm_request = json.dumps(fake_ollama.chat_requests())
     last = await oracle.recap()
     missing = await oracle.recap("99")
-    assert (player.mode, player.text) == ("llm", "Mirela crossed the Weeping Bridge [Session 3].")
-    assert [c.label for c in player.citations] == ["Session 3"]
+    assert (player.mode, player.text) == ("llm", "Mirela crossed the Weeping Bridge [campaign-log › Session 3].")
+    assert [(c.label, c.sessions) for c in player.citations] == [("campaign-log › Session 3", (3,))]
     assert not any(s in player_request for s in SECRETS)
     assert "SECRET-PIP" in gm_request and gm.mode == "llm"
     assert last.question == "Recap of Session 4"
@@ -76,11 +80,11 @@ async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening
     recap = await Oracle(index).recap("1")
     assert recap.mode == "passages"
     assert recap.text.startswith("The Oracle could not write the recap (the language model gave no usable answer). "
-                                 "Session 1 in the notes:")
+                                 "campaign-log › Session 1 in the notes:")
     assert "> The party met Brother Aldous, the Candle Monk, in the Lantern Market of Greyhaven." in recap.text
     assert not any(s in recap.text for s in SECRETS)
     [citation] = recap.citations
-    assert citation.label == "Session 1" and citation.path == "sessions/campaign-log.md"
+    assert (citation.label, citation.path, citation.sessions) == ("campaign-log › Session 1", "sessions/campaign-log.md", (1,))
 
 
 @pytest.mark.asyncio

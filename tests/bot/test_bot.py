@@ -263,7 +263,8 @@ async def test_reingest_by_a_game_master_reports_progress_and_a_summary(
     assert [line.split("`")[1] for line in added.splitlines()] == sorted(
         ["gm/Plans.md", "npcs/Brother_Aldous.md", "sessions/Session 4.md", "sessions/campaign-log.md",
          "sheets/Mirela_Vane.md", "world/GODS.md", "world/The_True_Heir.md"])
-    assert "• `sessions/campaign-log.md`: Note: campaign-log, Session 1 — The Lantern Market, Session 2," in added
+    assert ("• `sessions/campaign-log.md`: campaign-log, campaign-log › Session 1 — The Lantern Market,"
+            " campaign-log › Session 2,") in added
     assert ingest_calls == [f"Game Master ({fake.gm.id})", f"Guild Owner ({fake.owner.id})"]
 
     assert refusal.ephemeral
@@ -318,11 +319,11 @@ async def test_an_answer_pings_nobody(world, fake, oracle_bot):
 
 
 def long_answer(request: dict) -> str:
-    label = first_label(request)
+    label = first_label(request)  # "campaign-log › Session 1": the sentence is short enough for it to fit
     paragraphs = [
         " ".join(
-            f"In paragraph {p} the Candle Monk, sentence {s}, tells again how the brass compass was sold "
-            f"in the Lantern Market [{label}]."
+            f"In paragraph {p} the Candle Monk, sentence {s}, tells again how the compass was sold "
+            f"in the market [{label}]."
             for s in range(4)
         )
         for p in range(11)
@@ -383,13 +384,13 @@ async def test_who_returns_the_dossier_of_an_alias(world, fake, oracle_bot):
     [embed] = inter.original.embeds
     assert embed["title"] == "Brother Aldous"
     assert embed["description"] == "\n".join([
-        "**Session 1** — `sessions/campaign-log.md` lines 3–5 (3×)",
+        "**campaign-log › Session 1** — `sessions/campaign-log.md` lines 3–5 (3×)",
         "**Session 4** — `sessions/Session 4.md` lines 1–2 (1×)",
         "**Sheet: Brother_Aldous** — `npcs/Brother_Aldous.md` lines 4–4 (3×)",
     ])
     assert [(f["name"], f["value"], f["inline"]) for f in embed["fields"]] == [
         ("Also called", "Aldous, Brother, Old Wick, the Candle Monk", False),
-        ("First seen", "Session 1", True),
+        ("First seen", "campaign-log › Session 1", True),
         ("Last seen", "Session 4", True),
     ]
     assert embed["footer"]["text"] == "sheet · mentioned under 3 labels"

@@ -229,8 +229,8 @@ def test_answer_text_marks_passages():
 
 def test_dossier_embed_names_aliases_first_and_last_sessions():
     dossier = Dossier("Brother Aldous", "sheet", ("Old Wick", "the Candle Monk"), (
-        Mentioned("Session 1", "sessions/log.md", 3, 5, 3),
-        Mentioned("Session 4", "sessions/Session 4.md", 1, 2, 1),
+        Mentioned("log › Session 1", "sessions/log.md", 3, 5, 3, sessions=(1,)),
+        Mentioned("Session 4", "sessions/Session 4.md", 1, 2, 1, sessions=(4,)),
         Mentioned("Sheet: Brother_Aldous", "npcs/Brother_Aldous.md", 4, 4, 3),
     ))
     embed = dossier_embed(dossier)
@@ -238,7 +238,7 @@ def test_dossier_embed_names_aliases_first_and_last_sessions():
     assert embed.description.split("\n")[1] == "**Session 4** — `sessions/Session 4.md` lines 1–2 (1×)"
     assert [(f.name, f.value, f.inline) for f in embed.fields] == [
         ("Also called", "Old Wick, the Candle Monk", False),
-        ("First seen", "Session 1", True),
+        ("First seen", "log › Session 1", True),
         ("Last seen", "Session 4", True),
     ]
     assert embed.footer.text == "sheet · mentioned under 3 labels"
@@ -250,14 +250,15 @@ def test_a_dossier_without_mentions_or_sessions():
 
 
 def test_a_huge_dossier_fits_discords_embed_limits():
-    mentions = tuple(Mentioned(f"Session {i}", f"sessions/{i:04d} the long road.md", i, i + 3, 2) for i in range(1, 600))
+    mentions = tuple(Mentioned(f"{i:04d} the long road", f"sessions/{i:04d} the long road.md", i, i + 3, 2, sessions=(i,))
+                     for i in range(1, 600))
     aliases = tuple(f"the Keeper of the {i}th Candle" for i in range(20))
     embed = dossier_embed(Dossier("N" * 300, "person", aliases, mentions))
     assert len(embed.title) <= 256
     assert len(embed.description) <= EMBED_DESCRIPTION_LIMIT
     assert all(len(f.value) <= FIELD_VALUE_LIMIT for f in embed.fields)
     assert len(embed) <= EMBED_TOTAL_LIMIT
-    assert [f.value for f in embed.fields[1:]] == ["Session 1", "Session 599"]
+    assert [f.value for f in embed.fields[1:]] == ["0001 the long road", "0599 the long road"]
 
 
 def test_many_aliases_show_as_many_as_fit():

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,7 +221,10 @@ async def test_each_channel_thread_and_category_answers_from_its_own_campaign(fr
         lobby = await fake.interaction("oracle ask", {"question": QUESTION}, channel_id=server.lobby)
         await lobby.settle()
     answers = fresh.requests("answer")
-    assert [answer_labels(r)[0].split()[0] for r in answers] == ["Session", "Session", "Session", "Session"]
+    # Each answer's first source is a session of its own campaign: Tuesday's in its campaign log (a hub,
+    # whose sections are labelled as its own), Friday's and Sunday's in notes named "Session N".
+    tops = [answer_labels(r)[0] for r in answers]
+    assert tops[0] == "campaign-log › Session 1" and all(re.fullmatch(r"Session \d+", t) for t in tops[1:]), tops
     tuesday_text, friday_text, sunday_text, follow_text = (json.dumps(r) for r in answers)
     assert "Lantern Market" in tuesday_text and "Orrin" not in tuesday_text
     assert "Orrin Hale" in friday_text and "Lantern" not in friday_text and "miller" not in friday_text

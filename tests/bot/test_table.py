@@ -331,18 +331,20 @@ async def test_recap_retells_the_last_session_from_public_text(world, fake, tmp_
         choices = await fake.autocomplete("oracle recap", {"session": ""})
         inter = await run(fake, client, "oracle recap", {})
         third = await run(fake, client, "oracle recap", {"session": "3", "private": True})
-    assert [c["value"] for c in choices] == ["Session 4", "Session 3", "Session 2", "Session 1"]
+    # Newest first by session number (metadata): the hub's sections are labelled as its own.
+    assert [c["value"] for c in choices] == [
+        "Session 4", "campaign-log › Session 3", "campaign-log › Session 2", "campaign-log › Session 1"]
     first, again = world.requests("answer")
     assert [h[0] for h in headers(first)] == ["Session 4"]
     assert first["messages"][-1]["content"].endswith(
         "Question: Previously on… Retell Session 4 for the players: what happened, in order, in a few short "
         "paragraphs, citing the session after every claim.")
-    assert [h[0] for h in headers(again)] == ["Session 3"]
+    assert [h[0] for h in headers(again)] == ["campaign-log › Session 3"]
     assert not any(s in json.dumps(world.requests()) for s in SECRETS)
     assert inter.original.content == "Old Wick lit every candle [Session 4]."
     [embed] = inter.original.embeds
     assert embed["title"] == "Previously on…" and embed["author"]["name"] == "Mirela's Player asked"
-    assert third.original.ephemeral and third.original.content == "Old Wick lit every candle [Session 3]."
+    assert third.original.ephemeral and third.original.content == "Old Wick lit every candle [campaign-log › Session 3]."
 
 
 async def test_recap_without_ollama_shows_the_sessions_opening_lines(world, fake, tmp_path, indexes):

@@ -35,17 +35,25 @@ async def test_ingest_builds_every_store(mini_notes, make_settings, open_index):
         ["gm/Plans.md", "npcs/Brother_Aldous.md", "sessions/Session 4.md", "sessions/campaign-log.md",
          "sheets/Mirela_Vane.md", "world/GODS.md", "world/The_True_Heir.md"], [], [])
     assert [] == report.skipped
-    assert ["Note: campaign-log", "Session 1", "Session 2", "Session 3", "Session 4", "Sheet: Brother_Aldous",
-            "Sheet: Mirela_Vane", "World: GODS"] == labels(settings)
-    assert ["Note: Plans", "Session 1", "Session 3", "World: The_True_Heir"] == labels(settings, GM)
+    # One label per source: the log (a hub in the sessions folder) by its name, each of its sessions as
+    # its own section; a session note by its file name; the session numbers beside the label.
+    assert ["Session 4", "Sheet: Brother_Aldous", "Sheet: Mirela_Vane", "World: GODS", "campaign-log",
+            "campaign-log › Session 1", "campaign-log › Session 2", "campaign-log › Session 3"] == labels(settings)
+    assert ["Note: Plans", "World: The_True_Heir", "campaign-log › Session 1", "campaign-log › Session 3"] == labels(
+        settings, GM)
+    assert [("Session 4", "[4]"), ("campaign-log › Session 1", "[1]"), ("campaign-log › Session 2", "[2]"),
+            ("campaign-log › Session 3", "[3]")] == rows(
+        settings, "SELECT DISTINCT label, sessions FROM chunks WHERE sessions != '[]' ORDER BY label")
+    assert {"note", "sheet", "world"} == {r[0] for r in rows(settings, "SELECT kind FROM chunks WHERE sessions = '[]'")}
     # No secret text in any public chunk; every secret in a GM chunk.
     public_text = " ".join(r[0] for r in rows(settings, "SELECT text FROM chunks WHERE visibility = 'public'"))
     gm_text = " ".join(r[0] for r in rows(settings, "SELECT text FROM chunks WHERE visibility = 'gm'"))
     for marker in ["SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR"]:
         assert marker not in public_text and marker in gm_text
     # Line ranges point at the file.
-    assert [(6, 6)] == rows(settings, "SELECT start_line, end_line FROM chunks WHERE label = 'Session 1' AND visibility = 'gm'")
-    assert [(3, 5)] == rows(settings, "SELECT start_line, end_line FROM chunks WHERE label = 'Session 1' AND visibility = 'public'")
+    session1 = "SELECT start_line, end_line FROM chunks WHERE label = 'campaign-log › Session 1' AND visibility = ?"
+    assert [(6, 6)] == rows(settings, session1, (GM,))
+    assert [(3, 5)] == rows(settings, session1, (PUBLIC,))
     # Every chunk has windows in SQLite and in Chroma, with the chunk's visibility.
     window_ids = {r[0] for r in rows(settings, "SELECT id FROM windows")}
     assert report.chunks == len(rows(settings, "SELECT DISTINCT chunk_id FROM windows"))
@@ -91,7 +99,7 @@ async def test_compendium_from_frontmatter_and_proper_nouns(mini_notes, make_set
     # Old Wick is named in Session 4 only as a nickname: the mention is there, and public.
     mentions = rows(settings, "SELECT c.label, m.visibility FROM mentions m JOIN entities e ON e.id = m.entity_id"
                               " JOIN chunks c ON c.id = m.chunk_id WHERE e.name = 'Brother Aldous' ORDER BY c.label")
-    assert ("Session 4", PUBLIC) in mentions and ("Session 1", PUBLIC) in mentions
+    assert ("Session 4", PUBLIC) in mentions and ("campaign-log › Session 1", PUBLIC) in mentions
 
 
 async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_index, fake_ollama):
@@ -121,8 +129,8 @@ async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, o
     report = await ingest(index)
 
     after = dict(rows(settings, "SELECT id, label FROM chunks WHERE visibility = 'public'"))
-    assert ["Session 2"] == sorted(before[i] for i in set(before) - set(after))
-    assert ["Session 2"] == sorted(after[i] for i in set(after) - set(before))
+    assert ["campaign-log › Session 2"] == sorted(before[i] for i in set(before) - set(after))
+    assert ["campaign-log › Session 2"] == sorted(after[i] for i in set(after) - set(before))
     assert ["sessions/campaign-log.md"] == report.changed
     assert 1 == report.windows_embedded
     assert 1 == len(fake_ollama.chat_requests()) - chats_before  # only the edited chunk is annotated
@@ -241,7 +249,7 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
         embedder = await index.embedder()
         hits = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
-        assert [("Session 1",)] == top
+        assert [("campaign-log › Session 1",)] == top
         # A server serves the embedding worker as it is: the store is never lent, and stays open.
         client = vectors.in_thread.client
         assert not await vectors.lend()
@@ -257,9 +265,18 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
     settings = make_settings(mini_notes)
     await ingest(open_index(settings))
     before = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
+    new_labels = labels(settings)
     with sqlite3.connect(settings.sqlite_path) as db:  # as schema 1 left it: no covering indexes, no stemming
         refs = db.execute("SELECT chunk_id, kind, key FROM refs ORDER BY 1, 2, 3").fetchall()
         assert "session:1" in {key for _, kind, key in refs if kind == "to"}  # "back in session 1"
+        assert {"session:1", "session:2", "session:3", "session:4"} <= {key for _, kind, key in refs if kind == "name"}
+        sessions = db.execute("SELECT id, sessions FROM chunks ORDER BY id").fetchall()
+        # and the labels it gave, with no session numbers beside them: every session, the log's
+        # sections too, was "Session N", the log's preamble a note; its chunker was version 1
+        db.execute("UPDATE chunks SET label = 'Session ' || json_extract(sessions, '$[0]') WHERE kind = 'session'")
+        db.execute("UPDATE chunks SET label = 'Note: campaign-log' WHERE label = 'campaign-log'")
+        db.execute("ALTER TABLE chunks DROP COLUMN sessions")
+        db.execute("UPDATE meta SET value = '1' || substr(value, 2) WHERE key = 'chunking'")
         db.execute("DROP TRIGGER chunks_refs_ad")  # and no references between notes
         db.execute("DROP TABLE refs")
         for name in ("chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"):
@@ -283,13 +300,22 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
             "SELECT c.label FROM chunks_fts JOIN chunks c ON c.n = chunks_fts.rowid WHERE chunks_fts MATCH 'ambushing'"
         ).fetchall()
         migrated_refs = db.execute("SELECT chunk_id, kind, key FROM refs ORDER BY 1, 2, 3").fetchall()
+        migrated_sessions = db.execute("SELECT id, sessions FROM chunks ORDER BY id").fetchall()
         db.execute("DELETE FROM chunks WHERE label = 'Session 2'")
         orphan_refs = db.execute("SELECT count(*) FROM refs WHERE chunk_id NOT IN (SELECT id FROM chunks)").fetchone()
         db.rollback()
     assert {"chunks_visibility", "chunks_n_visibility", "mentions_entity_visibility", "chunks_id_cover"} <= names
-    assert [("Session 2",)] == stemmed
+    assert [("Session 2",)] == stemmed  # the old labels stay until the next ingest
+    assert migrated_sessions == sessions  # each session's number, read off its old label
     assert migrated_refs == refs  # filled from the stored chunks as an ingest fills them
     assert orphan_refs == (0,)  # and the trigger that drops a deleted chunk's references is back
+
+    # The next ingest reads every note again (a new chunker): the labels are this Oracle's.
+    report = await ingest(open_index(settings))
+    assert (7, 0) == (len(report.changed), report.unchanged)
+    assert new_labels == labels(settings)
+    assert refs == rows(settings, "SELECT chunk_id, kind, key FROM refs ORDER BY 1, 2, 3")
+    assert sessions == rows(settings, "SELECT id, sessions FROM chunks ORDER BY id")
 
     with sqlite3.connect(settings.sqlite_path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")

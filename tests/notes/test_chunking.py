@@ -20,7 +20,7 @@ def test_window_words_overlap():
 
 def test_a_session_under_the_cap_is_one_chunk():
     chunks = chunk_note(note(f"## Session 1 — A\n{words(50)}\n### Sub\n{words(50)}"), max_words=200, overlap=10)
-    assert [("Session 1", 1, 1, 1, 4)] == [(c.label, c.part, c.parts, c.start_line, c.end_line) for c in chunks]
+    assert [("log", 1, 1, 1, 4)] == [(c.label, c.part, c.parts, c.start_line, c.end_line) for c in chunks]
 
 
 def test_sections_are_packed_up_to_the_cap_without_splitting_one():
@@ -33,7 +33,7 @@ def test_sections_are_packed_up_to_the_cap_without_splitting_one():
 def test_only_a_section_over_the_cap_is_windowed():
     text = "\n".join(["**Session 3**", words(10, "a"), "### Huge", words(250, "h"), "### Small", words(10, "s")])
     chunks = chunk_note(note(text), max_words=100, overlap=20)
-    assert ["Session 3"] * len(chunks) == [c.label for c in chunks]
+    assert ["log"] * len(chunks) == [c.label for c in chunks]
     assert [12, 100, 100, 92, 12] == [c.words for c in chunks]
     assert ["Session 3", "Session 3 > Huge", "Session 3 > Huge", "Session 3 > Huge", "Session 3 > Small"] == [
         c.heading for c in chunks]
@@ -45,7 +45,7 @@ def test_only_a_section_over_the_cap_is_windowed():
 def test_line_ranges_point_at_the_file():
     text = "intro\n\n## Session 1\nline a\n\n## Session 2\nline b\n"
     chunks = chunk_note(note(text), max_words=100, overlap=10)
-    assert [("Note: log", 1, 1), ("Session 1", 3, 4), ("Session 2", 6, 7)] == [
+    assert [("Note: log", 1, 1), ("log › Session 1", 3, 4), ("log › Session 2", 6, 7)] == [
         (c.label, c.start_line, c.end_line) for c in chunks]
     lines = text.split("\n")
     for c in chunks:
@@ -56,8 +56,8 @@ def test_secrets_become_gm_chunks_under_their_session_label():
     text = "## Session 1\npublic one\n\n## Session 2\npublic two\n"
     secrets = [Secret(3, 3, "SECRET-A"), Secret(6, 6, "SECRET-B")]
     chunks = chunk_note(note(text, secrets=secrets), max_words=100, overlap=10)
-    assert [("Session 1", PUBLIC, "## Session 1\npublic one"), ("Session 1", GM, "SECRET-A"),
-            ("Session 2", PUBLIC, "## Session 2\npublic two"), ("Session 2", GM, "SECRET-B")] == [
+    assert [("log › Session 1", PUBLIC, "## Session 1\npublic one"), ("log › Session 1", GM, "SECRET-A"),
+            ("log › Session 2", PUBLIC, "## Session 2\npublic two"), ("log › Session 2", GM, "SECRET-B")] == [
         (c.label, c.visibility, c.text) for c in chunks]
     assert len({c.id for c in chunks}) == 4
 
@@ -70,7 +70,7 @@ def test_chunk_ids_are_deterministic_and_change_with_text():
 
 
 def test_empty_sessions_make_no_chunks():
-    assert ["Session 2"] == [c.label for c in chunk_note(note("## Session 1\n\n## Session 2\ntext"))]
+    assert ["log › Session 2"] == [c.label for c in chunk_note(note("## Session 1\n\n## Session 2\ntext"))]
 
 
 def test_a_long_line_without_spaces_is_one_word():

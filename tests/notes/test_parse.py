@@ -13,6 +13,7 @@ from oracle.notes.parse import (
     render_wikilinks,
     split_frontmatter,
 )
+from oracle.notes.chunking import chunk_note
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM, PUBLIC, Link, Secret
 
@@ -265,5 +266,15 @@ def test_a_note_of_aliases_alone_is_kept_for_its_names():
 
 
 def test_a_note_of_frontmatter_without_names_is_skipped():
-    with pytest.raises(NoteError, match="no text besides frontmatter"):
-        parse("NPCs/Stub.md", "---\ntags: [npc]\n---\n")
+    with pytest.raises(NoteError, match="no text besides frontmatter or plugin code"):
+        parse("Drafts/Stub.md", "---\ntags: [npc]\n---\n")
+    with pytest.raises(NoteError, match="no text besides frontmatter or plugin code"):
+        parse("Sessions.md", "\n```dataview\nTABLE file.name FROM \"Session Notes\"\n```\n")
+
+
+@pytest.mark.parametrize("data", ["", "---\ntags: [npc]\n---\n"])
+def test_an_empty_character_or_place_note_is_an_entity_by_its_name(data):
+    for path, kind in [("NPCs/Grogar.md", "sheet"), ("Gods/Avandra.md", "world")]:
+        note = parse(path, data)
+        assert (kind, path.split("/")[1][:-3], "") == (note.kind, note.title, note.text.strip())
+        assert [] == chunk_note(note)

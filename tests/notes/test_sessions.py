@@ -1,7 +1,7 @@
 """The session header detector: every style, accents, and passing mentions that are not headers."""
 import pytest
 
-from oracle.notes.sessions import Header, match_header, session_number_from_filename, split_sessions
+from oracle.notes.sessions import Header, match_header, split_sessions
 from oracle.types import Note
 
 
@@ -47,38 +47,34 @@ def test_passing_mentions_are_not_headers(line):
     assert match_header(line) is None
 
 
-@pytest.mark.parametrize(
-    "stem, number",
-    [("Session 12", 12), ("session_03", 3), ("012 - The Fall", 12), ("7. Ashes", 7), ("Sesión 4", 4)],
-)
-def test_session_number_from_filename(stem, number):
-    assert number == session_number_from_filename(stem)
-
-
-@pytest.mark.parametrize("stem", ["4983", "2024-05-01 recap", "Loot Ledger", "GODS"])
-def test_names_without_a_session_number(stem):
-    assert session_number_from_filename(stem) is None
-
-
-def _note(text, path="log.md", kind="note"):
+def _note(text, path="log.md", kind="note", sessions=()):
     stem = path.rsplit("/", 1)[-1].removesuffix(".md")
-    return Note(path=path, kind=kind, stem=stem, title=stem, text=text)
+    return Note(path=path, kind=kind, stem=stem, title=stem, text=text, sessions=sessions)
 
 
-def test_split_covers_every_line_with_labels():
+def test_a_hub_is_cut_at_its_session_headers_into_its_own_sections():
     text = "# Log\nintro\n## Session 1 — A\none\n**Session 2**\ntwo\nmore\nSession 3:\nthree"
     spans = split_sessions(_note(text))
-    assert [(s.label, s.start_line, s.end_line) for s in spans] == [
-        ("Note: log", 1, 2),
-        ("Session 1", 3, 4),
-        ("Session 2", 5, 7),
-        ("Session 3", 8, 9),
+    assert [(s.label, s.start_line, s.end_line, s.kind, s.sessions) for s in spans] == [
+        ("Note: log", 1, 2, "note", ()),
+        ("log › Session 1", 3, 4, "session", (1,)),
+        ("log › Session 2", 5, 7, "session", (2,)),
+        ("log › Session 3", 8, 9, "session", (3,)),
     ]
 
 
-def test_file_without_header_named_by_number_is_one_session():
-    spans = split_sessions(_note("The party rested.\nThen left.", path="sessions/012 - The Fall.md", kind="session"))
-    assert [("Session 12", 1, 2)] == [(s.label, s.start_line, s.end_line) for s in spans]
+def test_a_session_note_is_one_source_under_its_own_name():
+    spans = split_sessions(_note("The party rested.\nThen left.", "sessions/012 - The Fall.md", "session", (12,)))
+    assert [("012 - The Fall", 1, 2, (12,))] == [(s.label, s.start_line, s.end_line, s.sessions) for s in spans]
+    # Its own header, or headers of the sessions its name records, do not cut it.
+    text = "## Session 8\nfought\n## Session 9\nrested"
+    spans = split_sessions(_note(text, "Session Notes/Session 8-9.md", sessions=(8, 9)))
+    assert [("Session 8-9", 1, 4, (8, 9))] == [(s.label, s.start_line, s.end_line, s.sessions) for s in spans]
+
+
+def test_a_note_titled_by_its_one_session_header_is_that_session():
+    spans = split_sessions(_note("\n# Session 5 — Ashes\nwe ran", "The Ashes.md"))
+    assert [("The Ashes", "session", (5,))] == [(s.label, s.kind, s.sessions) for s in spans]
 
 
 def test_sheets_and_world_notes_are_never_split():

@@ -193,7 +193,7 @@ async def test_evidence_over_a_real_index(mini):
     search = await oracle_for(mini, fusion="learned").search("Who sold a brass compass in the Lantern Market?")
     ev = search.evidence
     chunks = {h.chunk.id: h.chunk for hits in search.paths.values() for h in hits}
-    session1 = next(cid for cid in ev.ids if chunks[cid].label == "Session 1")
+    session1 = next(cid for cid in ev.ids if chunks[cid].label == "campaign-log › Session 1")
     gods = next(cid for cid in ev.ids if chunks[cid].label == "World: GODS")
     rows = {cid: dict(zip(FEATURES, row)) for cid, row in zip(ev.ids, ev.features)}
 
@@ -261,7 +261,7 @@ async def test_entity_heading_and_references_over_a_real_index(mini):
     rows = {chunks[cid].label: dict(zip(FEATURES, row)) for cid, row in zip(search.evidence.ids, search.evidence.features)}
 
     assert 1.0 == rows["Sheet: Mirela_Vane"]["entity_in_head"]
-    assert 0.0 == rows["Session 2"]["entity_in_head"]  # mentions her, is not about her by name
+    assert 0.0 == rows["campaign-log › Session 2"]["entity_in_head"]  # mentions her, is not about her by name
 
 
 @module_loop
@@ -304,7 +304,7 @@ async def test_a_corrupt_model_falls_back_to_the_current_fusion_and_still_answer
     current = await oracle_for(mini, fusion="dbsf").search("Who ambushed Mirela at the ford?")
     assert [h.chunk.id for h in current.fused] == [h.chunk.id for h in learned.fused]
     answer = await oracle.ask("Who ambushed Mirela at the ford?")
-    assert "Session 2" in [c.label for c in answer.citations]
+    assert "campaign-log › Session 2" in [c.label for c in answer.citations]
 
 
 @module_loop

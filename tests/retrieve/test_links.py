@@ -66,15 +66,15 @@ def test_wikilinks_refer_to_notes_or_sessions():
 
 
 def test_a_chunk_is_known_by_its_note_and_its_session():
-    assert own_keys("Session 22", "sessions/022 - Lanternfall.md") == {"session:22", "note:022 - lanternfall"}
-    assert own_keys("Sheet: Idris_Vantowe", "sheets/Idris_Vantowe.md") == {"note:idris_vantowe"}
+    assert own_keys((22,), "sessions/022 - Lanternfall.md") == {"session:22", "note:022 - lanternfall"}
+    assert own_keys((), "sheets/Idris_Vantowe.md") == {"note:idris_vantowe"}
     # what refers to the note by its name finds it, whatever the case or accents
-    assert references("", ["idris_vantowe"]) <= own_keys("Sheet: Idris_Vantowe", "sheets/Idris_Vantowe.md")
-    assert references("", ["Éowyn"]) == own_keys("Sheet: Eowyn", "sheets/Eowyn.md")
+    assert references("", ["idris_vantowe"]) <= own_keys((), "sheets/Idris_Vantowe.md")
+    assert references("", ["Éowyn"]) == own_keys((), "sheets/Eowyn.md")
 
 
 def test_a_chunk_does_not_refer_to_itself():
-    rows = chunk_refs([("c1", "Session 2", "log.md", "## Session 2\nAs in session 1, and session 2 again.", ())])
+    rows = chunk_refs([("c1", (2,), "log.md", "## Session 2\nAs in session 1, and session 2 again.", ())])
     assert rows == [("c1", "name", "note:log"), ("c1", "name", "session:2"), ("c1", "to", "session:1")]
 
 

@@ -187,8 +187,8 @@ async def test_terms_in_most_chunks_are_left_out_of_the_keyword_query(tmp_path, 
 @module_loop
 @pytest.mark.parametrize(
     ("question", "label"),
-    [("Who was ambushing people at fords?", "Session 2"), ("cartographers", "Sheet: Mirela_Vane"),
-     ("ambushed", "Session 2"), ("ledgers", "Session 4")],
+    [("Who was ambushing people at fords?", "campaign-log › Session 2"), ("cartographers", "Sheet: Mirela_Vane"),
+     ("ambushed", "campaign-log › Session 2"), ("ledgers", "Session 4")],
 )
 async def test_keyword_path_finds_other_forms_of_a_word(mini, question, label):
     result = await Oracle(mini).search(question)
@@ -200,7 +200,7 @@ async def test_keyword_path_finds_other_forms_of_a_word(mini, question, label):
 async def test_keyword_path_ignores_diacritics(mini, question):
     result = await Oracle(mini).search(question)
     top = result.paths["keyword"][0].chunk
-    assert ("Session 3", PUBLIC) == (top.label, top.visibility)
+    assert ("campaign-log › Session 3", PUBLIC, (3,)) == (top.label, top.visibility, top.sessions)
     assert "Sesión 3" in top.text
 
 
@@ -228,7 +228,7 @@ async def test_entity_path_matches_an_alias(mini):
     entity = result.paths["entity"]
     assert "Sheet: Brother_Aldous" == entity[0].chunk.label  # his own note first
     assert mentioning(mini.settings, "Brother Aldous") == {h.chunk.id for h in entity}
-    assert {"Sheet: Brother_Aldous", "Session 1", "Session 4"} == set(labels(entity))
+    assert {"Sheet: Brother_Aldous", "campaign-log › Session 1", "Session 4"} == set(labels(entity))
 
 
 @module_loop
@@ -449,7 +449,8 @@ async def test_a_dense_hit_whose_chunk_sqlite_lacks_is_dropped(mini_notes, make_
     index = open_index(settings)
     await ingest(index)
     question = "What did the Candle Monk sell to Mirela?"
-    [gone] = [r[0] for r in rows(settings, "SELECT id FROM chunks WHERE label = 'Session 1' AND visibility = 'public'")]
+    [gone] = [r[0] for r in rows(
+        settings, "SELECT id FROM chunks WHERE label = 'campaign-log › Session 1' AND visibility = 'public'")]
     before = await Oracle(index).search(question)
     assert gone == before.paths["semantic"][0].chunk.id
 
@@ -517,15 +518,15 @@ async def test_a_follow_up_is_searched_with_the_previous_turn(mini):
     assert previous in followed.search_query
     assert f"{previous} and then what?" == followed.search_query
     assert ["Mirela Vane"] == [e.name for e in followed.entities]  # matched in the expanded query
-    assert "Session 2" in labels(followed.fused)[:3]
-    assert "Session 2" == followed.paths["keyword"][0].chunk.label
-    assert "Session 2" == followed.paths["semantic"][0].chunk.label
+    assert "campaign-log › Session 2" in labels(followed.fused)[:3]
+    assert "campaign-log › Session 2" == followed.paths["keyword"][0].chunk.label
+    assert "campaign-log › Session 2" == followed.paths["semantic"][0].chunk.label
 
     alone = await oracle.search("and then what?")
     assert "and then what?" == alone.search_query
     assert [] == alone.entities == alone.paths["entity"]
     # Without the history the question carries no meaning: the ambush is not what it is near.
-    assert "Session 2" not in labels(alone.paths["semantic"])[:3]
+    assert "campaign-log › Session 2" not in labels(alone.paths["semantic"])[:3]
     # (Session 2 still leads the keyword path here, on the bare word "and": a question of stopwords
     # only searches its stopwords, by design.)
 
