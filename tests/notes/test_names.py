@@ -1,7 +1,7 @@
 """A note's own name, unique in the vault, and the session numbers its game master gave it."""
 import pytest
 
-from oracle.notes.names import Names, sessions_from_filename, sessions_from_frontmatter
+from oracle.notes.names import Names, number_ranges, sessions_from_filename, sessions_from_frontmatter
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,8 @@ def test_a_new_namesake_changes_the_key_of_the_note_already_there():
     before = Names.of(["Session Notes/Session 12.md"])
     after = Names.of(["Session Notes/Session 12.md", "Session Prep/Session 12.md"])
     assert before.key("Session Notes/Session 12.md") != after.key("Session Notes/Session 12.md")
+
+
+def test_session_numbers_read_as_ranges():
+    assert "0–3, 5, 7–8" == number_ranges([8, 0, 1, 2, 3, 5, 7, 3])
+    assert "" == number_ranges([])

@@ -400,9 +400,10 @@ async def test_no_secret_reaches_a_player_through_recap_sources_status_or_announ
     leaks.check([c.text for c in cited], "show sources")
     status = await index_status(deployed.index, gm=False)
     leaks.check(status, "status")
-    assert 3 == status["sessions"]
+    assert (3, "1–3") == (status["sessions"], status["session_numbers"])
     gm = await index_status(deployed.index)
-    assert (3, 1) == (gm["sessions"], gm["sessions_gm_only"])  # public sessions, and the prep of Session 4
+    # Public sessions, and the prep of Session 4: numbered as the game master numbered them.
+    assert (3, 1, "1–4") == (gm["sessions"], gm["sessions_gm_only"], gm["session_numbers"])
     leaks.assert_none()
 
 
