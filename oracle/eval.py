@@ -12,8 +12,8 @@ passages' former text, kept here as the baseline only.
 
 `per_question` lists each question with its fused order (`fused_order`): the distinct (label, path)
 places of the whole fused list (at most ORACLE_FUSED_POOL chunks, 40 by default; fewer when the paths
-found fewer), in order of their best chunk, so a bank can also be scored by note path, and a label
-that two notes share shows as two entries.
+found fewer), each with the session numbers it records, in order of their best chunk, so a bank can
+also be scored by note path or by session number.
 """
 from __future__ import annotations
 
@@ -224,11 +224,11 @@ class QuestionResult:
     fused_order: list[dict[str, str]] = field(default_factory=list)  # see `fused_order`
 
 
-def fused_order(chunks: Iterable[Chunk]) -> list[dict[str, str]]:
-    """Distinct places of a ranked list, `{"label", "path"}`, in order of their best chunk."""
-    seen: dict[tuple[str, str], dict[str, str]] = {}
+def fused_order(chunks: Iterable[Chunk]) -> list[dict]:
+    """Distinct places of a ranked list, `{"label", "path", "sessions"}`, in order of their best chunk."""
+    seen: dict[tuple[str, str], dict] = {}
     for c in chunks:
-        seen.setdefault((c.label, c.path), {"label": c.label, "path": c.path})
+        seen.setdefault((c.label, c.path), {"label": c.label, "path": c.path, "sessions": list(c.sessions)})
     return list(seen.values())
 
 

@@ -487,10 +487,11 @@ def test_eval_json_lists_each_question_with_its_fused_places(campaign, ollama_do
     }  # fmt: skip
     for q in per_question:
         fused = [(p["label"], p["path"]) for p in q["fused"]]
-        assert all({"label", "path"} == set(p) for p in q["fused"])
+        assert all({"label", "path", "sessions"} == set(p) for p in q["fused"])
         assert (8, places) == (len(fused), set(fused)), q["id"]
-    assert {"label": "campaign-log › Session 1", "path": log} == per_question[0]["fused"][0]  # gold "Session 1"
+    assert {"label": "campaign-log › Session 1", "path": log, "sessions": [1]} == per_question[0]["fused"][0]
 
     # Scored by path: the alias finds the monk's note first, as the label-scored MRR says.
-    assert {"label": "Sheet: Brother_Aldous", "path": "npcs/Brother_Aldous.md"} == per_question[1]["fused"][0]
+    assert {"label": "Sheet: Brother_Aldous", "path": "npcs/Brother_Aldous.md", "sessions": []} == per_question[1][
+        "fused"][0]
     assert 1.0 == result["by_kind"]["alias"]["mrr"]
