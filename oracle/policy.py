@@ -27,6 +27,8 @@ GM_NAME_PHRASES = ("game master", "dungeon master", "gamemaster", "dungeonmaster
 # Words a played session's title may carry as part of its story (`Session 13 - The Abbot's Secret`).
 NARRATIVE_WORDS = frozenset({"secret", "secrets", "hidden", "private"})
 _SESSION_TITLE = re.compile(r"^\s*(?:session|sesi[oó]n|episode|chapter)\s*\d+\b|^\s*\d{1,4}\s*[-–—.:]\s", re.I)
+HEADING_GM_WORDS = GM_NAME_WORDS - NARRATIVE_WORDS - {"planning"}
+HEADING_GM_PHRASES = tuple(p for p in GM_NAME_PHRASES if p != "to do")
 # Headings whose section is the game master's, down to the next heading of the same or a higher level.
 DEFAULT_GM_HEADINGS = (
     "GM", "DM", "GM Notes", "DM Notes", "GM Only", "DM Only", "GM Secrets", "DM Secrets", "Game Master Notes",
@@ -264,6 +266,10 @@ def gm_heading(text: str, headings: frozenset[str]) -> str:
         if candidate in headings:
             return candidate
     # Fail closed on a heading no list names but whose words are the game master's ("Prep work TODO",
-    # "GM Tips"); "secret", "hidden" and "private" also tell stories ("The Secret Door"), so not alone.
-    word = gm_word_in(raw)
-    return word if word not in NARRATIVE_WORDS else ""
+    # "GM Tips"). Words that also tell stories or titles do not count alone: "The Secret Door",
+    # "Planning the Heist", "there is still much to do".
+    words = name_words(raw)
+    joined = " ".join(words)
+    return next((w for w in words if w in HEADING_GM_WORDS), "") or next(
+        (p for p in HEADING_GM_PHRASES if re.search(rf"(?:^| ){p}(?: |$)", joined)), ""
+    )

@@ -5,7 +5,7 @@ import pytest
 
 from oracle.notes.embeds import Vault
 from oracle.notes.parse import extract_secrets, parse_note, split_frontmatter
-from oracle.policy import UNLISTED, Policy
+from oracle.policy import UNLISTED, Policy, gm_heading
 from oracle.settings import DEFAULT_FOLDER_KINDS, Settings
 from oracle.types import GM, PUBLIC
 
@@ -300,3 +300,25 @@ def test_an_embed_without_the_vault_shows_nothing():
 def test_a_note_depends_on_what_it_embeds():
     files = {"A.md": "![[B#x]]", "B.md": "![[C]]", "C.md": "c", "D.md": "d"}
     assert ["B.md", "C.md"] == vault_of(files, Policy()).dependencies("A.md")
+
+
+@pytest.mark.parametrize(
+    "heading, word",
+    [("## Prep work TODO", "prep"), ("### GM Tips", "gm"), ("## Notes for the Game Master", "game master"),
+     ("## Spoilers ahead", "spoilers")],
+)
+def test_a_heading_whose_words_are_the_game_masters_hides_its_section(heading, word):
+    assert word == gm_heading(heading.lstrip("# "), Policy().headings)
+    public, secrets = hidden(f"## Notes\nWe reached the arena.\n{heading}\nThe Sea Wolf is the spy.\n## Beats\nTato wins.")
+    assert "Sea Wolf" not in public and "Tato wins." in public
+    assert [(3, 4)] == [(a, b) for a, b, _ in secrets] and heading.lstrip("# ") in secrets[0][2]
+
+
+@pytest.mark.parametrize(
+    "heading",
+    ["## The Secret Door", "## Planning the Heist", "# Cancer chemoprevention: there is still much to do",
+     "## Hidden Valley"],
+)
+def test_words_that_also_tell_stories_do_not_hide_a_heading(heading):
+    public, secrets = hidden(f"{heading}\nThe party found the way in.")
+    assert ("The party found the way in." in public, []) == (True, secrets)
