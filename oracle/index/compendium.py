@@ -238,7 +238,7 @@ def find_mentions(entities: Sequence[Entity], chunks: Sequence[ChunkText], note_
                         break
             i += 1
         for target in chunk.links:
-            entity = note_stems.get(normalize(target))
+            entity = note_stems.get(normalize(target.partition("#")[0]))
             if entity is not None:
                 counts[(entity, entities[entity].visibility)] += 1
         per_entity: dict[int, tuple[int, str]] = {}

@@ -28,19 +28,19 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # Wikilinks
 
-_WIKILINK = re.compile(r"!?\[\[([^\[\]\n|#]*)(?:#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
+_WIKILINK = re.compile(r"!?\[\[([^\[\]\n|#]*)(#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\]\]")
 
 
 def render_wikilinks(text: str, first_line: int = 1) -> tuple[str, tuple[Link, ...]]:
-    """`[[Target|shown]]` reads as `shown`, `[[Target]]` as `Target`; links are recorded."""
+    """`[[Target|shown]]` reads as `shown`, `[[Target]]` as `Target`; links are recorded, a link to a
+    heading as `Target#Heading` (`notes/refs.py` ties a session heading to its session)."""
     links: list[Link] = []
 
     def repl(match: re.Match[str]) -> str:
-        target = match.group(1).strip()
-        shown = match.group(2)
+        target, heading, shown = match.group(1).strip(), match.group(2), match.group(3)
         if target:
             line = first_line + text.count("\n", 0, match.start())
-            links.append(Link(PurePosixPath(target).name, line))
+            links.append(Link(PurePosixPath(target).name + (heading or "").rstrip(), line))
         return (shown if shown is not None else PurePosixPath(target).name).strip()
 
     if "[[" not in text:

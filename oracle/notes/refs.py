@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 from ..text import normalize
 from .names import SESSION_WORD, sessions_from_filename
+from .sessions import match_header
 
 _MENTION = re.compile(
     rf"\b{SESSION_WORD}(?P<plural>s|es)?\s*(?:#|n[o°º]\.?)?\s*(?P<first>\d{{1,4}})(?!\d)"
@@ -47,8 +48,10 @@ def references(text: str, wikilinks: Iterable[str] = ()) -> set[str]:
     """The keys a chunk's text refers to: session mentions, session columns of tables, wikilinks."""
     keys = {session_key(n) for n in _mentioned_sessions(text)}
     keys |= {session_key(n) for n in _table_sessions(text)}
-    for target in wikilinks:
-        numbers = sessions_from_filename(PurePosixPath(target).name)
+    for link in wikilinks:
+        target, _, heading = link.partition("#")
+        header = match_header(f"# {heading}") if heading else None
+        numbers = (header.number,) if header else sessions_from_filename(PurePosixPath(target).name)
         keys |= {session_key(n) for n in numbers} if numbers else {note_key(target)}
     return keys
 

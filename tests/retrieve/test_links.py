@@ -159,3 +159,11 @@ async def test_search_puts_linked_notes_after_the_fused_pool(tmp_path, make_sett
         "Whose seal was on the wax of the ransom note?", k=1
     )
     assert off.linked == [] and [h.chunk.label for h in off.fused] == fused
+
+
+def test_a_link_to_a_session_heading_refers_to_that_session():
+    from oracle.notes.parse import render_wikilinks
+
+    text, links = render_wikilinks("as [[Campaign Notes#Session 12 - The Fall|then]] and [[Thinora#Secrets]]")
+    assert "as then and Thinora" == text
+    assert {"session:12", "note:thinora"} == references(text, [link.target for link in links])
