@@ -5,6 +5,8 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from typing_extensions import Annotated
 
+from oracle.settings import parse_list
+
 
 class BotSettings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
@@ -37,13 +39,10 @@ class BotSettings(BaseSettings):
     @field_validator("gm_roles", mode="before")
     @classmethod
     def _roles(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip().casefold() for part in value.split(",") if part.strip()]
+        value = parse_list(value)
         return [str(v).strip().casefold() for v in value] if isinstance(value, list) else value
 
     @field_validator("gm_channels", mode="before")
     @classmethod
     def _channels(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [int(part) for part in value.replace(" ", "").split(",") if part]
-        return value
+        return parse_list(value)

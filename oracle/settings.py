@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     gm_headings: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_GM_HEADINGS), validation_alias="ORACLE_GM_HEADINGS"
     )
-    folder_kinds: dict[str, str] = Field(
+    folder_kinds: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
     )
 
@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     # MRR 0.789 -> 0.792; the sample bank's nDCG@10 0.774 -> 0.789), and 0.25-0.5 is a plateau.
     # Re-checked once keywords were stemmed: still the best balance. A heavier keyword vote (1.5)
     # helped LoCoMo alone (any gold@5 0.922 -> 0.930) and hurt the sample campaign (nDCG 0.784 -> 0.759).
-    path_weights: dict[str, float] = Field(
+    path_weights: Annotated[dict[str, float], NoDecode] = Field(
         default_factory=lambda: {"keyword": 1.0, "semantic": 1.0, "entity": 0.5},
         validation_alias="ORACLE_PATH_WEIGHTS",
     )
@@ -145,6 +145,11 @@ class Settings(BaseSettings):
                 "for the notes: keep it at most half the window"
             )
         return self
+
+    @field_validator("folder_kinds", "path_weights", mode="before")
+    @classmethod
+    def _maps(cls, value: object) -> object:
+        return parse_map(value)
 
     @field_validator("player_notes", "gm_notes", "gm_headings", mode="before")
     @classmethod
@@ -206,6 +211,19 @@ def parse_list(value: object) -> object:
             raise ValueError("not a list; write a comma list or a JSON list")
         return [str(item).strip() for item in items if str(item).strip()]
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_map(value: object) -> object:
+    """A map setting from the environment: a JSON object (`{"npcs": "sheet"}`)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        items = json.loads(value)
+    except ValueError as exc:
+        raise ValueError(f'not a JSON object ({exc.args[0]}); write it as {{"key": "value", …}}') from None
+    if not isinstance(items, dict):
+        raise ValueError('not a JSON object; write it as {"key": "value", …}')
+    return items
 
 
 def settings_problem(exc: ValidationError) -> str:

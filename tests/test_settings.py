@@ -1,6 +1,8 @@
 """Settings: every one documented in .env.example, and the example loads as it is."""
 from pathlib import Path
 
+import pytest
+
 from bot.settings import BotSettings
 from oracle.settings import Settings
 
@@ -51,4 +53,31 @@ def test_the_bot_with_a_bad_setting_says_which_and_exits_2(monkeypatch, caplog):
         assert 2 == bot.__main__.main()
     assert ["a setting is wrong: ORACLE_WATCH_QUIET: Input should be a valid number, unable to parse string as a number"] == [
         r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_bot_list_settings_take_a_json_list_too(monkeypatch):
+    monkeypatch.setenv("ORACLE_GM_ROLES", '["Game Master", "DM"]')
+    monkeypatch.setenv("ORACLE_GM_CHANNELS", "[111, 222]")
+    settings = BotSettings(_env_file=None)
+    assert (["game master", "dm"], [111, 222]) == (settings.gm_roles, settings.gm_channels)
+
+
+@pytest.mark.parametrize(
+    "name, value, said",
+    [
+        ("ORACLE_FOLDER_KINDS", "{npcs: sheet", "ORACLE_FOLDER_KINDS: Value error, not a JSON object (Expecting"),
+        ("ORACLE_PATH_WEIGHTS", "[1, 2]", "ORACLE_PATH_WEIGHTS: Value error, not a JSON object;"),
+        ("ORACLE_GM_NOTES", '["GM/"', "ORACLE_GM_NOTES: Value error, not a JSON list ("),
+    ],
+)
+def test_a_setting_that_is_no_json_says_which_and_exits_2(monkeypatch, caplog, name, value, said):
+    """A map or list setting that does not parse is one sentence naming it, never a traceback."""
+    import bot.__main__
+
+    monkeypatch.setenv(name, value)
+    with caplog.at_level("ERROR"):
+        assert 2 == bot.__main__.main()
+    (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert message.startswith(f"a setting is wrong: {said}")
     assert not any(r.exc_info for r in caplog.records)
