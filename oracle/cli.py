@@ -232,6 +232,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
     why it does not answer, the policy of who reads what, the answers withheld from players."""
     settings = build_settings(args)
     if not settings.sqlite_path.exists():
+        if not settings.notes_dir.is_dir():
+            raise StoreError(f"no index at {settings.sqlite_path}, and the notes folder {settings.notes_dir} does not "
+                             "exist: set ORACLE_NOTES_DIR to your vault, then run `oracle ingest`")
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
     async with Index(settings) as index:
         if not await is_indexed(index):

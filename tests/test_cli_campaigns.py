@@ -12,6 +12,7 @@ import time
 import pytest
 
 from oracle.cli import cmd_watch, main, parser
+from oracle.index.store import Store
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.index.test_library import HARBOUR
 
@@ -115,19 +116,27 @@ async def test_oracle_watch_prints_each_reingest(campaigns_file, tmp_path, capsy
 
 
 def test_an_ingest_that_never_finished_is_no_index(env, tmp_path, capsys):
-    """A first ingest that failed (or was stopped) leaves an index file with nothing in it: `status`
-    says so, and a question ingests first instead of answering from nothing."""
+    """A missing notes folder is said as such and leaves nothing behind. A first ingest that stopped
+    before its one write leaves an index file with nothing in it: `status` says so, and a question
+    ingests first instead of answering from nothing."""
     code, _, err = cli(capsys, "ingest", "--notes", str(tmp_path / "nowhere"))
-    assert 1 == code and "the notes folder" in err and "does not exist" in err, err
-    assert (tmp_path / "var" / "oracle.sqlite3").exists()
+    assert (1, True) == (code, "the notes folder" in err and "does not exist: set ORACLE_NOTES_DIR" in err), err
+    assert not (tmp_path / "var").exists()
 
+    env.setenv("ORACLE_NOTES_DIR", str(write_notes(tmp_path / "notes", HARBOUR)))
+    (tmp_path / "var").mkdir()
+    asyncio.run(_open_and_close(tmp_path / "var" / "oracle.sqlite3"))
     code, _, err = cli(capsys, "status")
     assert (1, True) == (code, "no ingest has finished into" in err), err
 
-    env.setenv("ORACLE_NOTES_DIR", str(write_notes(tmp_path / "notes", HARBOUR)))
     code, out, err = cli(capsys, "search", "Who lost two fingers?", "--json", "--gm")
     assert 0 == code, err  # answered from the notes: ingested first
     assert "Session 2" == json.loads(out)["fused"][0]["label"]
+
+
+async def _open_and_close(path) -> None:
+    store = await Store.open(path)
+    await store.close()
 
 
 def test_messages_keep_their_square_brackets(env, tmp_path, capsys):
@@ -155,8 +164,13 @@ def test_a_bad_setting_or_a_failed_ingest_is_one_line_not_a_traceback(tmp_path):
     done = run_cli("ingest", "--notes", str(tmp_path / "nowhere"), env=base, cwd=tmp_path)
     assert 1 == done.returncode, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
-    assert [f"oracle ingest: the ingest stopped (the notes folder {tmp_path / 'nowhere'} does not exist); the previous "
-            "index is still served"] == done.stderr.strip().splitlines()
+    assert [f"oracle ingest: the notes folder {tmp_path / 'nowhere'} does not exist: set ORACLE_NOTES_DIR (or "
+            "--notes) to your vault"] == done.stderr.strip().splitlines()
+
+    done = run_cli("status", env={**base, "ORACLE_NOTES_DIR": str(tmp_path / "nowhere")}, cwd=tmp_path)
+    assert 1 == done.returncode, done.stderr
+    assert 1 == len(done.stderr.strip().splitlines()), done.stderr
+    assert f"and the notes folder {tmp_path / 'nowhere'} does not exist: set ORACLE_NOTES_DIR" in done.stderr
 
 
 def test_oracle_watch_stops_cleanly_on_sigterm(tmp_path):

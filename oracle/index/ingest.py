@@ -305,6 +305,9 @@ def _compendium(sources: list[EntitySource], chunks: list[ChunkText]) -> tuple[l
 
 async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = "the command line") -> IngestReport:
     """Bring the index in line with the notes folder. Raises IngestBusy if another ingest runs."""
+    notes = index.settings.notes_dir
+    if not notes.is_dir():  # before any lock or store: nothing was ever read, so nothing is "still served"
+        raise IngestError(f"the notes folder {notes} does not exist: set ORACLE_NOTES_DIR (or --notes) to your vault")
     try:
         with IngestLock(index.settings.lock_path, by):
             return await _ingest(index, progress or (lambda p: None))
