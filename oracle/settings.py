@@ -203,27 +203,24 @@ def parse_list(value: object) -> object:
         return value
     text = value.strip()
     if text.startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"not a JSON list ({exc.args[0]}); write a comma list or a JSON list") from None
-        if not isinstance(items, list):
-            raise ValueError("not a list; write a comma list or a JSON list")
+        items = _json(text, list, "list", "write a comma list or a JSON list")
         return [str(item).strip() for item in items if str(item).strip()]
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def parse_map(value: object) -> object:
     """A map setting from the environment: a JSON object (`{"npcs": "sheet"}`)."""
-    if not isinstance(value, str):
-        return value
+    return _json(value, dict, "object", 'write it as {"key": "value", …}') if isinstance(value, str) else value
+
+
+def _json(text: str, shape: type, name: str, hint: str):
     try:
-        items = json.loads(value)
+        value = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f'not a JSON object ({exc.args[0]}); write it as {{"key": "value", …}}') from None
-    if not isinstance(items, dict):
-        raise ValueError('not a JSON object; write it as {"key": "value", …}')
-    return items
+        raise ValueError(f"not a JSON {name} ({exc.args[0]}); {hint}") from None
+    if not isinstance(value, shape):
+        raise ValueError(f"not a JSON {name}; {hint}")
+    return value
 
 
 def settings_problem(exc: ValidationError) -> str:
