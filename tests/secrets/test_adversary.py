@@ -33,8 +33,8 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
-from oracle.settings import Settings
 from oracle.types import PUBLIC
+from tests.conftest import quick_settings
 from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_vault import extracting_responder
 
@@ -85,7 +85,9 @@ CALLOUTS = ["gm", "GM", "secret", "Secret", "dm", "DM", "private", "Private"]
 CALLOUT_FORMS = ["secrets", "gm-only", "dm-notes", "spoiler", "hidden", "gm|right", "secret|wide+", "DM|no-title-"]
 ADMONITIONS = ["```ad-secret", "```ad-gm", "~~~ad-spoiler"]
 GM_HEADINGS = ["## GM Notes", "## DM Only", "### Secrets and Clues", "### 4. Secrets and Clues", "### Spoilers",
-               "## Prep", "## DM Notes: Pointing to the island", "# GM"]
+               "## Prep", "## DM Notes: Pointing to the island", "# GM",
+               # No list names these; their words are the game master's (`policy.gm_heading`).
+               "## Prep work TODO", "### GM Tips", "## Notes for the Game Master"]
 TAGS = ["gm", "secret", "dm-only", "spoiler", "private", "gm/plot", "GM"]
 SECRET_FORMS = [
     "inline", "multiline", "list", "table", "heading", "quote", "callout", "lazy", "list-callout",
@@ -452,11 +454,7 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
     secret = secret_pattern(vault)
     async with FakeOllama(models=["qwen2.5:14b"]) as fake:
         fake.responder = extracting_responder
-        settings = Settings(
-            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
-            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
-            **vault.settings,
-        )
+        settings = quick_settings(notes, root / "data", fake.url, **vault.settings)
         async with Index(settings, embedder=embedder) as index:
             await ingest(index)
             oracle = Oracle(index)

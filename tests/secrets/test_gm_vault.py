@@ -31,8 +31,8 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
-from oracle.settings import Settings
 from oracle.types import PUBLIC
+from tests.conftest import quick_settings
 from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_adversary import assert_clean
 from tests.secrets.test_vault import extracting_responder
@@ -209,11 +209,7 @@ async def deployed(request, tmp_path_factory, embedder):
     shutil.copytree(VAULT, notes)
     async with FakeOllama(models=["qwen2.5:14b"]) as fake:
         fake.responder = extracting_responder
-        settings = Settings(
-            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
-            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
-            **CONFIGS[request.param],
-        )
+        settings = quick_settings(notes, root / "data", fake.url, **CONFIGS[request.param])
         async with Index(settings, embedder=embedder) as index:
             report = await ingest(index)
             yield Deployed(request.param, index, fake, report)
@@ -229,10 +225,7 @@ async def without_gm_notes(tmp_path_factory, embedder):
         (notes / path).unlink()
     async with FakeOllama(models=["qwen2.5:14b"]) as fake:
         fake.responder = extracting_responder
-        settings = Settings(
-            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
-            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
-        )
+        settings = quick_settings(notes, root / "data", fake.url)
         async with Index(settings, embedder=embedder) as index:
             await ingest(index)
             yield index

@@ -18,7 +18,7 @@ from oracle.answer.prompt import Turn
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import PLAYER_REASON, WITHHELD, Oracle
-from tests.conftest import request_kind, write_notes
+from tests.conftest import quick_settings, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -104,16 +104,12 @@ def annotation_or_answer(request: dict) -> object:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def campaign(tmp_path_factory, embedder):
     from oracle.index.index import Index
-    from oracle.settings import Settings
 
     root = tmp_path_factory.mktemp("secrets")
     notes = write_notes(root / "notes", SECRET_CAMPAIGN)
     async with FakeOllama(models=["qwen2.5:14b"]) as fake:
         fake.responder = annotation_or_answer
-        settings = Settings(
-            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
-            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
-        )
+        settings = quick_settings(notes, root / "data", fake.url)
         index = Index(settings, embedder=embedder)
         report = await ingest(index)
         assert 0 == report.annotations_missing  # GM chunks annotated too: the guard must hold anyway

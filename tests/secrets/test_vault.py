@@ -25,7 +25,7 @@ from oracle.answer.prompt import Turn
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
-from tests.conftest import request_kind, write_notes
+from tests.conftest import quick_settings, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_secrets import annotation_or_answer
 
@@ -171,7 +171,6 @@ def extracting_responder(request: dict) -> object:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def vault(tmp_path_factory, embedder):
     from oracle.index.index import Index
-    from oracle.settings import Settings
 
     root = tmp_path_factory.mktemp("vault")
     notes = write_notes(root / "notes", VAULT)
@@ -179,10 +178,7 @@ async def vault(tmp_path_factory, embedder):
     os.symlink(SYMLINK[1], notes / SYMLINK[0])
     async with FakeOllama(models=["qwen2.5:14b"]) as fake:
         fake.responder = extracting_responder
-        settings = Settings(
-            _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
-            ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0,
-        )
+        settings = quick_settings(notes, root / "data", fake.url)
         index = Index(settings, embedder=embedder)
         report = await ingest(index)
         assert 0 == report.annotations_missing  # names were extracted from GM chunks too
