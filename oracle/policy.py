@@ -33,7 +33,7 @@ HEADING_GM_PHRASES = tuple(p for p in GM_NAME_PHRASES if p != "to do")
 DEFAULT_GM_HEADINGS = (
     "GM", "DM", "GM Notes", "DM Notes", "GM Only", "DM Only", "GM Secrets", "DM Secrets", "Game Master Notes",
     "Dungeon Master Notes", "Prep", "Session Prep", "Planning", "Secrets", "Secret", "Secrets and Clues",
-    "Spoilers", "Spoiler", "TODO", "To Do",
+    "Spoilers", "Spoiler", "TODO", "To Do", "Beats", "Story Beats", "Plot Beats",
 )
 # A note under a folder of one of these names, at any depth, is GM-only whatever the policy says.
 GM_FOLDERS = frozenset({"gm", "dm", "secret", "secrets", "private"})
@@ -202,7 +202,7 @@ class Policy:
         return out
 
 
-POLICY_VERSION = "2"
+POLICY_VERSION = "3"
 
 
 def in_templates(path: str) -> bool:

@@ -309,7 +309,7 @@ def test_a_note_depends_on_what_it_embeds():
 )
 def test_a_heading_whose_words_are_the_game_masters_hides_its_section(heading, word):
     assert word == gm_heading(heading.lstrip("# "), Policy().headings)
-    public, secrets = hidden(f"## Notes\nWe reached the arena.\n{heading}\nThe Sea Wolf is the spy.\n## Beats\nTato wins.")
+    public, secrets = hidden(f"## Notes\nWe reached the arena.\n{heading}\nThe Sea Wolf is the spy.\n## Aftermath\nTato wins.")
     assert "Sea Wolf" not in public and "Tato wins." in public
     assert [(3, 4)] == [(a, b) for a, b, _ in secrets] and heading.lstrip("# ") in secrets[0][2]
 

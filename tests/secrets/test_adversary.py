@@ -87,7 +87,7 @@ ADMONITIONS = ["```ad-secret", "```ad-gm", "~~~ad-spoiler"]
 GM_HEADINGS = ["## GM Notes", "## DM Only", "### Secrets and Clues", "### 4. Secrets and Clues", "### Spoilers",
                "## Prep", "## DM Notes: Pointing to the island", "# GM",
                # No list names these; their words are the game master's (`policy.gm_heading`).
-               "## Prep work TODO", "### GM Tips", "## Notes for the Game Master"]
+               "## Prep work TODO", "### GM Tips", "## Notes for the Game Master", "## Beats"]
 TAGS = ["gm", "secret", "dm-only", "spoiler", "private", "gm/plot", "GM"]
 SECRET_FORMS = [
     "inline", "multiline", "list", "table", "heading", "quote", "callout", "lazy", "list-callout",
@@ -523,7 +523,7 @@ def test_the_generator_makes_every_form():
     seed proves each reachable without making this test flaky."""
     seen: set[str] = set()
 
-    @settings(max_examples=600, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=1000, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(vaults())
     def collect(vault: Vault) -> None:
