@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 
 import discord
 from pydantic import ValidationError
@@ -19,9 +22,12 @@ from oracle.settings import Settings, settings_problem
 from .client import OracleBot
 from .history import ThreadHistory
 from .settings import BotSettings
+from .startup import StartupError
 from .tables import Tables, open_table
 
 log = logging.getLogger("bot")
+
+FIRST_PAUSE, LAST_PAUSE = 2.0, 300.0  # seconds between tries to reach Discord
 
 
 async def run(settings: Settings, bot_settings: BotSettings) -> int:
@@ -32,6 +38,20 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
     try:
         # A bad campaigns file stops here, naming the line, before anything is loaded or connected.
         campaigns = Campaigns.from_settings(settings)
+    except OracleError as exc:
+        log.error("%s", exc)
+        return 2
+    for campaign in campaigns:
+        if not campaign.notes.is_dir():
+            where = "" if campaigns.is_single else f" of campaign {campaign.name}"
+            log.error("the notes folder %s%s does not exist: set ORACLE_NOTES_DIR (or the campaign's notes) to "
+                      "your vault", campaign.notes, where)
+            return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
         library = await Library.open(settings, campaigns)
     except OracleError as exc:
         log.error("%s", exc)
@@ -64,26 +84,68 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         sys.setswitchinterval(SWITCH_INTERVAL)  # the loop waits less for threads' interpreter lock
         history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
         try:
-            for message_content in (True, False):
-                bot = OracleBot(settings=bot_settings, tables=Tables(campaigns, tables, bot_settings), history=history,
-                                library=library, watch=settings.watch, message_content=message_content)
-                try:
-                    async with bot:
-                        await bot.start(token)
-                    return 0
-                except discord.PrivilegedIntentsRequired:
-                    log.warning(
-                        "the Message Content intent is not enabled for this application: follow-ups in threads "
-                        "are answered only when the bot is mentioned (enable it in the Developer Portal)"
-                    )
-                except discord.LoginFailure:
-                    log.error("Discord refused the token (DISCORD_TOKEN): check it in the Developer Portal")
-                    return 2
+            return await connect(
+                lambda message_content: OracleBot(
+                    settings=bot_settings, tables=Tables(campaigns, tables, bot_settings), history=history,
+                    library=library, watch=settings.watch, message_content=message_content,
+                ),
+                token, stop, bot_settings.stop_seconds,
+            )
         finally:
             await history.close()
             for table in tables:
                 await table.journal.close()
-    return 1
+
+
+async def connect(make: Callable[[bool], OracleBot], token: str, stop: asyncio.Event, grace: float) -> int:
+    """Run the client until `stop` (SIGTERM, Ctrl-C): 0 then. Without the Message Content intent, again
+    without it; Discord unreachable, again after a pause that doubles up to five minutes; a refusal
+    that retrying cannot mend, 2."""
+    message_content, pause = True, FIRST_PAUSE
+    while not stop.is_set():
+        bot = make(message_content)
+        try:
+            async with bot:
+                await _until_stopped(bot, bot.start(token), stop, grace)
+            return 0
+        except discord.PrivilegedIntentsRequired:
+            log.warning(
+                "the Message Content intent is not enabled for this application: follow-ups in threads "
+                "are answered only when the bot is mentioned (enable it in the Developer Portal)"
+            )
+            message_content = False
+        except discord.LoginFailure:
+            log.error("Discord refused the token (DISCORD_TOKEN): check it in the Developer Portal")
+            return 2
+        except StartupError as exc:
+            log.error("%s", exc)
+            return 2
+        except (OSError, asyncio.TimeoutError, discord.GatewayNotFound, discord.DiscordServerError) as exc:
+            log.error("cannot reach Discord (%s): trying again in %.0f s", _reason(exc), pause)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), pause)
+            pause = min(pause * 2, LAST_PAUSE)
+    return 0
+
+
+async def _until_stopped(bot: OracleBot, running: Awaitable[None], stop: asyncio.Event, grace: float) -> None:
+    """Run `bot.start(...)` until it ends or `stop` is set; on stop, a clean shutdown (questions under
+    way finish or are told, then the gateway is closed with a close frame)."""
+    task = asyncio.ensure_future(running)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if task.done():
+        task.result()  # raises what ended it
+        return
+    await bot.shutdown(grace)
+    await task
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
 
 
 def main() -> int:

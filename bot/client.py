@@ -13,8 +13,11 @@ from oracle.types import IngestReport
 from oracle.watch import watch_campaigns
 
 from .cog import OracleCog, announce
+from .errors import report_failure
 from .history import ThreadHistory
+from .questions import Questions
 from .settings import BotSettings
+from .startup import sync_commands, warn_about_places
 from .tables import Tables
 from .views import DYNAMIC_ITEMS
 
@@ -55,6 +58,8 @@ class OracleBot(commands.Bot):
         self.watch = watch
         self.background: list[asyncio.Task] = []
         self.warming: asyncio.Task | None = None
+        self.questions = Questions(settings.max_questions)
+        self.checked_places = False
 
     async def setup_hook(self) -> None:
         # The model loads (10-60 s for a 14B model) while the gateway connects, not on the first question.
@@ -65,13 +70,9 @@ class OracleBot(commands.Bot):
         self.add_dynamic_items(*DYNAMIC_ITEMS)
         if self.watch and self.library is not None:
             self.background.append(asyncio.create_task(self.watch_notes()))
-        if self.settings.guild_id:
-            guild = discord.Object(id=self.settings.guild_id)
-            self.tree.copy_global_to(guild=guild)
-            synced = await self.tree.sync(guild=guild)
-        else:
-            synced = await self.tree.sync()
-        log.info("synced %d application commands", len(synced))
+        self.tree.error(report_failure)  # every failed command gets one sentence, not "This interaction failed"
+        synced = await sync_commands(self, self.settings.guild_id)
+        log.info("synced %d application commands", synced)
 
     async def warm_models(self) -> None:
         for llm in {id(t.index.llm): t.index.llm for t in self.tables}.values():
@@ -97,6 +98,12 @@ class OracleBot(commands.Bot):
         except OracleError as exc:
             log.error("watching the notes stopped: %s", exc)
 
+    async def shutdown(self, grace: float) -> None:
+        """A clean stop: no new question, those under way `grace` seconds to finish (the rest told to
+        ask again), then the gateway closed with a close frame."""
+        await self.questions.stop(grace)
+        await self.close()
+
     async def close(self) -> None:
         for task in self.background:
             task.cancel()
@@ -109,3 +116,6 @@ class OracleBot(commands.Bot):
 
     async def on_ready(self) -> None:
         log.info("ready as %s in %d servers", self.user, len(self.guilds))
+        if not self.checked_places:  # on_ready comes again after a reconnection
+            self.checked_places = True
+            warn_about_places(self)

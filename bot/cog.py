@@ -22,6 +22,8 @@ from oracle.llm import describe_loaded, describe_window
 from oracle.oracle import Oracle
 from oracle.types import readable
 
+from .delivery import InteractionReply
+from .errors import FAILED, UserError
 from .flood import FloodGate
 from .formatting import (
     PROGRESS,
@@ -35,6 +37,7 @@ from .formatting import (
 )
 from .history import ThreadHistory
 from .listening import hear
+from .questions import Questions
 from .reingest import announce as announce_to
 from .reingest import announce_channel, progress_message, run_reingest
 from .reports import unanswered_text
@@ -51,6 +54,7 @@ class OracleHost(Protocol):
     settings: BotSettings
     tables: Tables
     history: ThreadHistory
+    questions: Questions
     intents: discord.Intents
     user: discord.ClientUser | None
 
@@ -59,16 +63,11 @@ class OracleHost(Protocol):
 
 log = logging.getLogger(__name__)
 
-FAILED = "Something went wrong answering that; the game master can find the details in the log."
 WAITING = "⏳"  # a question over the member's limit: answered when the limit allows
 DROPPED = "✋"  # too many of the member's questions already wait
 NO_THREAD = "No thread was opened for follow-ups: {why}. Ask again with `/oracle ask` to go on."
 MOVED = "This thread's campaign no longer answers in this channel: ask with `/oracle ask` to go on."
 CAMPAIGN = "Which campaign (default: this channel's)"
-
-
-class UserError(Exception):
-    """Shown to the user as one short sentence."""
 
 
 def no_thread_reason(channel: Any) -> str | None:
@@ -85,13 +84,15 @@ def no_thread_reason(channel: Any) -> str | None:
     return None
 
 
+# In a server only: a direct message has no campaign, no thread for follow-ups, no game master.
+@app_commands.guild_only()
 class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask the campaign's notes"):
     def __init__(self, bot: OracleHost) -> None:
         self.bot = bot
         settings = bot.settings
         self.flood = FloodGate(settings.flood_burst, settings.flood_seconds, settings.flood_waiting)
-        self.ask_about = app_commands.ContextMenu(name="Ask the Oracle", callback=self.ask_about_message)
-        self.ask_about.error(self.context_menu_error)
+        self.ask_about = app_commands.guild_only(
+            app_commands.ContextMenu(name="Ask the Oracle", callback=self.ask_about_message))
         super().__init__()
 
     async def cog_load(self) -> None:
@@ -180,23 +181,33 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         its buttons, then open a thread for follow-ups (or continue the Oracle thread it was asked in)."""
         if not await is_indexed(table.index):
             raise UserError(self.not_indexed(table))
+        refusal = self.bot.questions.refusal()
+        if refusal is not None:
+            raise UserError(refusal)
         private = private or self.elsewhere(interaction, table)
         await interaction.response.defer(ephemeral=private, thinking=True)
+        reply = InteractionReply(interaction, private=private)
+        async with self.bot.questions.answering(lambda text: reply.edit(content=text)):
+            await self.answer_deferred(interaction, reply, table=table, kind=kind, question=question, asker=asker,
+                                       private=private, produce=produce, thread_title=thread_title)
+
+    async def answer_deferred(self, interaction: discord.Interaction, reply: InteractionReply, *, table: Table,
+                              kind: str, question: str, asker: Asker, private: bool,
+                              produce: Callable[..., Awaitable[Answer]], thread_title: str) -> None:
         channel = interaction.channel
         in_thread = isinstance(channel, discord.Thread) and \
             await self.bot.history.campaign_of(channel.id) == table.name
         # A thread is public: everyone reading it gets the player answer.
         gm = self.is_game_master(interaction.user, table) and private if in_thread \
             else self.clearance(interaction, table, private)
-        if not await self.take_turn(interaction.user.id,
-                                    lambda: interaction.edit_original_response(content=WAITING)):
+        if not await self.take_turn(interaction.user.id, lambda: reply.edit(content=WAITING)):
             raise UserError("You already have questions waiting: ask again once they are answered.")
         try:
             history = await self.bot.history.turns(channel.id, self.bot.settings.history_turns) if in_thread else []
-            live = self.live(lambda text: interaction.edit_original_response(content=text))
+            live = self.live(lambda text: reply.edit(content=text))
 
             async def show(stage: str) -> None:
-                await interaction.edit_original_response(content=PROGRESS.get(stage, stage))
+                await reply.edit(content=PROGRESS.get(stage, stage))
                 live.touch()
 
             answer = await produce(table.oracle, gm, show, live.update, history)
@@ -208,13 +219,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             interaction.channel_id, tuple(t.content for t in history if t.role == "user"), gm,
             await self.generation(table),
         ), answer)
-        message = await deliver(
-            answer,
-            lambda text, embed, view: interaction.edit_original_response(content=text, embed=embed, view=view),
-            lambda text, embed, view: interaction.followup.send(text, embed=embed, view=view, ephemeral=private,
-                                                                wait=True),
-            asker=asker, view=answer_view(table.name, answer_id, sources=bool(answer.citations)),
-        )
+        message = await deliver(answer, reply.first, reply.more, asker=asker,
+                                view=answer_view(table.name, answer_id, sources=bool(answer.citations)))
         if message is not None:
             await table.journal.shown_in(answer_id, message.channel.id, message.id)
         if private or message is None:
@@ -222,10 +228,10 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         if in_thread:
             await self.bot.history.add_turns(channel.id, [Turn("user", question), Turn("assistant", answer.text)])
             return
-        await self.open_thread(interaction, table, message, thread_title, question, answer)
+        await self.open_thread(interaction, reply, table, message, thread_title, question, answer)
 
-    async def open_thread(self, interaction: discord.Interaction, table: Table, message: discord.Message, title: str,
-                          question: str, answer: Answer) -> None:
+    async def open_thread(self, interaction: discord.Interaction, reply: InteractionReply, table: Table,
+                          message: discord.Message, title: str, question: str, answer: Answer) -> None:
         """A thread on the answer for follow-ups; when Discord cannot open one, the answer stays and
         the asker is told why, privately."""
         why = no_thread_reason(interaction.channel)
@@ -243,7 +249,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                                                   interaction.user.id, table.name)
                 await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
                 return
-        await interaction.followup.send(NO_THREAD.format(why=why), ephemeral=True)
+        await reply.tell(NO_THREAD.format(why=why))
 
     # -- /oracle ask ---------------------------------------------------------------------------
 
@@ -281,9 +287,6 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             asker=Asker(user.display_name, f"About {message.author.display_name}'s message: “{clip(text, 180)}”",
                         user.display_avatar.url, message.jump_url),
         )
-
-    async def context_menu_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
-        await self.cog_app_command_error(interaction, error)
 
     # -- /oracle recap -----------------------------------------------------------------------------
 
@@ -335,6 +338,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             mentions_oracle=me is not None and any(u.id == me.id for u in message.mentions),
             replies_to_oracle=me is not None and replied == me.id,
             replies_to_member=replied is not None and (me is None or replied != me.id),
+            mentions_member=bool(message.role_mentions) or any(me is None or u.id != me.id for u in message.mentions),
             prefixes=self.bot.settings.ignore_prefixes,
         )
         if heard.question is None:
@@ -349,6 +353,15 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         await self.follow_up(message, table, heard.question)
 
     async def follow_up(self, message: discord.Message, table: Table, question: str) -> None:
+        refusal = self.bot.questions.refusal()
+        if refusal is not None:
+            with contextlib.suppress(discord.HTTPException):
+                await message.reply(refusal)
+            return
+        async with self.bot.questions.answering(message.reply):
+            await self.answer_follow_up(message, table, question)
+
+    async def answer_follow_up(self, message: discord.Message, table: Table, question: str) -> None:
         thread = message.channel
         waited = False
 
@@ -546,27 +559,6 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         needle = current.casefold().strip()
         names = [t.name for t in self.bot.tables.visible_to(interaction.user) if needle in t.name.casefold()]
         return [app_commands.Choice(name=n, value=n) for n in names][:25]
-
-    # -- errors --------------------------------------------------------------------------------------
-
-    async def cog_app_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
-        original = getattr(error, "original", error)
-        if isinstance(original, UserError):
-            message = str(original)
-        else:
-            command = interaction.command.qualified_name if interaction.command else "?"
-            log.error("/%s failed (%s)", command, interaction.namespace, exc_info=original)
-            message = FAILED
-        try:
-            if interaction.response.is_done():
-                # The deferred message may say "Searching…" to the whole channel: take it down.
-                with contextlib.suppress(discord.HTTPException):
-                    await interaction.delete_original_response()
-                await interaction.followup.send(message, ephemeral=True)
-            else:
-                await interaction.response.send_message(message, ephemeral=True)
-        except discord.HTTPException:
-            log.warning("could not report an error to the user", exc_info=True)
 
 
 async def announce(client: Any, table: Table) -> None:

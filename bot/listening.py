@@ -6,7 +6,8 @@ bot, and answer each other. Only some of it is for the Oracle:
 1. A message that mentions the Oracle, or replies to one of its messages, always is.
 2. A message that starts with another bot's command prefix (`!r 1d20` for Avrae, `?help`, `.roll`,
    `$bal`, `;;play`; `ORACLE_IGNORE_PREFIXES`) is not. An ellipsis ("...and then?") is not a prefix.
-3. A reply to another member's message is not: they are talking to each other.
+3. A reply to another member's message is not, nor one that mentions another member or a role
+   ("@GM is Pip the heir?"): they are talking to each other.
 4. An acknowledgement or reaction-like message is not: only emoji, punctuation or a few words all of
    which are thanks, laughter or agreement ("thanks!", "ok cool", "lol", "👍", "gracias", "jajaja",
    "vale"), in English and Spanish like the follow-up rule (`oracle.retrieve.followup`). Words with a
@@ -14,7 +15,9 @@ bot, and answer each other. Only some of it is for the Oracle:
 5. A remark is not: a message with no question mark that does not open (after an "ok", "wait",
    "hmm") with a question word, a connective or a request ("who", "and", "tell me", "what about";
    "quién", "y", "dime") is members talking ("I think it was the monk all along").
-6. Anything else is a follow-up question.
+6. A question put to "you" about the asked one's doings ("are you coming on friday?", "did you see
+   that?") is not, unless it asks to be told something ("do you know…", "can you remind me…").
+7. Anything else is a follow-up question.
 """
 from __future__ import annotations
 
@@ -46,6 +49,13 @@ OPENERS = CONNECTIVES | frozenset("""
     quién quien quiénes quienes qué que cuándo cuando dónde donde adónde por cómo como cuál cual cuáles
     cuánto cuanto cuántos cuantos es son fue era hay dime cuéntame cuentame explica explícame recuérdame
     recuerdame
+""".split())
+# "are you coming on friday?": a second-person question opens with one of these before "you"...
+YOU_AUXILIARIES = frozenset("are were will would did do does can could should have has r".split())
+# ...and is for the Oracle only when its verb asks to be told something.
+TELLING_VERBS = frozenset("""
+    tell know remind explain recall remember say summarise summarize recap list name give show find check look
+    describe think mean
 """.split())
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _LAUGH = re.compile(r"^(?:(?:ha|ja|he|je|hi|ji)+h?|a?ha+|l+o+l+|x+d+)$")
@@ -104,6 +114,15 @@ def is_question_like(text: str) -> bool:
     return first in OPENERS
 
 
+def is_asked_of_someone(text: str) -> bool:
+    """A question to "you" about what they do ("are you coming on friday?"), not a request to be told."""
+    words = [w.casefold() for w in _WORD.findall(text)]
+    words = words[next((i for i, w in enumerate(words) if w not in INTERJECTIONS), len(words)):]
+    if len(words) < 2 or words[0] not in YOU_AUXILIARIES or words[1] not in ("you", "u", "ya"):
+        return False
+    return not any(w in TELLING_VERBS for w in words[2:4])
+
+
 def hear(
     content: str,
     *,
@@ -111,6 +130,7 @@ def hear(
     mentions_oracle: bool,
     replies_to_oracle: bool,
     replies_to_member: bool,
+    mentions_member: bool = False,
     prefixes: str = DEFAULT_PREFIXES,
 ) -> Heard:
     text = strip_mentions(content, bot_id)
@@ -122,8 +142,12 @@ def hear(
         return Heard(None, "another bot's command")
     if replies_to_member:
         return Heard(None, "a reply to another member")
+    if mentions_member:
+        return Heard(None, "addressed to another member")
     if is_acknowledgement(text):
         return Heard(None, "an acknowledgement")
     if not is_question_like(text):
         return Heard(None, "a remark")
+    if is_asked_of_someone(text):
+        return Heard(None, "a question to someone at the table")
     return Heard(text, "a follow-up")

@@ -30,6 +30,12 @@ class BotSettings(BaseSettings):
     # Seconds between edits of a reply while the model writes it. Discord allows about five edits of
     # a message in five seconds; below 1 the bot meets its rate limits.
     stream_edit_seconds: float = Field(1.0, validation_alias="ORACLE_STREAM_EDIT_SECONDS", ge=0)
+    # Questions answered or waiting at once, over every member and campaign: one more is told to ask
+    # again at once instead of waiting for minutes.
+    max_questions: int = Field(12, validation_alias="ORACLE_MAX_QUESTIONS", ge=1)
+    # On SIGTERM (systemctl stop), how long questions under way may take to finish before each is
+    # told to ask again: below the unit's TimeoutStopSec, which then kills the process.
+    stop_seconds: float = Field(20.0, validation_alias="ORACLE_STOP_SECONDS", ge=0)
 
     @field_validator("guild_id", "announce_channel", mode="before")
     @classmethod

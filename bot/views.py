@@ -14,6 +14,8 @@ from typing import Protocol
 
 import discord
 
+from .errors import report_failure
+
 
 class AnswerActions(Protocol):
     async def show_sources(self, interaction: discord.Interaction, campaign: str, answer_id: int) -> None: ...
@@ -46,7 +48,10 @@ class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=rf"oracl
         return cls(match["campaign"], int(match["answer"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await actions(interaction).show_sources(interaction, self.campaign, self.answer_id)
+        try:
+            await actions(interaction).show_sources(interaction, self.campaign, self.answer_id)
+        except Exception as exc:  # one sentence, not "This interaction failed"
+            await report_failure(interaction, exc)
 
 
 class VoteButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -66,8 +71,11 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["campaign"], int(match["answer"]), match["vote"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await actions(interaction).record_vote(interaction, self.campaign, self.answer_id,
-                                               1 if self.vote == "up" else -1)
+        try:
+            await actions(interaction).record_vote(interaction, self.campaign, self.answer_id,
+                                                   1 if self.vote == "up" else -1)
+        except Exception as exc:  # one sentence, not "This interaction failed"
+            await report_failure(interaction, exc)
 
 
 DYNAMIC_ITEMS = (SourcesButton, VoteButton)

@@ -50,7 +50,7 @@ class OnnxQueryEncoder:
             # weights (+100 MB), where a session made from bytes holds two (+210 MB).
             written = cache is not None and _write_atomically(cache, graph)
             self.session = _session(str(cache) if written else graph)
-        torch_vector = model.encode([_PROBE], normalize_embeddings=True, convert_to_numpy=True)[0]
+        torch_vector = model.encode([_PROBE], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)[0]
         agreement = float(np.dot(self.encode(_PROBE), torch_vector))
         if agreement < _MIN_AGREEMENT:
             raise QueryEncoderUnavailable(f"the exported graph disagrees with torch (cosine {agreement:.6f})")

@@ -632,7 +632,7 @@ async def test_an_unexpected_error_is_one_ephemeral_sentence_and_a_log_line(worl
     assert (inter.response.data["content"], inter.response.data["flags"]) == (ERROR_SENTENCE, EPHEMERAL)
     for m in fake.messages(include_deleted=True):
         assert not re.search(r"Traceback|Error|Exception|File \"|no active connection", m.content), m.content
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "bot.cog"]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "bot.errors"]
     assert len(errors) == 1
     assert errors[0].getMessage().startswith("/oracle ask failed (")
     assert errors[0].exc_info is not None and errors[0].exc_info[0] is ValueError

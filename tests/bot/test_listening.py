@@ -100,3 +100,25 @@ def test_waits_never_exceed_the_queue_and_never_go_back_in_time(steps):
             assert 0.0 <= delay <= 5.0 * 3 + 1e-9
             if refund:
                 flood.refund(1)
+
+
+@pytest.mark.parametrize("text", [
+    "are you coming on friday?", "did you see that?", "will you bring snacks?", "ok, are you sure?",
+    "can you make it next week?", "r u coming?",
+])
+def test_questions_put_to_someone_at_the_table_are_not(text):
+    assert heard(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    "do you know who sold the compass?", "can you remind me what the ledger said?", "could you tell me more",
+    "do you remember the archduke's name?", "what do you think happened to the archduke?",
+])
+def test_asking_the_oracle_to_tell_is_heard(text):
+    assert heard(text) == text
+
+
+def test_a_message_that_mentions_a_member_or_a_role_is_table_talk_unless_it_mentions_the_oracle():
+    assert heard("is Pip the heir?", mentions_member=True) is None
+    assert heard("is Pip the heir?", mentions_member=True, mentions_oracle=True) == "is Pip the heir?"
+    assert heard("is Pip the heir?") == "is Pip the heir?"

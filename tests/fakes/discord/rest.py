@@ -237,6 +237,7 @@ class Rest:
             ("GET", "/gateway", self._r_gateway, False),
             ("GET", "/gateway/bot", self._r_gateway_bot, True),
             ("GET", "/users/@me", self._r_me, True),
+            ("GET", "/users/@me/guilds", self._r_my_guilds, True),
             ("GET", "/users/{user_id}", self._r_user, True),
             ("GET", "/oauth2/applications/@me", self._r_app_info, True),
             ("GET", "/applications/@me", self._r_app_info, True),
@@ -459,6 +460,18 @@ class Rest:
 
     async def _r_me(self, req: RecordedRequest) -> tuple[int, Any]:
         return 200, self.bot_user_payload()
+
+    async def _r_my_guilds(self, req: RecordedRequest) -> tuple[int, Any]:
+        """The bot's servers as partial guilds (one here), paged by `after`/`before` and `limit` (1-200)."""
+        limit = int(req.query.get("limit", 200))
+        if not 1 <= limit <= 200:
+            raise ApiError(400, 50035, "Invalid Form Body")
+        after, before = int(req.query.get("after", 0)), int(req.query.get("before", 1 << 63))
+        guilds = [] if not after < self.guild_id < before else [{
+            "id": str(self.guild_id), "name": self.guild_name, "icon": None, "owner": False,
+            "permissions": str(self.permissions_for(self.bot)), "features": [],
+        }]
+        return 200, guilds[:limit]
 
     async def _r_user(self, req: RecordedRequest, user_id: str) -> tuple[int, Any]:
         member = self.members.get(self._snowflake(user_id, 10013, "Unknown User"))

@@ -1,0 +1,95 @@
+"""Where an interaction's answer goes: into the deferred reply while Discord keeps the interaction
+open, else into the channel as an ordinary message.
+
+Discord keeps an interaction's token for 15 minutes; after that every edit and follow-up through it
+fails (404 Unknown Webhook, or 401 Invalid Webhook Token) and the channel would keep "✍️ Writing the
+answer…" for good. Past `LATE` (a margin before the 15 minutes), or as soon as the token is refused,
+the answer is posted in the channel as a reply to the deferred message, with the bot's own token; a
+private answer goes to the asker's direct messages, where only they read it.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import timedelta
+from typing import Any
+
+import discord
+
+log = logging.getLogger(__name__)
+
+LATE = timedelta(minutes=13)
+EXPIRED_CODES = {10015, 50027}  # Unknown Webhook, Invalid Webhook Token
+MOVED_BELOW = "⌛ This took longer than Discord keeps a question open: the answer is in the reply below."
+
+
+def token_refused(exc: discord.HTTPException) -> bool:
+    return exc.code in EXPIRED_CODES
+
+
+class InteractionReply:
+    """The messages of one deferred interaction's answer (`first`, then `more`, as
+    `formatting.deliver` calls them)."""
+
+    def __init__(self, interaction: discord.Interaction, *, private: bool) -> None:
+        self.interaction = interaction
+        self.private = private
+        self.original: discord.Message | None = None  # the deferred reply, once an edit returned it
+        self.late = False
+
+    def expired(self) -> bool:
+        return self.late or discord.utils.utcnow() - self.interaction.created_at > LATE
+
+    async def edit(self, **fields: Any) -> None:
+        """A progress line or a streamed draft in the deferred reply; nothing once it is too late."""
+        if self.expired():
+            return
+        try:
+            self.original = await self.interaction.edit_original_response(**fields)
+        except discord.HTTPException as exc:
+            if not token_refused(exc):
+                raise
+            self.late = True
+
+    async def first(self, text: str, embed: Any, view: Any) -> Any:
+        if not self.expired():
+            try:
+                return await self.interaction.edit_original_response(content=text, embed=embed, view=view)
+            except discord.HTTPException as exc:
+                if not token_refused(exc):
+                    raise
+                self.late = True
+        log.warning("interaction %s outlived its token: its answer is posted %s", self.interaction.id,
+                    "to the asker directly" if self.private else "in the channel")
+        message = await self._post(text, embed, view, reply=True)
+        if not self.private and self.original is not None:
+            with contextlib.suppress(discord.HTTPException):
+                await self.original.channel.get_partial_message(self.original.id).edit(content=MOVED_BELOW)
+        return message
+
+    async def more(self, text: str, embed: Any, view: Any) -> Any:
+        if not self.expired():
+            try:
+                return await self.interaction.followup.send(text, embed=embed, view=view, ephemeral=self.private,
+                                                            wait=True)
+            except discord.HTTPException as exc:
+                if not token_refused(exc):
+                    raise
+                self.late = True
+        return await self._post(text, embed, view, reply=False)
+
+    async def tell(self, text: str) -> None:
+        """A short private note to the asker (why no thread opened); dropped once the token is gone."""
+        if self.expired():
+            return
+        with contextlib.suppress(discord.HTTPException):
+            await self.interaction.followup.send(text, ephemeral=True)
+
+    async def _post(self, text: str, embed: Any, view: Any, *, reply: bool) -> discord.Message:
+        if self.private:
+            return await self.interaction.user.send(text, embed=embed, view=view)
+        channel = self.interaction.channel
+        if channel is None or not hasattr(channel, "send"):
+            channel = self.interaction.client.get_partial_messageable(self.interaction.channel_id)  # type: ignore[arg-type]
+        reference = self.original.to_reference(fail_if_not_exists=False) if reply and self.original else None
+        return await channel.send(text, embed=embed, view=view, reference=reference)  # type: ignore[union-attr]

@@ -1,0 +1,12 @@
+"""`python -m bot`, pointed at the fake Discord: its API and gateway URLs come from the environment
+(FAKE_DISCORD_API, FAKE_DISCORD_WS), as a real deployment's come from discord.py's defaults.
+Everything else is the real entry point, run as `python -m bot` runs it."""
+import os
+import runpy
+
+import discord
+import yarl
+
+discord.http.Route.BASE = os.environ["FAKE_DISCORD_API"]
+discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(os.environ["FAKE_DISCORD_WS"])
+runpy.run_module("bot", run_name="__main__", alter_sys=True)
