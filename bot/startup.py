@@ -82,12 +82,14 @@ def warn_about_places(client: Any) -> None:
     settings = client.settings
     roles = [r for g in guilds for r in g.roles]
     channel_ids = {c.id for g in guilds for c in g.channels}
-    explicit = "gm_roles" in settings.model_fields_set
+    default = type(settings).model_fields["gm_roles"].default_factory()  # type: ignore[misc]
     for table in client.tables:
         campaign = table.campaign
         own = campaign.gm_roles is not None
         wanted = list(campaign.gm_roles) if own else list(settings.gm_roles)
-        gone = missing_roles(roles, wanted, any_of=not (own or explicit))
+        # The default names are alternatives (a server has a "GM" or a "DM" role); names a game master
+        # chose are each meant to exist.
+        gone = missing_roles(roles, wanted, any_of=not own and sorted(wanted) == sorted(default))
         where = f" (campaign {campaign.name})" if not client.tables.single else ""
         if gone:
             log.warning(

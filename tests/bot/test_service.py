@@ -157,6 +157,7 @@ async def test_sigterm_tells_the_question_under_way_closes_the_gateway_and_exits
         # task's close(code=4000) may reach the wire first (as in test_fake_discord).
         assert connection.closed_by_server is None and connection.close_code in (1000, 4000), connection
     assert "Traceback" not in bot.log and "leaked semaphore" not in bot.log, bot.log[-3000:]
+    assert "Batches" not in bot.log and "it/s]" not in bot.log  # no progress bars in a service's journal
     assert sorted(world.data.rglob("*-wal")) == [] and sorted(world.data.rglob("*-shm")) == []
 
 
