@@ -17,7 +17,7 @@ import discord
 import pytest
 
 import bot.reingest
-from bot.cog import DROPPED, NO_THREAD, WAITING
+from bot.answering import DROPPED, NO_THREAD, WAITING
 from oracle.index.index import Index
 from tests.bot.harness import (
     QUESTION,
@@ -48,7 +48,7 @@ async def ask_and_open_thread(fake, client, member=None) -> tuple[object, int]:
 def stop_the_clock(client) -> None:
     """Flood control's clock stands still: no token comes back while the test runs, so what waits
     and what is dropped does not depend on the machine's speed (the waits themselves are real)."""
-    client.get_cog("OracleCog").flood.clock = lambda: 0.0
+    client.get_cog("OracleCog").answering.flood.clock = lambda: 0.0
 
 
 def answers_in(fake, channel_id: int) -> list:
