@@ -636,6 +636,8 @@ def print_answers(result: dict) -> None:
          spread(result["tokens_per_request"]["prompt_eval_count"])),
         ("rerank ms: p50 / p95", spread(result["latency_ms"]["rerank"])),
         ("answer ms: p50 / p95", spread(result["latency_ms"]["answer"])),
+        ("first words ms, from the question: p50 / p95", spread(result["latency_ms"]["first_words"])),
+        ("passages: no first words within ORACLE_FIRST_WORDS_SECONDS", cell(result["late"])),
         (f"answer shown in the reply ({result['answers']} gold answers)", cell(result["answer_shown"])),
         ("answer key terms shown in the reply", cell(result["answer_terms_shown"])),
     ]  # fmt: skip

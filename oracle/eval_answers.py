@@ -17,7 +17,10 @@ Definitions (each measured over the questions named, and None when there are non
 - uncited sentences: sentences of four words or more citing nothing (`verify`). `llm` answers.
 - tokens per request: `trace["tokens"]["total"]` and `trace["tokens"]["prompt_eval_count"]` (what
   Ollama counted), when the trace has them.
-- latency: p50/p95 (nearest rank) of `trace["timings_ms"]["rerank"]` and `["answer"]`, where present.
+- latency: p50/p95 (nearest rank) of `trace["timings_ms"]["rerank"]`, `["answer"]` and
+  `["first_words"]` (from the question to the answer's first text), where present.
+- late: the share of questions answered with the passages because the model did not start answering
+  within ORACLE_FIRST_WORDS_SECONDS (the one deadline `oracle ask` and the bot keep). All questions.
 - answer shown: questions with a gold `answer` whose key terms are all in the reply's text.
 """
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .answer.excerpts import content_terms
 from .answer.prompt import Turn
 from .answer.results import Answer, abstains
 from .eval import Question, answer_terms_shown, matches_place
+from .llm import MISSED
 
 if TYPE_CHECKING:
     from .oracle import Oracle
@@ -63,6 +67,8 @@ class AnswerRecord:
     prompt_eval_count: int | None
     rerank_ms: float | None
     answer_ms: float | None
+    first_words_ms: float | None = None
+    late: bool = False  # passages: the first words did not come within the deadline
 
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -124,6 +130,8 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
         prompt_eval_count=tokens.get("prompt_eval_count"),
         rerank_ms=timings.get("rerank"),
         answer_ms=timings.get("answer"),
+        first_words_ms=timings.get("first_words"),
+        late=answer.mode == "passages" and answer.reason.startswith(MISSED),
     )
 
 
@@ -183,7 +191,9 @@ def summarise_answers(records: Sequence[AnswerRecord]) -> dict:
         "latency_ms": {
             "rerank": _spread(r.rerank_ms for r in records),
             "answer": _spread(r.answer_ms for r in records),
+            "first_words": _spread(r.first_words_ms for r in records),
         },
+        "late": _share(sum(r.late for r in records), len(records)),
         "answers": len(shown),
         "answer_shown": _share(sum(s == 1.0 for s in shown), len(shown)),
         "answer_terms_shown": _share(sum(shown), len(shown)),

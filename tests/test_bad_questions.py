@@ -31,7 +31,7 @@ BAD_QUESTIONS = [
 
 @pytest_asyncio.fixture
 async def oracle(mini_notes, make_settings, open_index, fake_ollama):
-    settings = make_settings(mini_notes, ollama_host=fake_ollama.url, answer_timeout=2.0, rerank_timeout=2.0)
+    settings = make_settings(mini_notes, ollama_host=fake_ollama.url, answer_timeout=2.0, first_words=2.0)
     index = open_index(settings)
     await ingest(index)
     fake_ollama.reset()  # forget the annotation requests of the ingest (GM text is annotated too)
@@ -54,7 +54,7 @@ async def test_a_bad_question_gets_an_answer(oracle, fake_ollama, question):
     [
         (ModelNotFound(), "does not have the model"),
         (HttpError(500, "CUDA out of memory"), "Ollama answered 500"),
-        (Delay(10), "did not answer in time"),
+        (Delay(10), "the model did not start answering within 2 s (ORACLE_FIRST_WORDS_SECONDS)"),
         (CutStream(), "the answer stopped after 1 word: Ollama at http://127.0.0.1:"),
         (RawBody(b"{not json"), "Ollama call failed"),
         (EMPTY, "the model gave an empty answer"),

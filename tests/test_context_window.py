@@ -86,7 +86,7 @@ async def sweep(notes: Path, data: Path, questions: list[dict], embedder, model:
     await fake.start()
     fake.responder = responder
     settings = Settings(_env_file=None, notes_dir=notes, data_dir=data, ollama_host=fake.url, model=MODEL,
-                        ollama_probe_timeout=2.0, ollama_timeout=30.0, rerank_timeout=30.0, answer_timeout=30.0)
+                        ollama_probe_timeout=2.0, ollama_timeout=30.0, first_words=30.0, answer_timeout=30.0)
     index = Index(settings, embedder=embedder)
     report = await ingest(index)
     assert report.annotations_missing == 0

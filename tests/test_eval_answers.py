@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from oracle.answer.trace import Trace
 from oracle.cli import main
 from oracle.eval import Question
 from oracle.eval_answers import AnswerRecord, abstains, percentile, record, summarise_answers, supported
+from oracle.llm import Deadline
 from oracle.types import Chunk
 from tests.conftest import REPO, request_kind
 from tests.fakes.ollama_server import FakeOllama, cited_responder
@@ -79,7 +81,7 @@ FULL = answer(
     trace={
         "citations": {"unknown": ["Session 99", "Session 99"]},
         "tokens": {"total": 900, "prompt_eval_count": 1000},
-        "timings_ms": {"rerank": 120.0, "answer": 800.0},
+        "timings_ms": {"rerank": 120.0, "answer": 800.0, "first_words": 750.0},
     },
     citations=(
         Citation("Session 3", "sessions/log.md", 1, 1),
@@ -96,25 +98,28 @@ def test_a_record_counts_citations_claims_gold_and_costs():
     # the headline of Session 9); "Nobody knows …" cites nothing. Gold: Session 3 by label, the sheet
     # by path, Session 4 not cited: 2 of 3. "Session 99" twice is one unknown label.
     assert AnswerRecord(
-        "q1", "entity", True, "llm", False, 3, 1, 3, 2, 1, 2 / 3, 1.0, 900, 1000, 120.0, 800.0
+        "q1", "entity", True, "llm", False, 3, 1, 3, 2, 1, 2 / 3, 1.0, 900, 1000, 120.0, 800.0, 750.0, False
     ) == record(question, FULL)
     passages = answer("… passages …", "passages", {"timings_ms": {"rerank": 40.0}}, FULL.citations[:1])
     assert AnswerRecord(
-        "q1", "entity", True, "passages", False, 0, 0, 0, 0, 0, 1 / 3, 0.0, None, None, 40.0, None
+        "q1", "entity", True, "passages", False, 0, 0, 0, 0, 0, 1 / 3, 0.0, None, None, 40.0, None, None, False
     ) == record(question, passages)  # citations and claims count model answers only
+    # The passages because the model did not start answering in time: late.
+    assert record(question, replace(passages, reason=Deadline(30, 20, 300).missed)).late
 
 
 def rec(answerable, mode, abstained, cited=0, unknown=0, claims=0, backed=0, uncited=0, gold=None, terms=None,
-        tokens=None, evals=None, rerank=None, answer_ms=None) -> AnswerRecord:  # fmt: skip
+        tokens=None, evals=None, rerank=None, answer_ms=None, first_words=None,
+        late=False) -> AnswerRecord:  # fmt: skip
     return AnswerRecord("q", "k", answerable, mode, abstained, cited, unknown, claims, backed, uncited, gold, terms,
-                        tokens, evals, rerank, answer_ms)  # fmt: skip
+                        tokens, evals, rerank, answer_ms, first_words, late)  # fmt: skip
 
 
 def test_the_summary_of_four_answers():
     records = [
-        rec(True, "llm", False, 3, 1, 3, 2, 1, 2 / 3, 1.0, 900, 1000, 120.0, 800.0),
-        rec(True, "passages", False, gold=1.0, terms=0.5, rerank=40.0, answer_ms=10000.0),
-        rec(False, "llm", True, uncited=1, tokens=500, evals=600, rerank=100.0, answer_ms=300.0),
+        rec(True, "llm", False, 3, 1, 3, 2, 1, 2 / 3, 1.0, 900, 1000, 120.0, 800.0, 600.0),
+        rec(True, "passages", False, gold=1.0, terms=0.5, rerank=40.0, answer_ms=10000.0, late=True),
+        rec(False, "llm", True, uncited=1, tokens=500, evals=600, rerank=100.0, answer_ms=300.0, first_words=300.0),
         rec(False, "not_found", True),
     ]
     result = summarise_answers(records)
@@ -139,7 +144,9 @@ def test_the_summary_of_four_answers():
         "latency_ms": {
             "rerank": {"n": 3, "mean": 86.7, "p50": 100.0, "p95": 120.0},
             "answer": {"n": 3, "mean": 3700.0, "p50": 800.0, "p95": 10000.0},
+            "first_words": {"n": 2, "mean": 450.0, "p50": 300.0, "p95": 600.0},
         },
+        "late": 0.25,  # the passages: no first words within the deadline
         "answers": 2,
         "answer_shown": 0.5,
         "answer_terms_shown": 0.75,
@@ -200,7 +207,8 @@ def test_eval_answers_over_the_sample_bank_against_the_fake(data, monkeypatch, c
     assert {
         "questions", "answerable", "unanswerable", "modes", "citation_validity", "citations", "citation_support",
         "claims", "gold_citation_recall", "correct_abstention", "false_abstention", "uncited_sentences",
-        "tokens_per_request", "latency_ms", "answers", "answer_shown", "answer_terms_shown", "per_question", "model",
+        "tokens_per_request", "latency_ms", "late", "answers", "answer_shown", "answer_terms_shown", "per_question",
+        "model",
     } == set(result)  # fmt: skip
     assert (52, 45, 7, 45, "qwen2.5:14b") == (
         result["questions"], result["answerable"], result["unanswerable"], result["answers"], result["model"])
@@ -222,6 +230,7 @@ def test_eval_answers_over_the_sample_bank_against_the_fake(data, monkeypatch, c
     assert result["gold_citation_recall"] == round(sum(golds) / 45, 4)
     assert 0.0 == rows["s-001"]["gold_recall"]  # it cited nothing
     assert 52 == result["latency_ms"]["rerank"]["n"] == result["latency_ms"]["answer"]["n"]
+    assert (52, 0.0) == (result["latency_ms"]["first_words"]["n"], result["late"])  # every answer began in time
     assert {"total", "prompt_eval_count"} == set(result["tokens_per_request"])
 
 

@@ -7,6 +7,7 @@ exceptions the Oracle will meet in production.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from tests.fakes.ollama_server import (
     RawBody,
     RecordedRequest,
     Reply,
+    Stall,
     TruncatedJson,
     in_order,
     render_chatml,
@@ -549,3 +551,87 @@ async def test_a_reply_stops_at_num_predict(fake, client):
     response = await client.chat(model=MODEL, messages=ASK, options={"num_predict": 3})
 
     assert (response.message.content, response.done_reason, response.eval_count) == ("one two three", "length", 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Slow, stalled, and a load whose client leaves
+
+
+async def _until(check, what: str) -> None:
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never: {what}")
+
+
+@pytest.mark.asyncio
+async def test_the_slow_mode_sends_nothing_not_even_headers_before_its_time(fake):
+    fake.slow = 600
+    async with ollama.AsyncClient(host=fake.url, timeout=0.3) as impatient:
+        assert (await impatient.chat(model=MODEL, messages=[])).done_reason == "load"  # loading is not slow
+        with pytest.raises(httpx.ReadTimeout):
+            async for _ in await impatient.chat(model=MODEL, messages=ASK, stream=True):
+                raise AssertionError("a line came before the slow mode's time")
+    await _until(lambda: fake.abandoned, "the fake saw the client leave")
+    assert fake.abandoned == [fake.chat_requests()[1]]
+
+    fake.slow = 0.05  # and after its time, the reply as usual
+    async with ollama.AsyncClient(host=fake.url, timeout=5) as patient:
+        parts = [p.message.content async for p in await patient.chat(model=MODEL, messages=ASK, stream=True)]
+    assert "".join(parts) == "Fake answer to: Who is Vex?"
+
+
+@pytest.mark.asyncio
+async def test_a_stall_stops_the_stream_after_its_chunks_then_sends_the_rest(fake, client):
+    fake.responder = lambda request: Stall("one two three four", after=2, seconds=600)
+    received = []
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            async for part in await client.chat(model=MODEL, messages=ASK, stream=True):
+                received.append(part.message.content)
+    assert received == ["one", " two"]
+
+    fake.responder = lambda request: Stall("one two three four", after=2, seconds=0.05)
+    parts = [p async for p in await client.chat(model=MODEL, messages=ASK, stream=True)]
+    assert ["one", " two", " three", " four", ""] == [p.message.content for p in parts] and parts[-1].done
+    assert (await client.chat(model=MODEL, messages=ASK)).message.content == "one two three four"
+
+
+@pytest.mark.asyncio
+async def test_a_load_whose_client_leaves_is_aborted_and_a_request_still_waiting_loads_again(fake):
+    fake.add_model(FakeModel(MODEL, load_seconds=1.0))
+    options = {"num_ctx": 4096}
+    async with (ollama.AsyncClient(host=fake.url, timeout=0.3) as leaving,
+                ollama.AsyncClient(host=fake.url, timeout=30) as staying):
+        first = asyncio.ensure_future(leaving.chat(model=MODEL, messages=ASK, options=options))
+        await _until(lambda: fake.loads, "the first request started the load")
+        second = asyncio.ensure_future(staying.chat(model=MODEL, messages=ASK, options=options))
+        with pytest.raises(httpx.ReadTimeout):
+            await first
+        answer = await second
+        running = await staying.ps()
+
+    assert answer.message.content == "Fake answer to: Who is Vex?"
+    assert (fake.loads, fake.aborted_loads) == ([(MODEL, 4096)] * 2, [(MODEL, 4096)])
+    assert [(m.model, m.context_length) for m in running.models] == [(MODEL, 4096)]
+    assert [s.loaded for s in fake.served()] == [True]  # the second request's; the first never got one
+
+
+def test_the_command_line_slow_mode():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.ollama_server", "--port", "0", "--slow", "600"],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    with process, process.stdout:
+        try:
+            url = process.stdout.readline().strip()
+            with ollama.Client(host=url, timeout=0.5) as c:
+                assert c.chat(model=MODEL, messages=[]).done_reason == "load"
+                with pytest.raises(httpx.ReadTimeout):
+                    c.chat(model=MODEL, messages=ASK)
+        finally:
+            process.terminate()
+            assert process.wait(timeout=5) == 0

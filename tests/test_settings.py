@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parent.parent
 def test_env_example_lists_every_setting_and_loads():
     example = REPO / ".env.example"
     names = {line.split("=", 1)[0] for line in example.read_text().splitlines() if line and not line.startswith("#")}
-    aliases = {field.validation_alias for field in Settings.model_fields.values()}
+    # A retired setting is still read, only to warn that it is: .env.example no longer lists it.
+    aliases = {f.validation_alias for name, f in Settings.model_fields.items() if not name.startswith("retired_")}
     bot_aliases = {field.validation_alias for field in BotSettings.model_fields.values()}
     assert aliases | bot_aliases == names
     assert set() == aliases & bot_aliases  # the core never reads a bot setting (nor the token)
@@ -81,3 +82,22 @@ def test_a_setting_that_is_no_json_says_which_and_exits_2(monkeypatch, caplog, n
     (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert message.startswith(f"a setting is wrong: {said}")
     assert not any(r.exc_info for r in caplog.records)
+
+
+def test_a_retired_setting_is_ignored_with_a_warning_naming_what_replaced_it(monkeypatch, caplog):
+    monkeypatch.setenv("ORACLE_RERANK_TIMEOUT", "60")
+    with caplog.at_level("WARNING", logger="oracle.settings"):
+        settings = Settings(_env_file=None)
+    warning = ("ORACLE_RERANK_TIMEOUT is no longer read: the rerank has half of ORACLE_FIRST_WORDS_SECONDS (30 s); "
+               "remove it from the environment or .env")
+    assert [warning] == [r.getMessage() for r in caplog.records]
+    assert "retired_rerank_timeout" not in settings.model_dump()
+
+
+def test_the_first_words_are_due_within_the_whole_answers_bound(monkeypatch):
+    from oracle.llm import Deadline
+
+    monkeypatch.setenv("ORACLE_ANSWER_TIMEOUT", "20")  # an old .env that lowered it
+    deadline = Deadline.of(Settings(_env_file=None))
+    assert (20, 20) == (deadline.first_words, deadline.whole)
+    assert deadline.missed == "the model did not start answering within 20 s (ORACLE_ANSWER_TIMEOUT)"

@@ -5,7 +5,9 @@ last-used model resident; a second model would cost an unload and reload per que
 sees each candidate's cached annotation — never its raw text — and returns the best k as JSON
 through a `format` schema. It turns itself off, returning the fused order untouched, when any
 candidate lacks an annotation, when Ollama does not answer in time, or when the reply does not parse;
-unknown candidates are dropped and missing places filled from the fused order.
+unknown candidates are dropped and missing places filled from the fused order. "In time" is the
+rerank's share of the question's deadline (`llm.Deadline`): the wait for a model slot and for a model
+still loading count against it, and a rerank that would end past it is skipped, not waited for.
 
 `cross-encoder`: a sentence-transformers CrossEncoder scoring the question against each candidate's
 annotation (or text, by setting). `none`: the fused order.
@@ -88,31 +90,51 @@ def fit_candidates(question: str, candidates: Sequence[Candidate], k: int, budge
     return shown
 
 
-async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k: int, timeout: float) -> Reranked:
+def _unrankable(candidates: Sequence[Candidate]) -> Reranked | None:
+    """The fused order kept without a call, when the pool cannot be reranked on annotations."""
     fused = [c.chunk.id for c in candidates]
     if len(candidates) <= 1:
         return _kept("nothing to rerank", fused)
     missing = sum(1 for c in candidates if not c.annotation)
     if missing:
         return _kept(f"off: {missing} of {len(candidates)} candidates have no annotation yet (run oracle ingest with Ollama)", fused)
-    window = await llm.window()
+    return None
+
+
+SHARE = "the rerank's share of ORACLE_FIRST_WORDS_SECONDS"
+
+
+def _share(seconds: float) -> str:
+    return f"{max(seconds, 0.0):.1f} s, {SHARE}"
+
+
+async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k: int, timeout: float) -> Reranked:
+    """The model's choice, within `timeout` seconds, the model's load included."""
+    fused = [c.chunk.id for c in candidates]
+    if (kept := _unrankable(candidates)) is not None:
+        return kept
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    waited = ""
+    if llm.loading:
+        # The model is loading (`LLM.load`, a request of its own): the rerank is asked once it is
+        # loaded if that leaves time, rather than queued behind the load and abandoned.
+        if not await llm.wait_loaded(timeout):
+            return _kept(f"off: the model was still loading after {_share(timeout)}", fused)
+        if (failed := llm.load_failed) is not None:
+            return _kept(f"off: {failed}", fused)
+        waited = ", asked once the model had loaded"
+    window = await llm.window(max(end - loop.time(), 0.001))
     shown = fit_candidates(question, candidates, k, window.num_ctx - REPLY_TOKENS)
     messages = rerank_messages(question, shown, k)
-    cold = not llm.warm
-    retried = ""
+    left = end - loop.time()
+    if left <= 0:
+        return _kept(f"off: no time was left of {SHARE}{waited}", fused)
     try:
-        try:
-            reply = await llm.chat_model(messages, RerankReply, timeout=timeout, num_predict=REPLY_TOKENS)
-        except LLMError as exc:
-            # The first call of a process waits for the model to load (10-60 s for a 14B model): a
-            # timeout then says nothing about the reranker, so it is asked once more.
-            if not (cold and exc.timed_out):
-                raise
-            log.info("the first rerank of this process timed out, likely while the model loaded; asking once more")
-            retried = ", retried once: the first call waits for the model to load"
-            reply = await llm.chat_model(messages, RerankReply, timeout=timeout, num_predict=REPLY_TOKENS)
+        reply = await llm.chat_model(messages, RerankReply, timeout=left, num_predict=REPLY_TOKENS)
     except LLMError as exc:
-        return Reranked(list(fused), False, f"off: {exc}{retried}", [], called=True)
+        late = f" (within {_share(left)})" if exc.timed_out else ""
+        return Reranked(list(fused), False, f"off: {exc}{late}{waited}", [], called=True)
     chosen: list[str] = []
     unknown = 0
     for number in reply.best:  # numbers of the candidates shown, which may be fewer than the pool
@@ -125,7 +147,7 @@ async def rerank_llm(llm: LLM, question: str, candidates: Sequence[Candidate], k
     chosen = chosen[:k]
     if not chosen:
         return Reranked(list(fused), False, f"off: the reply named no known candidate ({unknown} unknown)", [], True)
-    note = f"chose {len(chosen)}" + (f", dropped {unknown} unknown" if unknown else "") + retried
+    note = f"chose {len(chosen)}" + (f", dropped {unknown} unknown" if unknown else "") + waited
     if len(shown) < len(fused):
         note += f", {len(fused) - len(shown)} lowest candidates left out to fit the context window"
     if len(chosen) < min(k, len(fused)):
@@ -155,7 +177,8 @@ class CrossEncoderReranker:
                     log.warning(self._error)
             return self._model
 
-    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked:
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int, *,
+                     within: float | None = None) -> Reranked:
         fused = [c.chunk.id for c in candidates]
         model = await self._load()
         if model is None:
@@ -172,24 +195,42 @@ class CrossEncoderReranker:
 
 
 class Reranker(Protocol):
-    """Orders the pool: the best `k` first, then the rest in the fused order. Never raises."""
+    """Orders the pool: the best `k` first, then the rest in the fused order. Never raises.
+    `within`: seconds it may take (the rerank's share of the question's deadline)."""
 
-    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked: ...
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int, *,
+                     within: float | None = None) -> Reranked: ...
 
 
 class LLMReranker:
-    """The answer model on the candidates' annotations, one question at a time per LLM slot."""
+    """The answer model on the candidates' annotations, one question at a time per LLM slot; the
+    wait for a slot counts against its time (`timeout` when the caller gives none)."""
 
     def __init__(self, llm: LLM, timeout: float, slots: asyncio.Semaphore) -> None:
         self.llm, self.timeout, self.slots = llm, timeout, slots
 
-    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked:
-        async with self.slots:
-            return await rerank_llm(self.llm, question, candidates, k, self.timeout)
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int, *,
+                     within: float | None = None) -> Reranked:
+        if (kept := _unrankable(candidates)) is not None:
+            return kept
+        timeout = self.timeout if within is None else within
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        try:
+            async with asyncio.timeout(timeout):
+                await self.slots.acquire()
+        except TimeoutError:
+            return _kept(f"off: no model slot was free (ORACLE_LLM_CONCURRENCY) within {_share(timeout)}",
+                         [c.chunk.id for c in candidates])
+        try:
+            return await rerank_llm(self.llm, question, candidates, k, end - loop.time())
+        finally:
+            self.slots.release()
 
 
 class NoReranker:
-    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> Reranked:
+    async def rerank(self, question: str, candidates: Sequence[Candidate], k: int, *,
+                     within: float | None = None) -> Reranked:
         return _kept("off: ORACLE_RERANKER=none", [c.chunk.id for c in candidates])
 
 

@@ -41,7 +41,6 @@ from tests.fakes.ollama_server import (
     ModelNotFound,
     RawBody,
     TruncatedJson,
-    in_order,
     split_tokens,
 )
 
@@ -142,7 +141,8 @@ def script(rerank=None, answer=DEFAULT_ANSWER):
 
 
 def requests_of(fake: FakeOllama, what: str) -> list[dict]:
-    return [r for r in fake.chat_requests() if kind(r) == what]
+    """The chat requests of questions of one kind: a load (no messages) is not one."""
+    return [r for r in fake.chat_requests() if r.get("messages") and kind(r) == what]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,8 +159,8 @@ def settings_for(notes: Path, data: Path, host: str, **overrides) -> Settings:
         "session_max_words": 50,
         "ollama_probe_timeout": 2.0,
         "ollama_timeout": 10.0,
-        "rerank_timeout": 5.0,
-        "answer_timeout": 5.0,
+        "first_words": 10.0,
+        "answer_timeout": 10.0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)
@@ -467,40 +467,69 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
 
 @module_loop
 async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
-    async with campaign.oracle(rerank_timeout=1.0) as oracle:
+    async with campaign.oracle(first_words=4.0) as oracle:  # the rerank's share: 2 s
         assert await oracle.index.llm.load() is None  # the model is loaded: a timeout is the reranker's own
         fake.reset()
         fake.responder = script(rerank=Delay(30, {"best": [3, 1]}))
         answer = await oracle.ask(QUESTION)
 
-    # The reason proves the 1-second bound cut the call: the 30-second reply never arrived.
-    [request] = requests_of(fake, "answer")
+    # The reason proves the rerank's share cut the call: the 30-second reply never arrived.
+    [rerank, request] = [r for r in fake.chat_requests() if r["messages"]]
+    assert [rerank] == fake.abandoned
     assert_fused_order_kept(campaign, answer, request)
-    assert f"off: Ollama at {fake.url} did not answer in time" == answer.trace.rerank["reason"]
+    reason = answer.trace.rerank["reason"]
+    assert reason.startswith(f"off: Ollama at {fake.url} did not answer in time (within ")
+    assert reason.endswith(" s, the rerank's share of ORACLE_FIRST_WORDS_SECONDS)")
     assert ("llm", DEFAULT_ANSWER, 2, 2) == (
         answer.mode, answer.text, answer.trace.llm_calls, len(fake.chat_requests()))
 
 
-@module_loop
-async def test_a_rerank_timeout_while_the_model_loads_is_asked_once_more(campaign, fake):
-    fake.responder = script(rerank=in_order(Delay(30), {"best": [3, 1]}))
-    async with campaign.oracle(rerank_timeout=1.0) as oracle:  # a fresh process: nothing answered yet
-        answer = await oracle.ask(QUESTION)
+@contextlib.contextmanager
+def unloaded(fake: FakeOllama, load_seconds: float):
+    """The model out of the fake's memory, and loading it takes `load_seconds`."""
+    fake.add_model(FakeModel(MODEL, load_seconds=load_seconds))
+    fake.loaded.pop(MODEL, None)
+    try:
+        yield
+    finally:
+        fake.add_model(FakeModel(MODEL))
 
-    assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]
+
+@module_loop
+async def test_while_the_model_loads_the_rerank_is_asked_once_it_is_loaded(campaign, fake):
+    fake.responder = script(rerank={"best": [3, 1]})
+    with unloaded(fake, 1.0):
+        async with campaign.oracle() as oracle:  # a fresh process: nothing answered yet
+            answer = await oracle.ask(QUESTION)
+
+    # One load, a request of its own: the rerank waited for it, then was asked once.
+    assert [[], "rerank", "answer"] == [r["messages"] and kind(r) for r in fake.chat_requests()]
+    assert ([(MODEL, 16384)], [], []) == (fake.loads, fake.aborted_loads, fake.abandoned)
     assert answer.trace.rerank["used"] is True
-    assert answer.trace.rerank["reason"] == "chose 2, retried once: the first call waits for the model to load, filled 6 from the fused order"
+    assert answer.trace.rerank["reason"] == "chose 2, asked once the model had loaded, filled 6 from the fused order"
+    assert "llm" == answer.mode
 
 
 @module_loop
-async def test_a_second_rerank_timeout_while_loading_keeps_the_fused_order(campaign, fake):
-    fake.responder = script(rerank=Delay(30))
-    async with campaign.oracle(rerank_timeout=1.0) as oracle:
-        answer = await oracle.ask(QUESTION)
+async def test_a_model_loading_past_the_deadline_gives_the_passages_and_goes_on_loading(campaign, fake):
+    with unloaded(fake, 3.0):
+        async with campaign.oracle(first_words=1.0) as oracle:
+            player = await oracle.ask(QUESTION)
+            assert oracle.index.llm.loading
+            assert await oracle.index.llm.load() is None  # the same load, still running: now done
+            later = await oracle.ask(QUESTION)
 
-    assert ["rerank", "rerank", "answer"] == [kind(r) for r in fake.chat_requests()]  # once more, not twice
-    assert answer.trace.rerank["reason"] == (
-        f"off: Ollama at {fake.url} did not answer in time, retried once: the first call waits for the model to load")
+    reason = "the model did not start answering within 1 s (ORACLE_FIRST_WORDS_SECONDS): the model is still loading"
+    assert ("passages", reason) == (player.mode, player.reason)
+    assert player.text.startswith("The model is still loading; here are the passages meanwhile.\n\n[")
+    assert PLAYER_REASON == player.to_json()["reason"] and fake.url not in json.dumps(player.to_json())
+    assert re.fullmatch(r"off: the model was still loading after 0\.\d s, the rerank's share of "
+                        r"ORACLE_FIRST_WORDS_SECONDS", player.trace.rerank["reason"])
+    # The load was never abandoned: the answer request that waited behind it was, at the deadline.
+    [load, first_answer, rerank, answer] = fake.chat_requests()
+    assert ([], ["answer", "rerank", "answer"]) == (load["messages"], [kind(r) for r in (first_answer, rerank, answer)])
+    assert ([(MODEL, 16384)], [], [first_answer]) == (fake.loads, fake.aborted_loads, fake.abandoned)
+    assert ("llm", True) == (later.mode, later.trace.rerank["used"])
 
 
 @module_loop
@@ -575,16 +604,16 @@ def assert_passages(campaign: Campaign, answer) -> None:
         (HttpError(500, "boom"), "Ollama answered 500: boom"),
         (EMPTY, "the model gave an empty answer"),
         ("  \n ", "the model gave an empty answer"),
-        (Delay(30, "too late"), "did not answer in time"),
+        (Delay(30, "too late"), "the model did not start answering within 3 s (ORACLE_FIRST_WORDS_SECONDS)"),
     ],
     ids=["404", "500", "empty", "blank", "timeout"],
 )
 async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake, reply, reason):
     fake.responder = script(rerank={"best": [3, 1]}, answer=reply)
-    async with campaign.oracle(answer_timeout=1.0) as oracle:
+    async with campaign.oracle(first_words=3.0) as oracle:
         answer = await oracle.ask(QUESTION)
 
-    assert reason in answer.reason  # for "timeout": the 1-second bound cut a 30-second reply
+    assert reason in answer.reason  # for "timeout": the 3-second deadline cut a 30-second reply
     assert_passages(campaign, answer)
     pool = pool_ids(answer)
     assert [pool[2], pool[0]] == [c.id for c in answer.fragments[:2]]  # still the reranked order
@@ -643,8 +672,8 @@ async def test_a_players_json_names_no_host_and_the_game_masters_keeps_it(campai
 
 
 @module_loop
-async def test_the_answer_timeout_not_the_ingest_timeout_bounds_the_answer(campaign, fake):
-    """The transport's own timeout must not cut an answer the answer timeout still allows."""
+async def test_the_deadline_not_the_ingest_timeout_bounds_the_answer(campaign, fake):
+    """The transport's own timeout must not cut an answer the question's deadline still allows."""
     fake.responder = script(rerank={"best": [3, 1]}, answer=Delay(2, "Orrin Hale runs the harbour."))
     async with campaign.oracle(ollama_timeout=1.0, answer_timeout=10.0) as oracle:
         answer = await oracle.ask(QUESTION)

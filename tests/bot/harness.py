@@ -157,7 +157,7 @@ class Campaign:
             "model": MODEL,
             "ollama_probe_timeout": 2.0,
             "ollama_timeout": 10.0,
-            "rerank_timeout": 5.0,
+            "first_words": 10.0,
             "answer_timeout": 10.0,
         }
         values.update(overrides)

@@ -26,7 +26,7 @@ import pytest_asyncio
 import bot.reingest
 from bot.__main__ import run as run_bot
 from bot.client import OracleBot
-from bot.cog import MOVED
+from bot.answering import MOVED
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
 from bot.tables import Tables, open_table
@@ -71,7 +71,7 @@ class World:
 
     def base(self, **overrides) -> Settings:
         values = {"notes_dir": self.root / "unused", "data_dir": self.root / "data", "ollama_host": self.ollama.url,
-                  "model": MODEL, "ollama_probe_timeout": 2.0, "ollama_timeout": 10.0, "rerank_timeout": 5.0,
+                  "model": MODEL, "ollama_probe_timeout": 2.0, "ollama_timeout": 10.0, "first_words": 10.0,
                   "answer_timeout": 10.0}
         return Settings(_env_file=None, **(values | overrides))
 

@@ -36,6 +36,13 @@ as reported in dzhng/deep-research#107):
    ``Served.fits`` says whether a request left room for its whole reply. A reply stops
    at ``num_predict`` tokens with ``done_reason`` "length".
 
+Slow, as an overloaded GPU or a CPU-only box is: ``FakeOllama(slow=SECONDS)`` (``--slow``) sends
+nothing, not even headers, for SECONDS after each chat or generate request before its reply, as
+Ollama writes nothing before the first token; ``Stall`` pauses a stream mid-reply. A model's load
+(``FakeModel.load_seconds``) belongs to the request that started it: when that client goes away
+before it ends, the load is aborted, as Ollama does ("client connection closed before server
+finished loading, aborting load", ollama/ollama#4638), and a request still waiting starts it again.
+
 The fake's tokenizer is deterministic and simpler than a BPE: a word is one token
 per four characters (at least one), every digit and every other visible character
 one, a run of line breaks one, spaces none, and ChatML framing five per message plus
@@ -89,6 +96,7 @@ __all__ = [
     "RecordedRequest",
     "Served",
     "Reply",
+    "Stall",
     "TruncatedJson",
     "cited_responder",
     "default_responder",
@@ -160,6 +168,17 @@ class CutStream:
 
     content: str | None = None
     after: int = 1
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Stop writing mid-reply: stream ``after`` content chunks, send nothing for ``seconds``, then the
+    rest and the ``done`` line (non-streaming: the whole answer after ``seconds``). A model stuck
+    behind another request, or swapped out, does this. ``content=None`` means the default answer."""
+
+    content: str | None = None
+    after: int = 1
+    seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -417,6 +436,12 @@ def _seconds(keep_alive: Any) -> float | None:
     return float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
 
 
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not only something it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
 
@@ -435,10 +460,12 @@ class FakeOllama:
 
     ``responder(request_json)`` decides chat and generate answers. It may
     return a ``str``, a ``dict``/``list`` (sent as its JSON text), a directive
-    (``Reply``, ``Delay``, ``HttpError``, ``ModelNotFound``, ``CutStream``,
+    (``Reply``, ``Delay``, ``HttpError``, ``ModelNotFound``, ``CutStream``, ``Stall``,
     ``TruncatedJson``, ``RawBody``) or an awaitable of those. If it raises, the
     client gets HTTP 500 naming the exception, so a broken script is visible.
     Requests for a model not in ``models`` get 404 before the responder runs.
+    ``slow``: seconds every chat and generate reply waits before its first byte
+    (the load call aside), the slow mode.
     """
 
     def __init__(
@@ -449,6 +476,7 @@ class FakeOllama:
         host: str = "127.0.0.1",
         port: int = 0,
         embed_dim: int = 8,
+        slow: float = 0.0,
     ) -> None:
         self.models: dict[str, FakeModel] = {}
         for model in models:
@@ -458,6 +486,9 @@ class FakeOllama:
         self.loads: list[tuple[str, int]] = []  # every (model, num_ctx) the fake loaded, in order
         self.loaded: dict[str, tuple[int, float | None]] = {}  # model -> (num_ctx, expiry) of its runner
         self.truncations: list[dict] = []  # every "truncating input prompt" the runner logged
+        self.aborted_loads: list[tuple[str, int]] = []  # loads whose client went away before they ended
+        self.slow = slow  # seconds before the first byte of every reply (0: at once)
+        self.abandoned: list[dict] = []  # bodies of chat/generate requests whose client left before the end
         self._loading: dict[tuple[str, int], asyncio.Future] = {}
         self.host = host
         self.port = port
@@ -563,10 +594,13 @@ class FakeOllama:
         return [r.served for r in self.requests if r.served is not None]
 
     def reset(self) -> None:
-        """Forget recorded requests and go back to the default responder."""
+        """Forget recorded requests and go back to the default responder, at full speed."""
         self.requests.clear()
         self.truncations.clear()
         self.loads.clear()
+        self.aborted_loads.clear()
+        self.abandoned.clear()
+        self.slow = 0.0
         self.responder = default_responder
 
     # ----- simple endpoints -----------------------------------------------
@@ -681,16 +715,22 @@ class FakeOllama:
         if isinstance(model, web.Response):
             return model
         position = len(self.requests) - 1
-        served = await self._load(model, body)
-        self.requests[position] = self.requests[position]._replace(served=served)
-        if kind == "chat" and body.get("messages") == []:
-            answer: Any = Reply("", done_reason="load")  # Ollama's "load the model" call
-        else:
-            answer = await self._ask(self.responder, body)
-        while isinstance(answer, Delay):
-            await asyncio.sleep(answer.seconds)
-            answer = default_responder(body) if answer.then is None else answer.then
-        return await self._send(request, kind, body, answer)
+        try:
+            served = await self._load(model, body)
+            self.requests[position] = self.requests[position]._replace(served=served)
+            if kind == "chat" and body.get("messages") == []:
+                answer: Any = Reply("", done_reason="load")  # Ollama's "load the model" call
+            else:
+                if self.slow:  # nothing at all, headers included, before the first token
+                    await asyncio.sleep(self.slow)
+                answer = await self._ask(self.responder, body)
+            while isinstance(answer, Delay):
+                await asyncio.sleep(answer.seconds)
+                answer = default_responder(body) if answer.then is None else answer.then
+            return await self._send(request, kind, body, answer)
+        except asyncio.CancelledError:  # the client went away before the reply's end
+            self.abandoned.append(body)
+            raise
 
     async def _load(self, model: FakeModel, body: dict) -> Served:
         """Load the model's runner for this request's window if it is not, then fit the prompt to it."""
@@ -698,12 +738,7 @@ class FakeOllama:
         num_ctx = min(int(options.get("num_ctx") or DEFAULT_NUM_CTX), model.context_length)
         reload = self.loaded.get(model.name, (None, None))[0] != num_ctx
         if reload:
-            key = (model.name, num_ctx)
-            if key not in self._loading:  # one load, however many requests wait for it
-                self.loads.append(key)
-                self._loading[key] = asyncio.ensure_future(asyncio.sleep(model.load_seconds))
-            await asyncio.shield(self._loading[key])
-            self._loading.pop(key, None)
+            await self._wait_for_load((model.name, num_ctx), model.load_seconds)
         keep_alive = body.get("keep_alive")
         seconds = _seconds(keep_alive)
         if seconds == 0:
@@ -713,6 +748,31 @@ class FakeOllama:
         served = self.fit(model.name, body, num_ctx)
         served.loaded = reload
         return served
+
+    async def _wait_for_load(self, key: tuple[str, int], seconds: float) -> None:
+        """One load per (model, num_ctx), however many requests wait for it, belonging to the request
+        that started it: if that one's client leaves first, the load is aborted and a request still
+        waiting starts it again."""
+        while True:
+            loading = self._loading.get(key)
+            owner = loading is None
+            if owner:
+                self.loads.append(key)
+                loading = self._loading[key] = asyncio.ensure_future(asyncio.sleep(seconds))
+            try:
+                await asyncio.shield(loading)
+            except asyncio.CancelledError:
+                if owner and not loading.done():  # this request's client went away mid-load
+                    loading.cancel()
+                    self._loading.pop(key, None)
+                    self.aborted_loads.append(key)
+                    log.warning("client connection closed before server finished loading, aborting load")
+                    raise
+                if loading.cancelled() and not _cancelling():  # another's load was aborted: start again
+                    continue
+                raise
+            self._loading.pop(key, None)
+            return
 
     def fit(self, model: str, body: dict, num_ctx: int) -> Served:
         """What the model reads of a request served with ``num_ctx`` tokens (see the module's docstring)."""
@@ -774,6 +834,12 @@ class FakeOllama:
         if isinstance(answer, CutStream):
             cut_after = answer.after
             answer = Reply(default_responder(body) if answer.content is None else answer.content)
+        stall: tuple[int, float] | None = None
+        if isinstance(answer, Stall):
+            stall = (answer.after, answer.seconds)
+            answer = Reply(default_responder(body) if answer.content is None else answer.content)
+            if not body.get("stream", True):
+                await asyncio.sleep(stall[1])
         if isinstance(answer, str):
             answer = Reply(answer)
         elif isinstance(answer, (dict, list)):
@@ -786,7 +852,7 @@ class FakeOllama:
 
         chunks, final = self._frames(kind, body, answer, self._served_for(body))
         if body.get("stream", True):
-            return await self._stream(request, chunks, final, answer.chunk_delay, cut_after)
+            return await self._stream(request, chunks, final, answer.chunk_delay, cut_after, stall)
         whole = dict(final)
         if kind == "chat":
             whole["message"] = self._message(answer.content, answer.thinking, answer.tool_calls)
@@ -847,15 +913,18 @@ class FakeOllama:
 
     @staticmethod
     async def _stream(
-        request: web.Request, chunks: list[dict], final: dict, delay: float, cut_after: int | None
+        request: web.Request, chunks: list[dict], final: dict, delay: float, cut_after: int | None,
+        stall: tuple[int, float] | None = None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
         lines = chunks if cut_after is None else chunks[:cut_after]
-        for chunk in lines:
+        for number, chunk in enumerate(lines, 1):
             await response.write(json.dumps(chunk).encode() + b"\n")
             if delay:
                 await asyncio.sleep(delay)
+            if stall is not None and number == stall[0]:
+                await asyncio.sleep(stall[1])
         if cut_after is not None:
             request.transport.close()  # ends the chunked body early: httpx sees an incomplete read
             return response
@@ -890,10 +959,12 @@ def main(argv: list[str] | None = None) -> None:
                         "(cited_responder): for `oracle eval --answers` without a model")
     parser.add_argument("--responder", metavar="MODULE:FUNCTION",
                         help="answer with this function of a request (a benchmark's own, in a process of its own)")
+    parser.add_argument("--slow", type=float, default=0.0, metavar="SECONDS",
+                        help="send nothing for SECONDS before each reply, as an overloaded or CPU-only Ollama")
     args = parser.parse_args(argv)
 
     async def serve() -> None:
-        fake = FakeOllama(models=args.model or ("qwen2.5:14b",), host=args.host, port=args.port)
+        fake = FakeOllama(models=args.model or ("qwen2.5:14b",), host=args.host, port=args.port, slow=args.slow)
         if args.reply is not None:
             fake.responder = lambda _request: args.reply
         elif args.cited:
