@@ -20,6 +20,7 @@ from oracle.types import readable
 from .answering import Answering, OracleHost
 from .errors import UserError
 from .formatting import (
+    MESSAGE_LIMIT,
     Asker,
     clip,
     dossier_embed,
@@ -28,7 +29,7 @@ from .formatting import (
 )
 from .reingest import announce as announce_to
 from .reingest import announce_channel, progress_message, run_reingest
-from .reports import unanswered_text
+from .reports import fallback_line, unanswered_text
 from .tables import Table
 
 log = logging.getLogger(__name__)
@@ -246,7 +247,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 + (f" (last: “{withheld['last'][0]['question'][:200]}”, {withheld['last'][0]['reason']})"
                    if withheld["last"] else "")
             )
-        await interaction.edit_original_response(content="\n".join(lines))
+            lines.append(fallback_line(table.oracle.fallbacks))
+        await interaction.edit_original_response(content="\n".join(lines)[:MESSAGE_LIMIT])
 
     # -- /oracle who -------------------------------------------------------------------------------
 

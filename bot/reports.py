@@ -3,9 +3,11 @@ players, the unanswered questions. Text only; the cog posts it and `formatting.s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
 from oracle.index.store import Titled
 from oracle.journal import Unanswered
+from oracle.oracle import Fallbacks
 from oracle.types import INGEST_STAGES, IngestReport, Progress
 
 SHOWN_PER_LIST = 25  # files named per list (added, changed, ...) before "…and N more"
@@ -87,3 +89,14 @@ def unanswered_text(groups: Sequence[Unanswered]) -> str:
         lines.append(f"• “{g.question[:300]}” — {why}{asked} · last {g.last} UTC")
     lines.append("(`oracle questions --unanswered` lists them all; `--bank FILE` exports confirmed questions.)")
     return "\n".join(lines)
+
+
+def fallback_line(fallbacks: Fallbacks) -> str:
+    """A game master's line of /oracle status: answers given as passages because the model failed
+    (too slow for ORACLE_FIRST_WORDS_SECONDS, down, cut) since the bot started, and why the last."""
+    if not fallbacks.count or fallbacks.last is None:
+        return "**Model fallbacks:** none since the bot started"
+    question, reason, at = fallbacks.last
+    when = datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"**Model fallbacks:** {fallbacks.count} answers given as passages since the bot started "
+            f"(last: “{question[:200]}”, {when}: {reason[:300]})")

@@ -58,6 +58,19 @@ _SENTENCE_END = re.compile(r"[.!?…](?=\s|$)|\]")
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class Fallbacks:
+    """The answers this process gave as passages because the model did not answer (too slow, down,
+    cut): how many, and the last one's question, reason and time, for a game master's status."""
+
+    count: int = 0
+    last: tuple[str, str, float] | None = None  # question, reason, time.time()
+
+    def add(self, question: str, reason: str) -> None:
+        self.count += 1
+        self.last = (question, reason, time.time())
+
+
 class Oracle:
     def __init__(self, index: Index) -> None:
         self.index = index
@@ -68,6 +81,7 @@ class Oracle:
         self.llm_slots = index.llm_slots or asyncio.Semaphore(self.settings.llm_concurrency)
         self.search_slots = index.search_slots or asyncio.Semaphore(search_concurrency(self.settings))
         self._guard: tuple[str, SecretGuard] | None = None
+        self.fallbacks = Fallbacks()  # answers given as passages because the model failed, in this process
         self._guard_lock = asyncio.Lock()
         settings = self.settings
         # Chosen once: how the paths' lists are fused, and what orders the pool. The learned fusion
@@ -414,6 +428,8 @@ class Oracle:
         retrieval.timings_ms["answer"] = _ms(t)
         retrieval.timings_ms["total"] = _ms(started)
         log.warning("answering %r without the LLM: %s", question, reason)
+        if reason != PLAYER_REASON:  # a withheld answer is recorded as such (`_record_withheld`)
+            self.fallbacks.add(question, reason)
         return await self._passages(question, reason, retrieval, selection, extra, gm=gm, loading=loading)
 
     async def _passages(

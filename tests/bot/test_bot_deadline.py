@@ -39,6 +39,9 @@ async def test_an_ollama_that_answers_after_minutes_gets_the_passages_at_the_dea
             player = await run(fake, client, "oracle ask", {"question": QUESTION}, member=fake.player, timeout=30)
             gm = await run(fake, client, "oracle ask", {"question": QUESTION, "private": True}, member=fake.gm,
                            timeout=30)
+            world.ollama.slow = 0.0
+            gm_status = await run(fake, client, "oracle status", member=fake.gm)
+            player_status = await run(fake, client, "oracle status", member=fake.player)
     finally:
         world.ollama.slow = 0.0
 
@@ -53,6 +56,10 @@ async def test_an_ollama_that_answers_after_minutes_gets_the_passages_at_the_dea
     assert gm.original.content.startswith(f"{PASSAGES}The Oracle could not write an answer ({reason}).")
     asked = world.requests()
     assert ["rerank", "answer"] * 2 == [kind(r) for r in asked] and asked == await left(world.ollama, 4)
+    # The game master's status says why the last answers were passages; a player's does not.
+    assert f"**Model fallbacks:** 2 answers given as passages since the bot started (last: “{QUESTION}”" \
+        in gm_status.original.content and reason in gm_status.original.content
+    assert "fallbacks" not in player_status.original.content and reason not in player_status.original.content
 
 
 async def test_a_model_still_loading_is_said_in_the_first_reply_and_answers_the_next(world, fake, tmp_path, indexes):
