@@ -77,7 +77,7 @@ def run(vault, embedder, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("ORACLE_PLAYER_NOTES", "sessions, sheets")  # what the vault already is
     monkeypatch.setenv("ORACLE_GM_NOTES", "TODO.md")
     # The session's model, not one loaded per command.
-    monkeypatch.setattr(cli, "Index", lambda settings, **kw: Index(settings, **({"embedder": embedder} | kw)))
+    monkeypatch.setattr(cli.common, "Index", lambda settings, **kw: Index(settings, **({"embedder": embedder} | kw)))
 
     def run_(*argv: str) -> tuple[int, str]:
         capsys.readouterr()

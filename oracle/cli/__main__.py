@@ -1,0 +1,6 @@
+"""`python -m oracle.cli`: the `oracle` command."""
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,144 @@
+"""`oracle ingest` and `oracle watch`: index the notes, once or whenever they change."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from ..errors import OracleError
+from ..index.ingest import ingest
+from ..types import INGEST_STAGES, IngestReport
+from ..types import Progress as IngestProgress
+from ..watch import WatchError, watch_notes
+from .common import campaign_settings, console, open_indexes, out
+
+
+class IngestBars:
+    """Progress bars for files, windows embedded and annotations, on stderr."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description:<12}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[detail]}"),
+            console=console,
+            disable=not enabled,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, event: IngestProgress) -> None:
+        if event.stage == "done":
+            return
+        task = self.tasks.get(event.stage)
+        if task is None:
+            task = self.progress.add_task(INGEST_STAGES[event.stage], total=event.total or None, detail="")
+            self.tasks[event.stage] = task
+        self.progress.update(task, completed=event.done, total=event.total or None, detail=event.detail[:40])
+
+
+async def cmd_ingest(args: argparse.Namespace) -> int:
+    """The chosen campaign, or every campaign of ORACLE_CAMPAIGNS in turn."""
+    indexes = await open_indexes(campaign_settings(args))
+    reports: dict[str, dict] = {}
+    try:
+        for name, index in indexes.items():
+            if len(indexes) > 1 and not args.json:
+                out.print(f"[bold]campaign {escape(name)}[/] ({escape(str(index.settings.notes_dir))})")
+            bars = IngestBars(enabled=not args.json and console.is_terminal)
+            with bars.progress:
+                report = await ingest(index, progress=bars, by="the command line")
+            reports[name] = report.to_json()
+            if not args.json:
+                print_ingest_report(report)
+    finally:
+        for index in indexes.values():
+            await index.close()
+    if args.json:
+        single = next(iter(reports.values())) if len(reports) == 1 else {"campaigns": reports}
+        print(json.dumps(single, ensure_ascii=False))
+    return 0
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    """Reingest each chosen campaign (every one of ORACLE_CAMPAIGNS by default) whenever its notes
+    have changed and then stayed quiet; one summary per reingest. Runs until interrupted."""
+    chosen = campaign_settings(args)
+    indexes = await open_indexes(chosen)
+    quiet = args.quiet if args.quiet is not None else next(iter(chosen.values())).watch_quiet
+
+    def printer(name: str):
+        async def show(report: IngestReport) -> None:
+            if args.json:
+                paths = {"added": report.added, "changed": report.changed, "removed": report.removed}
+                print(json.dumps({"campaign": name, "paths": paths, **report.to_json()}, ensure_ascii=False), flush=True)
+                return
+            if not (report.added or report.changed or report.removed or report.skipped):
+                out.print(f"[bold]campaign {escape(name)}[/]: up to date")
+                return
+            out.print(f"[bold]campaign {escape(name)}[/]: the notes changed")
+            print_ingest_report(report)
+        return show
+
+    def complain(name: str):
+        async def show(error: OracleError) -> None:
+            console.print(f"[red]oracle watch:[/] campaign {escape(name)}: {escape(str(error))}", soft_wrap=True)
+        return show
+
+    try:
+        for index in indexes.values():
+            if not index.settings.notes_dir.is_dir():
+                raise WatchError(f"cannot watch the notes folder {index.settings.notes_dir}: it does not exist")
+        for name, index in indexes.items():
+            if not args.json:
+                console.print(f"watching {escape(str(index.settings.notes_dir))} (campaign {escape(name)}); "
+                              f"reingesting after {quiet:g} s of quiet. Ctrl-C stops.", soft_wrap=True)
+        await asyncio.gather(*(
+            watch_notes(index, quiet=quiet, on_change=printer(name), on_error=complain(name), catch_up=not args.no_catch_up,
+                        by="oracle watch")
+            for name, index in indexes.items()
+        ))
+    finally:
+        for index in indexes.values():
+            await index.close()
+    return 0
+
+
+def print_ingest_report(report: IngestReport) -> None:
+    table = Table(title="Ingest", show_header=False)
+    table.add_row("files added / changed / removed / unchanged",
+                  f"{len(report.added)} / {len(report.changed)} / {len(report.removed)} / {report.unchanged}")
+    table.add_row("chunks in the index", str(report.chunks))
+    table.add_row("windows embedded", str(report.windows_embedded))
+    table.add_row("annotations done / missing", f"{report.annotations_done} / {report.annotations_missing}")
+    table.add_row("entities", str(report.entities))
+    table.add_row("seconds", f"{report.seconds:.1f}")
+    out.print(table)
+    if report.annotation_note:
+        out.print(f"[yellow]annotations:[/] {escape(report.annotation_note)}")
+    for s in report.skipped:
+        out.print(f"[red]skipped[/] {escape(str(s.path))}: {escape(s.reason)}")
+    for s in report.warnings:
+        out.print(f"[yellow]repaired[/] {escape(str(s.path))}: {escape(s.reason)}")
+    for path, secrets in report.secrets.items():
+        rule = report.rules.get(path, "")
+        out.print(f"[magenta]secret[/] {escape(str(path))}: {secret_count(secrets)}" + (f" ({escape(rule)})" if rule else ""))
+
+
+def secret_count(secrets: int) -> str:
+    """`IngestReport.secrets` as a game master reads it."""
+    if secrets < 0:
+        return "the whole note is game-master-only"
+    return f"{secrets} secret block{'s' if secrets != 1 else ''} kept from players"

@@ -1,0 +1,152 @@
+"""`oracle status`, `oracle who` and `oracle visibility`: what is indexed, a dossier, who reads what."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.markup import escape
+from rich.table import Table
+
+from ..index.status import index_status, is_indexed
+from ..index.store import StoreError
+from ..llm import describe_loaded, describe_window
+from ..oracle import Oracle
+from ..visibility import VisibilityReport, note_visibility, players_view
+from .common import _many, build_settings, ensure_index, open_index, out
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    """What is indexed and whether the model answers, as a player reads it (`/oracle status`): public
+    counts, no host, path or error. With --gm, the game master's: GM-only counts, the Ollama host and
+    why it does not answer, the policy of who reads what, the answers withheld from players."""
+    settings = build_settings(args)
+    if not settings.sqlite_path.exists():
+        if not settings.notes_dir.is_dir():
+            raise StoreError(f"no index at {settings.sqlite_path}, and the notes folder {settings.notes_dir} does not "
+                             "exist: set ORACLE_NOTES_DIR to your vault, then run `oracle ingest`")
+        raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
+    async with open_index(settings) as index:
+        if not await is_indexed(index):
+            raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
+                             "run `oracle ingest`")
+        status = await index_status(index, gm=args.gm)
+    if args.json:
+        print(json.dumps(status, ensure_ascii=False))
+        return 0
+    table = Table(title="Oracle index" if args.gm else "Oracle index, as players read it", show_header=False)
+    ok = status["ollama"]["ok"]
+    if args.gm:
+        table.add_row("notes", escape(str(status["notes_dir"])))
+        table.add_row("who reads what", escape(status["policy"]))
+    table.add_row("files indexed (skipped)", f"{status['files']} ({status['files_skipped']})")
+    if args.gm:
+        table.add_row("sessions (players can read / game-master-only)",
+                      f"{status['sessions']} / {status['sessions_gm_only']}")
+    else:
+        numbers = status.get("session_numbers")
+        table.add_row("sessions", f"{status['sessions']} (numbered {numbers})" if numbers else str(status["sessions"]))
+    kinds = ", ".join(f"{k} {v}" for k, v in status["chunks_by_kind"].items())
+    table.add_row("chunks", f"{status['chunks']} ({kinds})")
+    if args.gm:
+        table.add_row("game-master-only chunks", str(status["chunks_by_visibility"].get("gm", 0)))
+        table.add_row("dense windows", str(status["windows"]))
+        table.add_row("Compendium entries (players / game master)", f"{status['entities']} / {status['entities_gm']}")
+    else:
+        table.add_row("Compendium entries", str(status["entities"]))
+    table.add_row("annotation coverage", f"{status['annotated']}/{status['chunks']} ({status['annotation_coverage']:.0%})")
+    table.add_row("last ingest", f"{status['last_ingest']} ({status['last_ingest_seconds']} s)")
+    table.add_row("embedding model", escape(str(status["embed_model"])))
+    table.add_row("answer model", escape(str(status["model"])))
+    if args.gm:
+        table.add_row("ollama", escape(f"{status['ollama']['host']}: " + ("answers" if ok else status["ollama"]["reason"])))
+    else:
+        table.add_row("ollama", "answers" if ok else escape(status["ollama"]["reason"]))
+    table.add_row("context window", escape(describe_window(status["context"])))
+    table.add_row("model loaded", escape(describe_loaded(status["model_loaded"])))
+    if not args.gm:
+        out.print(table)
+        out.print("[dim]The game master's status (GM-only counts, Ollama's host, the policy): oracle status --gm[/]")
+        return 0
+    withheld = status["withheld"]
+    table.add_row("answers withheld from players", str(withheld["count"]))
+    out.print(table)
+    for event in withheld["last"]:
+        seen = f"{event['at']}: {event['question']!r} ({event['reason']})"
+        out.print(f"[yellow]withheld[/] {escape(seen)}")
+    return 0
+
+
+async def cmd_who(args: argparse.Namespace) -> int:
+    """The dossier `/oracle who` shows, as a player sees it (or, with --gm, as the game master)."""
+    settings = build_settings(args)
+    async with open_index(settings) as index:
+        await ensure_index(index, quiet=args.json)
+        oracle = Oracle(index)
+        dossier = await oracle.dossiers.who(args.name, gm=args.gm)
+        suggestions = [] if dossier is not None else await oracle.dossiers.names(args.name, gm=args.gm, limit=10)
+    if args.json:
+        print(json.dumps({"dossier": dossier.to_json() if dossier else None, "suggestions": suggestions},
+                         ensure_ascii=False))
+        return 0 if dossier is not None else 1
+    if dossier is None:
+        out.print(f"The Compendium has no entry for “{args.name}”.", markup=False)
+        if suggestions:
+            out.print("Names that start like it: " + ", ".join(suggestions), markup=False)
+        return 1
+    data = dossier.to_json()
+    out.print(f"[bold]{escape(dossier.name)}[/] ({escape(dossier.kind)})")
+    if dossier.aliases:
+        out.print("also called " + ", ".join(dossier.aliases), markup=False)
+    if data["first"]:
+        out.print(f"first seen {data['first']}, last seen {data['last']}", markup=False)
+    table = Table("label", "where", "mentions")
+    for m in dossier.mentions:
+        table.add_row(escape(m.label), escape(f"{m.path}:{m.start_line}-{m.end_line}"), str(m.count))
+    out.print(table)
+    return 0
+
+
+async def cmd_visibility(args: argparse.Namespace) -> int:
+    """Who reads each note and each hidden passage, with the rule; `--players`: the notes as players
+    read them. Reads the notes folder only: no index, no Ollama."""
+    settings = build_settings(args)
+    report = note_visibility(settings, args.paths, players_text=args.players)
+    if args.players:
+        readable = [n for n in report.notes if n.players]
+        if args.json:
+            print(json.dumps({"notes_dir": report.notes_dir, "notes": [{"path": n.path, "text": n.text} for n in readable]},
+                             ensure_ascii=False))
+            return 0
+        for n in readable:
+            out.rule(f"[bold]{escape(n.path)}[/]", align="left")
+            out.print(players_view(n.text or ""), markup=False, highlight=False, soft_wrap=True)
+        out.print(f"{_many(len(readable), 'note')} players read", highlight=False)
+        return 0
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0
+    print_visibility(report)
+    return 0
+
+
+def print_visibility(report: VisibilityReport) -> None:
+    out.print(f"[bold]notes[/] {escape(report.notes_dir)}: {escape(report.policy)}", soft_wrap=True, highlight=False)
+    width = min(max((len(n.path) for n in (*report.notes, *report.skipped)), default=0), 60)
+    for n in report.notes:
+        reader = "[green]players[/]" if n.players else "[magenta]GM[/]     "
+        rule = escape(n.rule) if n.rule else "[dim]no rule keeps it from players[/]"
+        out.print(f"{escape(n.path.ljust(width))}  {reader}  {rule}", soft_wrap=True, highlight=False)
+        for h in n.hidden:
+            lines = f"line {h.start_line}" if h.start_line == h.end_line else f"lines {h.start_line}–{h.end_line}"
+            out.print(f"    {lines}  {escape(h.rule)}", soft_wrap=True, highlight=False)
+        for w in n.warnings:
+            out.print(f"    [yellow]warning[/] {escape(w)}", soft_wrap=True, highlight=False)
+    for s in report.skipped:
+        out.print(f"{escape(s.path.ljust(width))}  [red]skipped[/]  {escape(s.reason)}", soft_wrap=True, highlight=False)
+    for u in report.unmatched:
+        out.print(f"[yellow]policy[/] {escape(u)}", soft_wrap=True, highlight=False)
+    count = (f"{_many(len(report.notes), 'note')}: {report.players} read by players, {report.game_master} "
+             f"game-master-only, {_many(report.hidden, 'hidden passage')}")
+    if report.skipped:
+        count += f"; {_many(len(report.skipped), 'file')} skipped"
+    out.print(count, highlight=False)
