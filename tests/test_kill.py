@@ -2,8 +2,8 @@
 served, and the next ingest completes it with no orphan window, chunk or mention.
 
 Every step runs in its own process, as a game master's would: the ingest under test, and the
-searches that check what is served (Chroma keeps per-process state, so reading in the test's own
-process would not see what another process wrote).
+searches that check what is served, each a new process reading the folders as they were left
+(tests/test_processes.py checks what a process holding the index open reads).
 """
 from __future__ import annotations
 

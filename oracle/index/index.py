@@ -3,6 +3,12 @@
 Built once (in `main()` or a test fixture) and passed to ingest and to questions. The model and
 Chroma are synchronous and slow to load, so they load lazily, once, off the event loop, and are
 handed out as the async facades of `seam`.
+
+Any process may ingest (the bot, `oracle ingest` from a shell or a timer, `oracle watch`): SQLite
+readers see its commit at once, while a Chroma store read from disk keeps what it read. So every
+commit of an ingest bumps the index's generation stamp (`Store.generation`), and `vectors()`, which
+each question calls, opens the dense index afresh when another process changed the stamp
+(docs/processes.md).
 """
 from __future__ import annotations
 
@@ -46,7 +52,9 @@ class Index:
         self._idle_readers: list[Store] = []
         self._vectors: Vectors | None = None
         self._vectors_checked = False
+        self._vectors_generation = ""  # the index's generation the dense index was last read at
         self._lock = asyncio.Lock()
+        self._reopening = asyncio.Lock()
         self._owns_llm = llm is None
         self.llm = llm or LLM.from_settings(settings)
 
@@ -96,19 +104,31 @@ class Index:
         return embedder
 
     async def vectors(self, *, check: bool = True) -> Vectors:
-        """The Chroma collection. With `check`, refuse one that lacks windows SQLite has indexed (a
-        deleted or foreign Chroma folder): questions would silently lose the semantic path."""
+        """The Chroma collection, as fresh as the last ingest committed by any process: when the
+        generation stamp changed since it was read (another process ingested), it is opened again
+        first (a few tens of milliseconds, off the event loop). With `check`, refuse one that lacks
+        windows SQLite has indexed (a deleted or foreign Chroma folder): questions would silently
+        lose the semantic path."""
         embedder = await self.embedder()
+        store = await self.store()
         async with self._lock:
             if self._vectors is None:
                 name = collection_name(embedder, self.settings)
+                generation = await store.generation()  # read first: a commit meanwhile is seen next time
                 self._vectors = Vectors(
                     await off_loop(VectorStore, self.settings.chroma_path, name, url=self.settings.chroma_url)
                 )
+                self._vectors_generation = generation
                 self._vectors_checked = False
             vectors = self._vectors
-        if check and not self._vectors_checked and not vectors.lent:  # lent: being built, checked after
-            store = await self.store()
+        generation = await store.generation()
+        if generation != self._vectors_generation:
+            async with self._reopening:
+                if generation != self._vectors_generation:  # not already done by a question before
+                    await vectors.reopen()
+                    self._vectors_generation = generation
+                    self._vectors_checked = False
+        if check and not self._vectors_checked:
             expected = await store.window_count()
             present = await vectors.count()
             if present < expected:
@@ -120,12 +140,31 @@ class Index:
             self._vectors_checked = True
         return vectors
 
+    async def vectors_to_write(self) -> Vectors:
+        """The Chroma collection for an ingest, which holds the campaign's ingest lock: opened afresh
+        whatever the stamp says (a process killed half-way through an ingest wrote windows and
+        committed nothing), since a write through a store read before another process wrote it
+        leaves it corrupt."""
+        vectors = await self.vectors(check=False)
+        generation = await (await self.store()).generation()
+        async with self._reopening:
+            await vectors.reopen()
+            self._vectors_generation = generation
+        return vectors
+
+    def wrote(self, generation: str) -> None:
+        """This process's ingest committed `generation`, through its own store: nothing to reopen."""
+        self._vectors_generation = generation
+
     async def close(self) -> None:
         for store in (self._store, self._writer, *self._idle_readers):
             if store is not None:
                 await store.close()
         self._store = self._writer = None
         self._idle_readers = []
+        if self._vectors is not None:
+            await self._vectors.close()
+            self._vectors = None
         if self._owns_llm:
             await self.llm.close()
 

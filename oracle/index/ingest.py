@@ -5,10 +5,14 @@ SQLite transaction swaps the chunks, windows, manifest and Compendium; only then
 SQLite no longer names deleted. A run killed anywhere leaves the previous index served (questions
 drop dense hits whose chunk SQLite lacks) and the next run completes the work, reusing any windows
 already stored. Annotations come last: they are a cache, filled in chunk by chunk.
+
+Any process may run it (the bot, `oracle ingest`, `oracle watch`, a timer); one at a time per campaign
+(`IngestLock`, across processes), and that one alone writes the campaign's Chroma folder, through a
+store it opens afresh under the lock. Its commits bump the index's generation stamp, which tells
+every other process to read the dense index again (docs/processes.md).
 """
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -42,7 +46,6 @@ from .compendium import (
     read_compendium_file,
 )
 from .index import Index, collection_name
-from .embed import EmbedError
 from .seam import Embeddings, Vectors, ingest_step
 from .store import CachedAnnotation, Changes, Compendium, FileRecord, StoreError, now
 from .vectors import VectorStoreError
@@ -66,7 +69,9 @@ class IngestError(OracleError, RuntimeError):
 
 
 class IngestLock:
-    """One ingest at a time, across processes: an advisory lock the OS drops if the holder dies."""
+    """One ingest at a time, across processes: an advisory lock the OS drops if the holder dies. It is
+    also what keeps two processes from ever writing one embedded Chroma folder: only an ingest writes
+    it, and the folder is the campaign's (`Settings.chroma_path`, inside the locked data folder)."""
 
     def __init__(self, path: Path, by: str) -> None:
         self.path = path
@@ -256,6 +261,14 @@ def chunk_all(scan: Scan, settings: Settings) -> dict[str, list[Chunk]]:
     return out
 
 
+def read_and_chunk(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> tuple[Scan, dict[str, list[Chunk]]]:
+    """A reingest's start, pure and CPU-bound (the CRD3 log: a tenth of a second of Python for a one-
+    session edit): sent to the embedding worker when there is one, so that it holds none of the bot's
+    interpreter lock while questions are answered."""
+    scan = scan_notes(settings, manifest, full)
+    return scan, chunk_all(scan, settings)
+
+
 # ---------------------------------------------------------------------------------------------
 # The Compendium, rebuilt from every source on each ingest (cheap next to embedding)
 
@@ -324,7 +337,8 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     report = IngestReport()
     store = await index.writer()
     embedder = await index.embedder()
-    vectors = await index.vectors(check=False)  # an ingest is what repairs a missing dense index
+    # Opened afresh: another process may have written it. An ingest is what repairs a missing one.
+    vectors = await index.vectors_to_write()
     meta = await store.meta()
     collection = collection_name(embedder, settings)
     # A new policy can change any note's visibility: every note is read again (unchanged text keeps
@@ -334,8 +348,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
 
     manifest = await store.manifest()
     progress(Progress("scan", 0, 0, str(settings.notes_dir)))
-    scan = await ingest_step(scan_notes, settings, manifest, full)
-    chunks_by_file = await ingest_step(chunk_all, scan, settings)
+    scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
     progress(Progress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
 
     skipped_paths = {s.path for s in scan.skipped}
@@ -372,7 +385,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     windows = await embedder.windows(to_add + lost, settings.window_overlap_tokens, settings.window_tokens)
     pending = [w for w in windows if w.id not in stored_ids]
     progress(Progress("embed", 0, len(pending)))
-    await _embed(embedder, vectors, pending, cold=not stored_ids, progress=progress)
+    await _embed(embedder, vectors, pending, progress=progress)
     report.windows_embedded = len(pending)
 
     notes_meta = {rel: _file_record(note, scan.hashes[rel]) for rel, note in scan.notes.items()}
@@ -423,6 +436,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
         },
     )
     await store.apply(changes, compendium)
+    index.wrote(await store.generation())  # this process's dense index holds what it wrote
     progress(Progress("commit", 1, 1))
 
     orphans = await vectors.all_ids() - await store.window_ids()
@@ -436,6 +450,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
         await store.replace_compendium(compendium)
+        index.wrote(await store.generation())
     report.entities = len(compendium[GM][0]) if compendium is not None else await store.entity_count(GM)
     report.chunks = len(all_texts)
     report.seconds = time.perf_counter() - started
@@ -444,32 +459,14 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     return report
 
 
-async def _embed(
-    embedder: Embeddings, vectors: Vectors, pending: list[Window], *, cold: bool, progress: ProgressFn
-) -> None:
-    """Embed `pending` and write it into the dense index, a batch at a time. A cold build (the
-    collection holds nothing) with the embedding worker lends the store to the worker, which embeds
-    and writes it there (`Vectors.lend`): Chroma's writes then hold none of this process's
-    interpreter lock. Otherwise the windows are written from here."""
-    worker = embedder.worker
-    lent = worker is not None and cold and bool(pending) and await vectors.lend()
-    try:
-        for i in range(0, len(pending), _EMBED_BATCH):
-            batch = pending[i : i + _EMBED_BATCH]
-            ids, texts = [w.id for w in batch], [w.text for w in batch]
-            metadatas = [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in batch]
-            if lent:
-                await worker.write(vectors.where, ids, texts, metadatas)
-            else:
-                await vectors.upsert(ids, await embedder.encode(texts), metadatas)
-            progress(Progress("embed", i + len(batch), len(pending)))
-    finally:
-        if lent:
-            try:
-                with contextlib.suppress(EmbedError):  # a worker that died holds nothing open
-                    await worker.close_store(vectors.where)
-            finally:
-                await vectors.take_back()
+async def _embed(embedder: Embeddings, vectors: Vectors, pending: list[Window], *, progress: ProgressFn) -> None:
+    """Embed `pending` (in the embedding worker when there is one) and write it into the dense index
+    from this process, a batch at a time."""
+    for i in range(0, len(pending), _EMBED_BATCH):
+        batch = pending[i : i + _EMBED_BATCH]
+        metadatas = [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in batch]
+        await vectors.upsert([w.id for w in batch], await embedder.encode([w.text for w in batch]), metadatas)
+        progress(Progress("embed", i + len(batch), len(pending)))
 
 
 def _rules(note: Note) -> str:

@@ -37,10 +37,6 @@ class WindowEncoder(Protocol):
 
     async def offload(self, fn: Callable[..., R], /, *args: object) -> R: ...
 
-    async def write(self, where: tuple[str, str], ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[dict]) -> None: ...
-
-    async def close_store(self, where: tuple[str, str]) -> None: ...
-
 
 # How often the interpreter lock changes hands (Python's default: every 5 ms). A thread running
 # pure Python (a note parsed, a prompt's tokens counted) makes the event loop wait up to this long
@@ -107,95 +103,40 @@ async def ingest_step(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) 
 
 
 class Vectors:
-    """The Chroma collection of dense windows, asynchronously (see `VectorStore`).
-
-    An ingest may lend an embedded store to the embedding worker (`lend`, `take_back`): a cold
-    build's writes then hold the worker's interpreter lock, not this process's. While it is lent, a
-    question's query finds nothing (the collection was empty, and SQLite names none of the windows
-    until the ingest commits) and every other call waits for the store to come back."""
+    """The Chroma collection of dense windows, asynchronously (see `VectorStore`)."""
 
     def __init__(self, store: VectorStore) -> None:
         self._store = store
-        self._calls = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._returned: asyncio.Event | None = None  # set while lent; fired when taken back
 
     @property
     def in_thread(self) -> VectorStore:
         """The store itself, for code that already runs off the event loop (a lane or `off_loop`)."""
         return self._store
 
-    @property
-    def lent(self) -> bool:
-        return self._returned is not None
-
-    @property
-    def where(self) -> tuple[str, str]:
-        """The folder and collection name a borrower opens (`VectorStore(Path(folder), name)`)."""
-        return str(self._store.path), self._store.name
-
-    async def _call(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-        while self._returned is not None:
-            await self._returned.wait()
-        self._calls += 1
-        self._idle.clear()
-        try:
-            return await off_loop(fn, *args, **kwargs)
-        finally:
-            self._calls -= 1
-            if not self._calls:
-                self._idle.set()
-
     async def count(self) -> int:
-        return await self._call(self._store.count)
+        return await off_loop(self._store.count)
 
     async def all_ids(self) -> set[str]:
-        return await self._call(self._store.all_ids)
+        return await off_loop(self._store.all_ids)
 
     async def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
-        await self._call(self._store.upsert, ids, vectors, metadatas)
+        await off_loop(self._store.upsert, ids, vectors, metadatas)
 
     async def delete(self, ids: Iterable[str]) -> None:
-        await self._call(self._store.delete, ids)
+        await off_loop(self._store.delete, ids)
 
     async def query(self, vector: np.ndarray, n: int, *, visibility: str | None = None) -> list[DenseHit]:
-        if self._returned is not None:
-            return []
-        return await self._call(self._store.query, vector, n, visibility=visibility)
+        return await off_loop(self._store.query, vector, n, visibility=visibility)
 
     async def vectors(self, *, visibility: str | None = None) -> tuple[list[str], list[str], np.ndarray]:
-        return await self._call(self._store.vectors, visibility=visibility)
+        return await off_loop(self._store.vectors, visibility=visibility)
 
-    async def lend(self) -> bool:
-        """Close this process's hold on the store, once the calls in flight are done, so another
-        process may write it: True if lent (call `take_back` when the borrower has closed it);
-        False, the store still open, when it cannot be (a server, or another client of this
-        process on the same folder: see `VectorStore.release`)."""
-        if self._returned is not None:
-            raise RuntimeError("the dense index is already lent")
-        self._returned = asyncio.Event()
-        await self._idle.wait()
-        try:
-            lent = await off_loop(self._store.release)
-        except BaseException:
-            await self.take_back()
-            raise
-        if not lent:
-            self._give_back()
-        return lent
+    async def reopen(self) -> None:
+        """Read the store afresh, once the calls in flight are done: what another process wrote."""
+        await off_loop(self._store.reopen)
 
-    async def take_back(self) -> None:
-        """Open the store again after `lend`: what the borrower wrote is there."""
-        try:
-            await off_loop(self._store.reopen)
-        finally:
-            self._give_back()
-
-    def _give_back(self) -> None:
-        returned, self._returned = self._returned, None
-        if returned is not None:
-            returned.set()
+    async def close(self) -> None:
+        await off_loop(self._store.close)
 
 
 class Embeddings:

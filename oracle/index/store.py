@@ -521,7 +521,8 @@ class Store:
         return (await self._one(f"SELECT count(*) FROM chunks WHERE visibility IN ({marks})", visibilities))[0]
 
     async def generation(self) -> str:
-        """Changes whenever an ingest commits: caches keyed by it never serve a replaced index."""
+        """Changes whenever an ingest commits a change, in whichever process: caches keyed by it never
+        serve a replaced index, and a process's dense index is read again when it changes."""
         row = await self._one("SELECT value FROM meta WHERE key = 'generation'")
         return row[0] if row else "0"
 
@@ -592,6 +593,8 @@ class Store:
             )
             if compendium is not None:
                 await self._write_compendium(compendium)
+            if compendium is not None or changes.remove_chunks or changes.add_chunks or changes.add_windows:
+                await self._next_generation()
             await db.executemany(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(changes.meta.items())
             )
@@ -600,10 +603,17 @@ class Store:
             await db.rollback()
             raise
 
+    async def _next_generation(self) -> None:
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', '1')"
+            " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
     async def replace_compendium(self, compendium: Compendium) -> None:
         await self.db.execute("BEGIN IMMEDIATE")
         try:
             await self._write_compendium(compendium)
+            await self._next_generation()
             await self.db.commit()
         except BaseException:
             await self.db.rollback()
@@ -613,10 +623,6 @@ class Store:
         """Both Compendiums, each entity row tagged with its reader (`visibility`); ids run on
         across them, so an id never names an entity of the other."""
         db = self.db
-        await db.execute(
-            "INSERT INTO meta (key, value) VALUES ('generation', '1')"
-            " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
         for table in ("mentions", "aliases", "entities"):
             await db.execute(f"DELETE FROM {table}")
         first = 0

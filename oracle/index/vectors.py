@@ -2,13 +2,35 @@
 
 The Chroma API is synchronous; callers reach it through the async facade in `seam`. SQLite stays the source
 of truth: a window whose chunk SQLite does not hold is ignored at query time and removed at ingest.
+
+An embedded folder may be open in several processes at once (the bot, `oracle ingest` from a shell or
+a timer, `oracle watch`): each holds Chroma's HNSW index in memory, loaded from the folder. Measured
+with chromadb 1.5 (docs/processes.md): a process that loads the index while another writes it can
+crash (a segmentation fault within seconds); a process that writes through an index loaded before
+another process wrote leaves the folder corrupt for every reader after it; and a process never sees
+what another wrote until it opens the folder again. So, per folder:
+
+- every call takes the folder's access lock (`oracle-access.lock` in the folder, `flock`): shared to
+  read, exclusive to write or to open, held for the one Chroma call only (a write is 16 windows);
+- `reopen` reads the folder afresh: a process does it before it writes (an ingest, under its own
+  lock, so no other process writes meanwhile) and when another process has committed an ingest
+  (the index's generation stamp, `Index.vectors`);
+- a process holds one Chroma client per folder (`_Folder`), whatever the number of stores on it, so
+  that a reopen is a real one (Chroma shares one store per folder within a process, kept until its
+  last client closes).
+
+A `chroma run` server serves every process as it is: none of this applies to it.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import logging
+import os
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -32,7 +54,9 @@ _WRITE_BATCH = 16
 # 1.2-1.3 s for 860-900 windows, measured on two cores (a question, then a reingest's first write).
 # Saving after every write's worth of rows bounds that to one write (21 ms measured, against 1,282 ms)
 # and replaces the longer periodic save (at 12,800 windows, a write's worst hold went from 60 to 42 ms;
-# the build took 11.3 s instead of 10.2 s).
+# the build took 11.3 s instead of 10.2 s). It also means a write leaves the folder whole when it
+# returns (its windows saved, or in the log of at most 15 that every reader replays): the access lock
+# (below) held for the one call covers the whole save.
 _HNSW = {"sync_threshold": _WRITE_BATCH, "batch_size": _WRITE_BATCH}
 
 
@@ -68,25 +92,79 @@ class DenseHit:
     distance: float
 
 
-def _client(path: Path, url: str | None):
-    import chromadb
+ACCESS_LOCK = "oracle-access.lock"
+
+
+@contextlib.contextmanager
+def _access(folder: Path, *, exclusive: bool) -> Iterator[None]:
+    """The folder's access lock for one Chroma call: shared to read, exclusive to write or open,
+    across processes and threads alike (each call opens the lock file anew: `flock` excludes two
+    opens of a file, even in one process, never two holders of one open). The OS drops it if the
+    process dies."""
+    try:
+        fd = os.open(folder / ACCESS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only folder: a lock file made before still serves its readers
+        try:
+            fd = os.open(folder / ACCESS_LOCK, os.O_RDONLY)
+        except OSError as exc:
+            raise VectorStoreError(
+                f"cannot take the lock of the Chroma store at {folder} ({exc.strerror or exc})"
+            ) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor of the open releases the lock
+
+
+def _chroma_settings():
     from chromadb.config import Settings as ChromaSettings
 
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    return ChromaSettings(anonymized_telemetry=False)
+
+
+def _server(url: str):
+    import chromadb
+
+    parsed = urlparse(url if "://" in url else f"http://{url}")
     try:
-        if url:
-            parsed = urlparse(url if "://" in url else f"http://{url}")
-            return chromadb.HttpClient(
-                host=parsed.hostname or "127.0.0.1",
-                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                ssl=parsed.scheme == "https",
-                settings=chroma_settings,
-            )
-        path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+        return chromadb.HttpClient(
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=_chroma_settings(),
+        )
     except Exception as exc:
-        where = url or str(path)
-        raise VectorStoreError(f"cannot open the Chroma store at {where}: {exc}") from exc
+        raise VectorStoreError(f"cannot open the Chroma store at {url}: {exc}") from exc
+
+
+class _Folder:
+    """This process's one Chroma client on an embedded folder, shared by every `VectorStore` on it.
+    `opened` counts the clients made: a store whose collections came from an earlier one (another
+    store on the folder reopened it) gets them again from the new one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.stores = 0
+        self.opened = 0
+        self.client = None
+
+    def open(self) -> None:
+        """A new client (the access lock held exclusively): the folder as it is on disk now."""
+        import chromadb
+
+        if self.client is not None:
+            self.client.close()  # the last client of the folder in this process: Chroma lets it go
+            self.client = None
+        try:
+            self.client = chromadb.PersistentClient(path=str(self.path), settings=_chroma_settings())
+        except Exception as exc:
+            raise VectorStoreError(f"cannot open the Chroma store at {self.path}: {exc}") from exc
+        self.opened += 1
+
+
+_FOLDERS: dict[Path, _Folder] = {}
+_FOLDERS_LOCK = threading.Lock()
 
 
 class VectorStore:
@@ -95,46 +173,90 @@ class VectorStore:
 
     def __init__(self, path: Path, collection: str, *, url: str | None = None) -> None:
         self.path, self.name, self.url = path, collection, url
-        self.reopen()
+        self._collections: dict[str, object] = {}
+        self._opened = 0  # the folder's client the collections came from
+        self._folder: _Folder | None = None
+        self._server = None
+        if url:
+            self._server = _server(url)
+            self._collections = self._get_collections(self._server)
+            return
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise VectorStoreError(f"cannot open the Chroma store at {path}: {exc.strerror or exc}") from exc
+        key = path.resolve()
+        with _FOLDERS_LOCK:
+            folder = self._folder = _FOLDERS.setdefault(key, _Folder(key))
+            folder.stores += 1
+        try:
+            with _access(path, exclusive=True):  # opening may write (a new collection, its settings)
+                if folder.client is None:
+                    folder.open()
+                self._attach()
+        except BaseException:
+            self._detach()
+            raise
 
-    def close(self) -> None:
-        self.client.close()
-        self.collections = {}
+    @property
+    def client(self):
+        return self._server if self._folder is None else self._folder.client
 
-    def release(self) -> bool:
-        """Close this process's hold on an embedded store, so another process (the embedding worker)
-        may write it: True when nothing of this process holds the folder open any more (`reopen`
-        once the other process has closed it). False, with the store open as before, for a server
-        (it serves both processes as it is) and when another client of this process still holds the
-        folder (Chroma keeps one store per folder per process, stopped by the last `close`): writing
-        it from two processes could lose windows."""
-        if self.url:
-            return False
-        self.close()
-        if self._folder_closed():
-            return True
-        self.reopen()
-        return False
+    @property
+    def collections(self) -> dict:
+        """The two collections, from the folder's current client."""
+        if self._folder is not None and self._opened != self._folder.opened:
+            self._attach()
+        return self._collections
 
-    def _folder_closed(self) -> bool:
-        try:  # Chroma's own registry of open stores: if it is not where it was, assume it is still open
-            from chromadb.api.shared_system_client import SharedSystemClient
-
-            open_stores = SharedSystemClient._identifier_to_system
-        except (ImportError, AttributeError):
-            return False
-        identifier = getattr(self.client, "_identifier", None)
-        return identifier is not None and identifier not in open_stores
+    def _attach(self) -> None:
+        folder = self._folder
+        assert folder is not None
+        self._collections, self._opened = self._get_collections(folder.client), folder.opened
 
     def reopen(self) -> None:
-        """Open the client and both collections: when made, and again after `release` (the store may
-        have been written meanwhile)."""
-        self.client = _client(self.path, self.url)
-        self.collections = {visibility: self._open(f"{self.name}-{visibility}") for visibility in (PUBLIC, GM)}
+        """Read the folder afresh: what other processes have written since it was opened. Waits for
+        this process's calls in flight on the folder (they hold the access lock). A server needs none."""
+        if self._folder is None:
+            return
+        with _access(self.path, exclusive=True):
+            self._folder.open()
+            self._attach()
 
-    def _open(self, name: str):
+    def close(self) -> None:
+        """Let go of the folder (its client closes with the last store on it) or the server."""
+        self._collections = {}
+        if self._folder is None:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+            return
         try:
-            collection = self.client.get_or_create_collection(
+            with _access(self.path, exclusive=True):
+                self._detach()
+        except VectorStoreError:  # the folder is gone: nothing of it is left to protect
+            self._detach()
+
+    def _detach(self) -> None:
+        folder, self._folder = self._folder, None
+        if folder is None:
+            return
+        with _FOLDERS_LOCK:
+            folder.stores -= 1
+            if folder.stores:
+                return
+            if _FOLDERS.get(folder.path) is folder:
+                del _FOLDERS[folder.path]
+        if folder.client is not None:
+            folder.client.close()
+            folder.client = None
+
+    def _get_collections(self, client) -> dict:
+        return {visibility: self._open(client, f"{self.name}-{visibility}") for visibility in (PUBLIC, GM)}
+
+    def _open(self, client, name: str):
+        try:
+            collection = client.get_or_create_collection(
                 name,
                 embedding_function=None,  # the default one tries a download
                 configuration={"hnsw": {"space": "cosine", "ef_search": 200, "ef_construction": 200, **_HNSW}},
@@ -149,45 +271,66 @@ class VectorStore:
                 log.warning("cannot set how often Chroma saves the collection %r: %s", name, exc)
         return collection
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        if self._folder is None:
+            yield
+            return
+        with _access(self.path, exclusive=False):
+            yield
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        if self._folder is None:
+            yield
+            return
+        with _access(self.path, exclusive=True):
+            yield
+
     def _chosen(self, visibility: str | None):
-        return [self.collections[visibility]] if visibility else list(self.collections.values())
+        collections = self.collections
+        return [collections[visibility]] if visibility else list(collections.values())
 
     @_guarded
     def count(self) -> int:
-        return sum(c.count() for c in self.collections.values())
+        with self._reading():
+            return sum(c.count() for c in self.collections.values())
 
     @_guarded
     def all_ids(self) -> set[str]:
         ids: set[str] = set()
-        for collection in self.collections.values():
-            offset = 0
-            while True:
-                page = collection.get(include=[], limit=10_000, offset=offset)["ids"]
-                ids.update(page)
-                if len(page) < 10_000:
-                    break
-                offset += len(page)
+        with self._reading():
+            for collection in self.collections.values():
+                offset = 0
+                while True:
+                    page = collection.get(include=[], limit=10_000, offset=offset)["ids"]
+                    ids.update(page)
+                    if len(page) < 10_000:
+                        break
+                    offset += len(page)
         return ids
 
     @_guarded
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
-        for visibility, collection in self.collections.items():
+        for visibility in (PUBLIC, GM):
             rows = [i for i, meta in enumerate(metadatas) if meta["visibility"] == visibility]
             for i in range(0, len(rows), _WRITE_BATCH):
                 batch = rows[i : i + _WRITE_BATCH]
-                collection.upsert(
-                    ids=[ids[j] for j in batch],
-                    embeddings=vectors[batch],
-                    metadatas=[metadatas[j] for j in batch],
-                )
+                with self._writing():
+                    self.collections[visibility].upsert(
+                        ids=[ids[j] for j in batch],
+                        embeddings=vectors[batch],
+                        metadatas=[metadatas[j] for j in batch],
+                    )
                 _hand_over()
 
     @_guarded
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
-        for collection in self.collections.values():
+        for visibility in (PUBLIC, GM):
             for i in range(0, len(ids), _WRITE_BATCH):
-                collection.delete(ids=ids[i : i + _WRITE_BATCH])
+                with self._writing():
+                    self.collections[visibility].delete(ids=ids[i : i + _WRITE_BATCH])
                 _hand_over()
 
     @_guarded
@@ -196,14 +339,15 @@ class VectorStore:
         if n <= 0:
             return []
         hits: list[DenseHit] = []
-        for collection in self._chosen(visibility):
-            # Distances only: fetching metadata from Chroma's own SQLite cost 4x the vector search
-            # (10 ms of 12 for 128 windows of 29k); the chunk id is part of the window id.
-            result = collection.query(query_embeddings=[vector], n_results=n, include=["distances"])
-            hits += [
-                DenseHit(window_id, Window.chunk_of(window_id), float(distance))
-                for window_id, distance in zip(result["ids"][0], result["distances"][0])
-            ]
+        with self._reading():
+            for collection in self._chosen(visibility):
+                # Distances only: fetching metadata from Chroma's own SQLite cost 4x the vector search
+                # (10 ms of 12 for 128 windows of 29k); the chunk id is part of the window id.
+                result = collection.query(query_embeddings=[vector], n_results=n, include=["distances"])
+                hits += [
+                    DenseHit(window_id, Window.chunk_of(window_id), float(distance))
+                    for window_id, distance in zip(result["ids"][0], result["distances"][0])
+                ]
         return sorted(hits, key=lambda h: (h.distance, h.window_id))[:n]
 
     @_guarded
@@ -212,10 +356,11 @@ class VectorStore:
         ids: list[str] = []
         chunk_ids: list[str] = []
         blocks = []
-        for collection in self._chosen(visibility):
-            data = collection.get(include=["embeddings", "metadatas"])
-            if len(data["ids"]):
-                ids += data["ids"]
-                chunk_ids += [m["chunk_id"] for m in data["metadatas"]]
-                blocks.append(np.asarray(data["embeddings"], dtype=np.float32))
+        with self._reading():
+            for collection in self._chosen(visibility):
+                data = collection.get(include=["embeddings", "metadatas"])
+                if len(data["ids"]):
+                    ids += data["ids"]
+                    chunk_ids += [m["chunk_id"] for m in data["metadatas"]]
+                    blocks.append(np.asarray(data["embeddings"], dtype=np.float32))
         return ids, chunk_ids, np.vstack(blocks) if blocks else np.zeros((0, 0), dtype=np.float32)

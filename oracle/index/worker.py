@@ -7,15 +7,13 @@ the process that answers questions (the bot) starts one worker process, once, lo
 once, and sends it every reingest's windows; questions are still embedded in-process (a few ms with
 ONNX Runtime). The Compendium's build runs there too (`offload`): over a second of pure Python for
 the CRD3 log, which in the bot's process competed with the loop for the interpreter lock and the
-cores all that time. The worker runs at a lower CPU priority and leaves a core free
+cores all that time; and so do reading and chunking the notes (`ingest.read_and_chunk`). The worker runs at a lower CPU priority and leaves a core free
 (`worker_threads`): a reingest never slows a question down more than it must. Same model, same
 code, same batches: the vectors are the ones the process itself would compute (tested).
 
-A cold build (an embedded Chroma collection that holds nothing yet) is also written from here
-(`write`). Chroma's Rust core holds the interpreter lock for a whole write: a write of 16 windows
-held it 18 ms p50 at the start of CRD3's build and 33 ms near its end (2,863 windows), on two cores.
-From the bot's process those writes stalled its loop past 50 ms while a campaign was built. So the
-bot lends the store for the build (`Vectors.lend`); two processes never hold one Chroma folder open.
+The windows are written into Chroma by the process that runs the ingest (the bot), never from here:
+one process writes a campaign's Chroma folder during an ingest, the one that holds its ingest lock
+(`oracle/index/vectors.py`, docs/processes.md).
 
 A killed worker fails the reingest it was serving with an `EmbedError` that says so (never a hang);
 the next call starts a new worker. A worker whose bot died exits by itself.
@@ -31,7 +29,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -39,7 +36,6 @@ import numpy as np
 from ..types import Chunk, Window
 from .embed import EmbedError, Embedder
 from .seam import off_loop, usable_cores
-from .vectors import VectorStore
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -103,23 +99,6 @@ def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list
     return _loaded().windows(chunks, overlap_tokens, size)
 
 
-# The embedded Chroma stores the bot has lent this process (`Vectors.lend`), by (folder, collection).
-_stores: dict[tuple[str, str], VectorStore] = {}
-
-
-def _write(where: tuple[str, str], ids: list[str], texts: list[str], metadatas: list[dict]) -> None:
-    store = _stores.get(where)
-    if store is None:
-        store = _stores[where] = VectorStore(Path(where[0]), where[1])
-    store.upsert(ids, _loaded().encode(texts), metadatas)
-
-
-def _close(where: tuple[str, str]) -> None:
-    store = _stores.pop(where, None)
-    if store is not None:
-        store.close()
-
-
 # ---------------------------------------------------------------------------------------------
 # In the bot's process
 
@@ -176,16 +155,6 @@ class EmbedWorker:
 
     async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
         return await self._submit(_windows, list(chunks), overlap_tokens, size)
-
-    async def write(self, where: tuple[str, str], ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[dict]) -> None:
-        """Embed windows and write them into the embedded Chroma store at `where` (folder, collection),
-        which the bot has lent this process (`Vectors.lend`): its writes hold this process's
-        interpreter lock, not the bot's."""
-        await self._submit(_write, where, list(ids), list(texts), list(metadatas))
-
-    async def close_store(self, where: tuple[str, str]) -> None:
-        """Close the lent store, before the bot takes it back (`Vectors.take_back`)."""
-        await self._submit(_close, where)
 
     async def offload(self, fn: Callable[..., R], /, *args: object) -> R:
         """`fn(*args)` in the worker process: a pure, CPU-bound step of a reingest. `fn` must be a

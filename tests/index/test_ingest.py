@@ -116,6 +116,40 @@ async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_i
     assert before == rows(settings, "SELECT id FROM chunks ORDER BY id")
 
 
+async def test_the_generation_stamp_changes_with_what_an_ingest_commits_and_only_then(
+    mini_notes, make_settings, open_index
+):
+    """Every process reads the dense index again when the stamp changes (docs/processes.md): a
+    reingest that changed nothing leaves it, so the bot reopens nothing after a quiet timer run."""
+    from oracle.oracle import Oracle
+
+    settings = make_settings(mini_notes)
+    index = open_index(settings)
+    await ingest(index)
+    store = await index.store()
+    first = await store.generation()
+    await ingest(index)
+    assert first == await store.generation()
+    session = mini_notes / "sessions" / "Session 4.md"
+    session.write_text(session.read_text() + "\nOld Wick blew out every candle but one.\n")
+    await ingest(index)
+    second = await store.generation()
+    assert second != first
+    # This process's own ingest wrote through its own store: the next question reopens nothing.
+    reopened = []
+    vectors = await index.vectors()
+    reopen = vectors.in_thread.reopen
+    vectors.in_thread.reopen = lambda: reopened.append(1) or reopen()
+    await Oracle(index).search("Who blew out the candles?")
+    assert [] == reopened
+    # Another process's commit does make it reopen, once.
+    with sqlite3.connect(settings.sqlite_path) as db:
+        db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+    await Oracle(index).search("Who blew out the candles?")
+    await Oracle(index).search("Who blew out the candles?")
+    assert [1] == reopened
+
+
 async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, open_index, fake_ollama):
     settings = make_settings(mini_notes, ollama_host=fake_ollama.url)
     index = open_index(settings)
@@ -250,10 +284,11 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
         hits = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
         assert [("campaign-log › Session 1",)] == top
-        # A server serves the embedding worker as it is: the store is never lent, and stays open.
+        # A server serves every process as it is: no folder, no lock, and nothing to read afresh.
         client = vectors.in_thread.client
-        assert not await vectors.lend()
+        await vectors.reopen()
         assert vectors.in_thread.client is client  # not even closed and opened again
+        assert not settings.chroma_path.exists()
         assert hits == await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
 
 

@@ -89,95 +89,140 @@ def test_a_store_made_with_chromas_default_saving_is_set_to_save_as_often(tmp_pa
 
 
 # ---------------------------------------------------------------------------------------------
-# Lending an embedded store to another process (the embedding worker's cold build)
+# One folder, several processes (docs/processes.md)
 
 WRITER = """
 import sys
-import numpy as np
+from pathlib import Path
 sys.path.insert(0, {root!r})
 from oracle.index.vectors import VectorStore
 from tests.index.test_vectors import window_rows
 
-store = VectorStore(__import__("pathlib").Path({folder!r}), "test")
-ids, vectors, metadatas = window_rows({n})
-store.upsert(ids, vectors, metadatas)
-store.client.close()
+store = VectorStore(Path({folder!r}), "test")
+ids, vectors, metadatas = window_rows({n}, seed={seed})
+store.upsert([{prefix!r} + i for i in ids], vectors, metadatas)
+store.close()
 """
 
 
-async def test_a_lent_store_is_written_by_another_process_and_read_back(tmp_path):
-    import asyncio
+def write_elsewhere(folder, n: int, seed: int, prefix: str) -> None:
+    """`n` windows written into `folder` by another process."""
     import subprocess
     import sys
     from pathlib import Path
 
-    from oracle.index.seam import Vectors
-
-    vectors = Vectors(VectorStore(tmp_path / "chroma", "test"))
-    ids, rows, _ = window_rows(40)
-    early_ids, early_rows, early_metadatas = window_rows(10, seed=9)
-    early_ids = [f"early{i}" for i in early_ids]
-    await vectors.upsert(early_ids, early_rows, early_metadatas)
-    assert (await vectors.query(early_rows[2], 1))[0].window_id == early_ids[2]  # its index is in memory
-    assert await vectors.lend()
-    with pytest.raises(RuntimeError, match="already lent"):
-        await vectors.lend()
-    # While lent: a question finds nothing (the collection was empty) and never fails; other calls
-    # wait for the store to come back.
-    assert [] == await vectors.query(rows[0], 5)
-    counting = asyncio.create_task(vectors.count())
-    folder, _ = vectors.where
     root = str(Path(__file__).resolve().parents[2])
-    await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", WRITER.format(root=root, folder=folder, n=40)], check=True, timeout=300
-    )
-    assert not counting.done()
-    await vectors.take_back()
-    assert 50 == await counting
-    assert await vectors.all_ids() == set(ids) | set(early_ids)
-    assert (await vectors.query(rows[7], 1))[0].window_id == ids[7]
+    code = WRITER.format(root=root, folder=str(folder), n=n, seed=seed, prefix=prefix)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
 
 
-async def test_a_store_another_client_of_this_process_holds_is_not_lent(tmp_path):
-    from oracle.index.seam import Vectors
+def test_a_reopened_store_finds_what_another_process_wrote(tmp_path):
+    store = VectorStore(tmp_path / "chroma", "test")
+    ids, rows, metadatas = window_rows(30)
+    store.upsert(ids, rows, metadatas)
+    assert store.query(rows[4], 1)[0].window_id == ids[4]  # its index is in memory now
+    write_elsewhere(tmp_path / "chroma", 40, seed=5, prefix="other")
+    other_ids, other_rows, _ = window_rows(40, seed=5)
+    store.reopen()
+    assert 70 == store.count()
+    assert store.query(other_rows[7], 1)[0].window_id == "other" + other_ids[7]
+    assert store.query(rows[4], 1)[0].window_id == ids[4]
 
-    other = VectorStore(tmp_path / "chroma", "test")  # a second client on the same folder, still open
-    vectors = Vectors(VectorStore(tmp_path / "chroma", "test"))
-    assert not await vectors.lend()
+
+def test_stores_on_one_folder_share_its_client_so_a_reopen_serves_them_all(tmp_path):
+    first = VectorStore(tmp_path / "chroma", "test")
+    second = VectorStore(tmp_path / "chroma", "test")
+    assert first.client is second.client
     ids, rows, metadatas = window_rows(20)
-    await vectors.upsert(ids, rows, metadatas)  # open again at once: written from here
-    assert (await vectors.query(rows[3], 1))[0].window_id == ids[3]
-    assert other.count() == 20
+    first.upsert(ids, rows, metadatas)
+    assert second.query(rows[2], 1)[0].window_id == ids[2]
+    write_elsewhere(tmp_path / "chroma", 20, seed=6, prefix="other")
+    other_ids, other_rows, _ = window_rows(20, seed=6)
+    first.reopen()
+    assert first.client is second.client
+    assert second.query(other_rows[3], 1)[0].window_id == "other" + other_ids[3]
+    first.close()  # the folder stays open for the other store
+    assert second.query(rows[5], 1)[0].window_id == ids[5]
+    second.close()
+    third = VectorStore(tmp_path / "chroma", "test")  # a new client: the last one closed
+    assert 40 == third.count()
 
 
-async def test_lending_waits_for_the_calls_in_flight(tmp_path):
-    import asyncio
-    import time
-
-    from oracle.index.seam import Vectors
+def test_a_read_waits_while_the_folder_is_written(tmp_path):
+    """The access lock: a write (any process, any thread) excludes every read of the folder."""
+    import fcntl
+    import os
+    import threading
 
     store = VectorStore(tmp_path / "chroma", "test")
-    ids, rows, metadatas = window_rows(20)
+    ids, rows, metadatas = window_rows(10)
     store.upsert(ids, rows, metadatas)
-    events: list[str] = []
-    query, release = store.query, store.release
+    fd = os.open(tmp_path / "chroma" / vectors_mod.ACCESS_LOCK, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a writer holds it during one write
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(store.query(rows[1], 1)))
+    reader.start()
+    reader.join(0.5)
+    assert reader.is_alive() and not found  # still waiting for the lock
+    os.close(fd)
+    reader.join(30)
+    assert found[0][0].window_id == ids[1]
 
-    def slow_query(*args, **kwargs):
-        time.sleep(0.3)
-        try:
-            return query(*args, **kwargs)
-        finally:
-            events.append("query done")
 
-    def spied_release():
-        events.append("released")
-        return release()
+STRESS_WRITER = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from oracle.index.vectors import VectorStore
+from tests.index.test_vectors import window_rows
 
-    store.query, store.release = slow_query, spied_release
-    vectors = Vectors(store)
-    asking = asyncio.create_task(vectors.query(rows[0], 3))
-    await asyncio.sleep(0.05)  # the query is in its thread
-    assert await vectors.lend()
-    assert ["query done", "released"] == events
-    assert (await asking)[0].window_id == ids[0]
-    await vectors.take_back()
+store = VectorStore(Path({folder!r}), "test")
+end = time.monotonic() + {seconds}
+n = 0
+while time.monotonic() < end:
+    ids, vectors, metadatas = window_rows(64, seed=n)
+    store.upsert([f"w{{n}}-{{i}}" for i in ids], vectors, metadatas)
+    if n >= 10:
+        store.delete([f"w{{n - 10}}-{{i}}" for i in ids[:32]])
+    n += 1
+print(n)
+"""
+
+STRESS_READER = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from oracle.index.vectors import VectorStore
+from tests.index.test_vectors import window_rows
+
+store = VectorStore(Path({folder!r}), "test")
+_, vectors, _ = window_rows(64, seed=1)
+end = time.monotonic() + {seconds}
+reads = 0
+while time.monotonic() < end:
+    store.reopen()  # the index loaded from the folder again, as after another process's commit
+    assert store.query(vectors[reads % 64], 5)
+    reads += 1
+print(reads)
+"""
+
+
+@pytest.mark.slow  # two processes for ten seconds
+def test_a_process_reading_the_folder_while_another_writes_it_never_crashes(tmp_path):
+    """Without the access lock, the reader died of a segmentation fault within seconds (loading the
+    index while the writer saved it): docs/processes.md."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = tmp_path / "chroma"
+    ids, rows, metadatas = window_rows(200)
+    VectorStore(folder, "test").upsert(ids, rows, metadatas)
+    root = str(Path(__file__).resolve().parents[2])
+    run = {"root": root, "folder": str(folder), "seconds": 10}
+    writer = subprocess.Popen([sys.executable, "-c", STRESS_WRITER.format(**run)], stdout=subprocess.PIPE, text=True)
+    reader = subprocess.run([sys.executable, "-c", STRESS_READER.format(**run)], capture_output=True, text=True,
+                            timeout=300, check=False)
+    written, _ = writer.communicate(timeout=300)
+    assert (0, 0) == (reader.returncode, writer.returncode), reader.stderr[-2000:]
+    assert int(reader.stdout) > 0 and int(written) > 0  # both worked all along

@@ -81,9 +81,9 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
         written_there = spy_upserts(await library.index("worker").vectors(check=False))
         here = await ingest(in_process.index("here"))
         there = await ingest(library.index("worker"))
-        assert ["build_compendium"] == offloaded
-        # A cold build: the worker wrote the windows into the store the bot lent it, the bot none.
-        assert (sum(written_here), sum(written_there)) == (here.windows_embedded, 0)
+        assert ["read_and_chunk", "build_compendium"] == offloaded
+        # Embedded there, written from here: the ingest's process alone writes the campaign's folder.
+        assert sum(written_here) == sum(written_there) == here.windows_embedded > 0
         assert (here.windows_embedded, here.chunks, here.entities) == (there.windows_embedded, there.chunks, there.entities)
         for visibilities in ((PUBLIC,), (PUBLIC, GM)):
             stores = [await i.store() for i in (in_process.index("here"), library.index("worker"))]
@@ -107,38 +107,41 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
         await in_process.close()
 
 
-async def test_a_build_the_worker_fails_gives_the_store_back_and_the_next_ingest_completes(
+async def test_a_build_the_worker_fails_commits_nothing_and_the_next_ingest_completes(
     worker, mini_notes, make_settings, embedder, tmp_path
 ):
+    for n in range(10, 16):  # more windows than one batch of the ingest
+        (mini_notes / "sessions" / f"Session {n}.md").write_text(
+            f"## Session {n}\n" + f"Mirela charted the coast past the Saltmarsh, day {n}. " * 150
+        )
     campaigns = Campaigns((Campaign("c", mini_notes, tmp_path / "c"),), source=tmp_path / "campaigns.toml")
     library = await Library.open(make_settings(mini_notes), campaigns, embedder=embedder, worker=False)
     library.embeddings.worker = library.worker = worker
     index = library.index("c")
-    write = worker.write
+    encode = worker.encode
     try:
         asked = []
+        calls = []
 
-        async def dies(*args):  # a question arrives while the store is lent, then the worker dies
+        async def dies(texts):  # the first batch is written, a question arrives, then the worker dies
+            calls.append(len(texts))
+            if len(calls) == 1:
+                return await encode(texts)
             asked.append(await Oracle(index).ask("who sold the brass compass?"))
             raise EmbedError("the embedding worker process stopped")
 
-        worker.write = dies
+        worker.encode = dies
         with pytest.raises(EmbedError):
             await ingest(index)
         assert ["not_found"] == [a.mode for a in asked]  # nothing committed yet: answered, not failed
         vectors = await index.vectors(check=False)
-        assert 0 == await vectors.count()  # taken back, open, and nothing half-written
-        worker.write = write
+        assert 0 < await vectors.count() == calls[0]  # the first batch, which nothing names yet
+        worker.encode = encode
         report = await ingest(index)
-        assert report.windows_embedded == await vectors.count() > 0
-        # A reingest of a built store writes from the bot: the store is lent only to build it cold.
-        written = spy_upserts(vectors)
-        session = mini_notes / "sessions" / "Session 4.md"
-        session.write_text(session.read_text() + "\n\nLater, the party counted the brass compasses again.\n")
-        again = await ingest(index)
-        assert sum(written) == again.windows_embedded > 0
+        assert report.windows_embedded + calls[0] == await vectors.count()  # the batch stored is reused
+        assert (await Oracle(index).search("who sold the brass compass?")).paths["semantic"]
     finally:
-        worker.write = write
+        worker.encode = encode
         library.worker = library.embeddings.worker = None
         await library.close()
 
