@@ -142,13 +142,13 @@ class Index:
 
     async def vectors_to_write(self) -> Vectors:
         """The Chroma collection for an ingest, which holds the campaign's ingest lock: opened afresh
-        whatever the stamp says (a process killed half-way through an ingest wrote windows and
-        committed nothing), since a write through a store read before another process wrote it
-        leaves it corrupt."""
+        when another process wrote the folder since this one read it, whatever the stamp says (a
+        process killed half-way through an ingest wrote windows and committed nothing), since a write
+        through a store read before another process wrote it leaves it corrupt."""
         vectors = await self.vectors(check=False)
         generation = await (await self.store()).generation()
         async with self._reopening:
-            await vectors.reopen()
+            await vectors.reopen_if_written()
             self._vectors_generation = generation
         return vectors
 

@@ -148,6 +148,17 @@ class _Folder:
         self.stores = 0
         self.opened = 0
         self.client = None
+        self.seen: tuple | None = None  # the folder's files as this process last left them (`files`)
+
+    def files(self) -> tuple:
+        """Every file of the folder with its size and time, but the lock: what tells whether another
+        process wrote it since this one last opened or wrote it."""
+        found = []
+        for path in sorted(self.path.rglob("*")):
+            if path.name != ACCESS_LOCK and path.is_file():
+                stat = path.stat()
+                found.append((str(path), stat.st_size, stat.st_mtime_ns))
+        return tuple(found)
 
     def open(self) -> None:
         """A new client (the access lock held exclusively): the folder as it is on disk now."""
@@ -161,6 +172,7 @@ class _Folder:
         except Exception as exc:
             raise VectorStoreError(f"cannot open the Chroma store at {self.path}: {exc}") from exc
         self.opened += 1
+        self.seen = self.files()
 
 
 _FOLDERS: dict[Path, _Folder] = {}
@@ -285,7 +297,22 @@ class VectorStore:
             yield
             return
         with _access(self.path, exclusive=True):
-            yield
+            try:
+                yield
+            finally:
+                self._folder.seen = self._folder.files()
+
+    def reopen_if_written(self) -> None:
+        """Before an ingest writes: read the folder afresh if another process wrote it since this one
+        last opened or wrote it (a process killed half-way through an ingest commits nothing, so the
+        stamp cannot tell). Left as it is otherwise: closing costs nothing then, and a client that
+        cannot be opened again (a full disk) would leave nothing to answer with."""
+        if self._folder is None:
+            return
+        with _access(self.path, exclusive=True):
+            if self._folder.client is None or self._folder.files() != self._folder.seen:
+                self._folder.open()
+                self._attach()
 
     def _chosen(self, visibility: str | None):
         collections = self.collections
