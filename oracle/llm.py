@@ -4,15 +4,8 @@ Every call has a timeout (the client's default is none) and every transport fail
 `LLMError` whose message is the reason a game master can act on; a stream that dies after some text
 becomes a `StreamCut` that keeps the text.
 
-One deadline per question (`Deadline`): its first words are due a fixed time after it is asked,
-whatever the rerank, the wait for a model slot or a model still loading took; once words flow, only a
-pause between two of them (or the whole answer's bound) ends the reply.
-
-One context window: every chat request carries the same `options.num_ctx` (Ollama keeps one runner
-per model and context size, so a different size reloads the model) and a `num_predict`, the reply's
-budget. Without `num_ctx` Ollama serves 2,048 tokens and cuts a longer prompt from the front. The
-window is the configured ORACLE_NUM_CTX, lowered to the model's own context length, read once from
-`/api/show` (`model_info["<architecture>.context_length"]`).
+A question's time is bounded by its `deadline.Deadline`; every chat request carries the same
+context window (`context_window.ContextWindow`).
 """
 from __future__ import annotations
 
@@ -20,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -29,6 +21,7 @@ import httpx
 import ollama
 from pydantic import BaseModel, ValidationError
 
+from .context_window import ContextWindow, context_length
 from .errors import OracleError
 from .settings import Settings
 
@@ -61,81 +54,6 @@ class StreamCut(LLMError):
         self.timed_out = bool(bound)
 
 
-# How the reason of an answer whose first words were not written in time begins (`Deadline.missed`).
-MISSED = "the model did not start answering within"
-
-# The rerank's share of the first-words deadline: the answer needs the other half to read its prompt
-# (thousands of tokens of notes) and write a first word, on the same model.
-RERANK_SHARE = 0.5
-
-
-class Deadline:
-    """One question's time, on the monotonic clock from the moment it was asked: its first words
-    are due within `first_words` seconds (the rerank may take `RERANK_SHARE` of them), then a pause
-    between two pieces of the reply may last `token_gap`, and the whole reply ends by `whole`."""
-
-    def __init__(self, first_words: float, token_gap: float, whole: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        # The first words cannot come after the whole answer's end: the shorter bound is theirs.
-        self.bound_by = "ORACLE_FIRST_WORDS_SECONDS" if first_words <= whole else "ORACLE_ANSWER_TIMEOUT"
-        self.first_words = min(first_words, whole)
-        self.token_gap = token_gap
-        self.whole = whole
-        self.clock = clock
-        self.start = clock()
-
-    @classmethod
-    def of(cls, settings: Settings, clock: Callable[[], float] = time.monotonic) -> Deadline:
-        """A question's deadline as ORACLE_FIRST_WORDS_SECONDS, ORACLE_TOKEN_GAP_SECONDS and
-        ORACLE_ANSWER_TIMEOUT set it, starting now."""
-        return cls(settings.first_words, settings.token_gap, settings.answer_timeout, clock)
-
-    def elapsed(self) -> float:
-        return self.clock() - self.start
-
-    def left(self) -> float:
-        """Seconds left until the first words are due (0 once past)."""
-        return max(0.0, self.first_words - self.elapsed())
-
-    def rerank_left(self) -> float:
-        """Seconds left of the rerank's share (0 once past)."""
-        return max(0.0, RERANK_SHARE * self.first_words - self.elapsed())
-
-    def whole_left(self) -> float:
-        """Seconds left until the whole answer must end (0 once past)."""
-        return max(0.0, self.whole - self.elapsed())
-
-    @property
-    def missed(self) -> str:
-        """Why the player got the passages when the first words did not come in time."""
-        return f"{MISSED} {self.first_words:g} s ({self.bound_by})"
-
-
-@dataclass(frozen=True)
-class Window:
-    """The context window every request is sent with, and why it differs from the setting."""
-
-    num_ctx: int
-    configured: int
-    answer_tokens: int  # the answer's num_predict
-    model_limit: int | None = None  # the model's context_length, when Ollama said it
-    reason: str = ""  # why num_ctx is lower than configured, or why the model's limit is unknown
-
-    @property
-    def budget(self) -> int:
-        """Tokens the answer prompt may take: the window less the reply's budget."""
-        return self.num_ctx - self.answer_tokens
-
-    def to_json(self) -> dict:
-        return {
-            "num_ctx": self.num_ctx,
-            "configured": self.configured,
-            "answer_tokens": self.answer_tokens,
-            "model_limit": self.model_limit,
-            "reason": self.reason,
-        }
-
-
 @dataclass(frozen=True)
 class Reply:
     """A finished chat reply and Ollama's own counts (None when it did not report them)."""
@@ -147,12 +65,6 @@ class Reply:
 
 
 TextFn = Callable[[str], Awaitable[None]]
-
-
-def describe_window(window: dict) -> str:
-    """`Window.to_json()` as a status line: the num_ctx every request carries, and why it is not the setting."""
-    line = f"{window['num_ctx']} tokens, {window['answer_tokens']} of them for the answer"
-    return f"{line} ({window['reason']})" if window["reason"] else line
 
 
 def describe_loaded(loaded: dict) -> str:
@@ -183,16 +95,6 @@ def _error(exc: BaseException, host: str, model: str) -> LLMError:
     return cls(_reason(exc, host, model))
 
 
-def context_length(model_info: dict[str, Any] | None) -> int | None:
-    """The model's trained context length from `/api/show`'s model_info, e.g. `qwen2.context_length`."""
-    info = model_info or {}
-    arch = info.get("general.architecture")
-    value = info.get(f"{arch}.context_length") if arch else None
-    if value is None:  # an architecture key that does not match: take any *.context_length
-        value = next((v for k, v in info.items() if k.endswith(".context_length")), None)
-    return int(value) if isinstance(value, (int, float)) and value > 0 else None
-
-
 class LLM:
     def __init__(
         self,
@@ -216,7 +118,7 @@ class LLM:
         self.num_ctx = num_ctx
         self.answer_tokens = answer_tokens
         self._load: asyncio.Future[str | None] | None = None  # the load in flight, or the last one
-        self._window: Window | None = None
+        self._window: ContextWindow | None = None
         self._window_lock = asyncio.Lock()
         self.max_timeout = max_timeout
         self._owns_client = client is None
@@ -245,7 +147,7 @@ class LLM:
             num_ctx=self.num_ctx, answer_tokens=self.answer_tokens, client=self._client,
         )
 
-    async def window(self, timeout: float = 10.0) -> Window:
+    async def window(self, timeout: float = 10.0) -> ContextWindow:
         """The window requests are sent with: read from the model once; the setting while Ollama is away."""
         async with self._window_lock:
             if self._window is not None:
@@ -254,7 +156,7 @@ class LLM:
                 shown = await asyncio.wait_for(self._client.show(self.model), min(timeout, self.timeout))
             except Exception as exc:  # not cached: the next request asks again
                 reason = f"the model's context length is unknown ({_reason(exc, self.host, self.model)})"
-                return Window(self.num_ctx, self.num_ctx, self._answer_tokens(self.num_ctx), None, reason)
+                return ContextWindow(self.num_ctx, self.num_ctx, self._answer_tokens(self.num_ctx), None, reason)
             limit = context_length(shown.modelinfo)
             num_ctx, reason = self.num_ctx, ""
             if limit is None:
@@ -262,7 +164,7 @@ class LLM:
             elif limit < self.num_ctx:
                 num_ctx = limit
                 reason = f"lowered from ORACLE_NUM_CTX={self.num_ctx}: {self.model} serves at most {limit} tokens"
-            self._window = Window(num_ctx, self.num_ctx, self._answer_tokens(num_ctx), limit, reason)
+            self._window = ContextWindow(num_ctx, self.num_ctx, self._answer_tokens(num_ctx), limit, reason)
             if reason:
                 log.warning("context window %d tokens: %s", num_ctx, reason)
             return self._window

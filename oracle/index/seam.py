@@ -1,29 +1,22 @@
-"""The one async seam: everything that blocks runs on a worker thread from here.
+"""The index's async facades over its synchronous parts.
 
-Chroma's client and the embedding model are synchronous, and a reingest's parsing and Compendium
-build are seconds of CPU. Run on the event loop, any of them stalls Discord's heartbeat and every
-question waiting behind it. So the index hands out async facades (`Vectors`, `Embeddings`) over the
-synchronous classes; calls that wait go through `off_loop`, and pure Python that takes long on the
-CPU through one of two lanes (`question_step`, `ingest_step`). No other module calls `to_thread`.
+Chroma's client and the embedding model are synchronous. Run on the event loop, either stalls
+Discord's heartbeat and every question waiting behind it. So the index hands out `Vectors` and
+`Embeddings`, whose calls leave the loop through `oracle.offload`.
 """
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
-import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
+from ..offload import ingest_step, off_loop, usable_cores
 from ..settings import Settings
-from ..types import Chunk, Window
+from ..types import Chunk, EmbeddingWindow
 from .embed import Embedder
 from .vectors import DenseHit, VectorStore
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -33,24 +26,9 @@ class WindowEncoder(Protocol):
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
-    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]: ...
+    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[EmbeddingWindow]: ...
 
     async def offload(self, fn: Callable[..., R], /, *args: object) -> R: ...
-
-
-# How often the interpreter lock changes hands (Python's default: every 5 ms). A thread running
-# pure Python (a note parsed, a prompt's tokens counted) makes the event loop wait up to this long
-# each time it wants the lock, and with several such threads the waits add up. The bot sets 1 ms:
-# `bench/load.py` measured the loop's worst stall during an ingest with questions arriving fall from
-# 114 ms to 24-49 ms, with no fewer questions answered a second.
-SWITCH_INTERVAL = 0.001
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity, not the machine's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def search_concurrency(settings: Settings) -> int:
@@ -59,47 +37,6 @@ def search_concurrency(settings: Settings) -> int:
     once than there are cores only makes each slower and the loop later, while a question waiting
     for its turn costs nothing."""
     return settings.search_concurrency or usable_cores()
-
-
-async def off_loop(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """`fn(*args, **kwargs)` on a worker thread of asyncio's pool: for a call that waits (files, a
-    model's loading) or runs in native code that lets go of the interpreter lock (Chroma's reads,
-    torch, ONNX Runtime). Pure Python goes through a lane instead."""
-    return await asyncio.to_thread(fn, *args, **kwargs)
-
-
-class Lane:
-    """One thread that runs CPU-bound pure Python, one step after another.
-
-    Under the interpreter lock, pure Python on several threads goes no faster than on one, and
-    each thread that wants the lock makes the event loop wait its turn (`bench/lanes.py`: twenty
-    prompts' tokens counted at once through asyncio's pool, six threads on two cores, made a 10 ms
-    sleep of the loop wake up to 51-80 ms late over four runs; through one thread, 6-9 ms, and the
-    counting ended no later). So each kind of step has one thread."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-
-    async def run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
-
-
-# Two lanes per process, shared by every campaign: a question's steps (fitting its prompt,
-# checking its answer) never wait behind an ingest's (reading and chunking a whole campaign).
-QUESTION_LANE = Lane("oracle-question")
-INGEST_LANE = Lane("oracle-ingest")
-
-
-async def question_step(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """A question's CPU-bound step (milliseconds of pure Python), off the event loop."""
-    return await QUESTION_LANE.run(fn, *args, **kwargs)
-
-
-async def ingest_step(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """An ingest's CPU-bound step (up to seconds of pure Python), off the event loop."""
-    return await INGEST_LANE.run(fn, *args, **kwargs)
 
 
 class Vectors:
@@ -169,7 +106,7 @@ class Embeddings:
     async def encode_query(self, text: str) -> np.ndarray:
         return await off_loop(self._embedder.encode_query, text)
 
-    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
+    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[EmbeddingWindow]:
         if self.worker is not None and chunks:
             return await self.worker.windows(chunks, overlap_tokens, size)
         return await off_loop(self._embedder.windows, chunks, overlap_tokens, size)
