@@ -8,7 +8,7 @@ from .index.index import Index
 from .index.store import EntityName, EntityRecord
 from .retrieve.entity import Matchers
 from .text import normalize
-from .types import Mentioned, readable
+from .types import Clearance, Mentioned
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,16 @@ class Dossiers:
         self.index = index
         self.matchers = matchers
 
-    async def names(self, query: str, *, gm: bool = False, limit: int = 25) -> list[str]:
+    async def names(self, query: str, *, clearance: Clearance = Clearance.PLAYER, limit: int = 25) -> list[str]:
         """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
         store = await self.index.store()
-        rows = await store.entity_names(readable(gm))
+        rows = await store.entity_names(clearance)
         return [name for _, name in rank_names(query, rows, limit)]
 
-    async def who(self, name: str, *, gm: bool = False) -> Dossier | None:
+    async def who(self, name: str, *, clearance: Clearance = Clearance.PLAYER) -> Dossier | None:
         """The dossier of the entity a name (or alias, or a near miss) points at."""
         store = await self.index.store()
-        matcher, _ = await self.matchers.lookup(gm, store)
+        matcher, _ = await self.matchers.lookup(clearance, store)
         candidates = matcher.by_norm.get(normalize(name)) or []
         entity_id = candidates[0][0] if candidates else None
         if entity_id is None:
@@ -94,5 +94,5 @@ class Dossiers:
             if not found:
                 return None
             entity_id = found[0].entity_id
-        entity = await store.entity(entity_id, readable(gm))
+        entity = await store.entity(entity_id, clearance)
         return None if entity is None else build_dossier(entity)

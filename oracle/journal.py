@@ -18,7 +18,7 @@ hold the answer). Confirmed questions export as a bank in the evaluation format 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,9 +26,10 @@ import aiosqlite
 
 from .answer.results import Answer, abstains
 from .errors import OracleError
-from .index.seam import question_step
+from .offload import question_step
 from .retrieve.keyword import stem
 from .text import STOPWORDS, text_words
+from .types import Clearance
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -88,7 +89,7 @@ class Asked:
     guild_id: int | None = None
     channel_id: int | None = None
     history: tuple[str, ...] = ()
-    gm: bool = False
+    clearance: Clearance = Clearance.PLAYER
     generation: str = ""
 
 
@@ -164,7 +165,7 @@ async def open_sqlite(path: Path, schema: str) -> aiosqlite.Connection:
     return db
 
 
-def group_unanswered(rows: Sequence[Sequence], limit: int) -> list[Unanswered]:
+def group_unanswered(rows: Iterable[Sequence], limit: int) -> list[Unanswered]:
     """(id, created, question, mode, abstained, voted down) rows, newest first, into groups of similar
     questions, each named by its newest wording."""
     groups: list[tuple[frozenset[str], Unanswered]] = []
@@ -212,7 +213,7 @@ class Journal:
             (asked.kind, asked.guild_id, asked.channel_id, asked.asker_id, asked.asker, asked.question,
              json.dumps(list(asked.history)), answer.text, answer.mode,
              int(abstains(answer)),
-             json.dumps([c.to_json() for c in answer.citations]), int(asked.gm), asked.generation),
+             json.dumps([c.to_json() for c in answer.citations]), int(asked.clearance.gm), asked.generation),
         )
         await self.db.commit()
         assert cursor.lastrowid is not None
@@ -273,22 +274,24 @@ class Journal:
             "SELECT COALESCE(SUM(vote = 1), 0), COALESCE(SUM(vote = -1), 0) FROM votes WHERE answer_id = ?",
             (answer_id,),
         ) as cursor:
-            up, down = await cursor.fetchone()  # type: ignore[misc]
+            row = await cursor.fetchone()
+        assert row is not None  # an aggregate without GROUP BY answers one row
+        up, down = row
         return Votes(up, down)
 
     async def recent(self, limit: int = 50) -> list[Recorded]:
         async with self.db.execute(f"SELECT {_COLUMNS} FROM answers ORDER BY id DESC LIMIT ?", (limit,)) as cursor:
             return [_recorded(r) for r in await cursor.fetchall()]
 
-    async def unanswered(self, *, gm: bool = True, limit: int = 25) -> list[Unanswered]:
+    async def unanswered(self, *, clearance: Clearance = Clearance.GM, limit: int = 25) -> list[Unanswered]:
         """Groups of similar questions the notes did not answer, the most recently asked first.
-        `gm=False` leaves out questions answered with the game master's clearance."""
+        A player's clearance leaves out questions answered with the game master's."""
         async with self.db.execute(
             "SELECT id, created, question, mode, abstained, down FROM (SELECT a.*,"
             " EXISTS (SELECT 1 FROM votes v WHERE v.answer_id = a.id AND v.vote = -1) AS down FROM answers a"
             " WHERE a.kind != 'recap' AND (? OR a.gm = 0))"
             " WHERE mode = 'not_found' OR abstained OR down ORDER BY id DESC",
-            (int(gm),),
+            (int(clearance.gm),),
         ) as cursor:
             rows = await cursor.fetchall()
         return await question_step(group_unanswered, rows, limit)  # stemming every question is CPU work
@@ -301,7 +304,7 @@ class Journal:
         ) as cursor:
             rows = await cursor.fetchall()
         out = []
-        for id_, question, history, kind, labels in rows:
+        for id_, question, history, _kind, labels in rows:
             relevant = json.loads(labels)
             history = json.loads(history)
             out.append({

@@ -1,21 +1,40 @@
 """Boundary types passed between stages: frozen, plain, free of storage objects."""
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
-PUBLIC = "public"
-GM = "gm"
 # Whose text a row is: everyone's, or the game master's alone. Every row that can reach a player
 # (chunk, window, name, alias, mention, annotation) carries one.
 Visibility = Literal["public", "gm"]
+PUBLIC: Final = "public"  # Final: a `Visibility` wherever one is expected
+GM: Final = "gm"
 
 
+class Clearance(enum.Enum):
+    """Who reads: a player, or the game master. One value from the bot and the CLI down to SQL."""
 
-def readable(gm: bool) -> tuple[str, ...]:
-    """The visibilities a reader may read: a player public text, the game master everything."""
-    return (PUBLIC, GM) if gm else (PUBLIC,)
+    PLAYER = "player"
+    GM = "gm"
+
+    @classmethod
+    def of(cls, gm: bool) -> Clearance:
+        return cls.GM if gm else cls.PLAYER
+
+    @property
+    def gm(self) -> bool:
+        return self is Clearance.GM
+
+    @property
+    def visibilities(self) -> tuple[Visibility, ...]:
+        """The visibilities this reader may read: a player public text, the game master everything."""
+        return (PUBLIC, GM) if self is Clearance.GM else (PUBLIC,)
+
+    def sql(self, column: str = "visibility") -> str:
+        """The SQL condition on `column` for this reader: a constant, no parameter to bind."""
+        return f"{column} IN ({', '.join(repr(v) for v in self.visibilities)})"
 
 
 # What a retrieval path returns: (chunk id, score), best first.
@@ -109,7 +128,7 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Window:
+class EmbeddingWindow:
     """A slice of a chunk that fits the embedding model; a Chroma record points at its chunk.
     Its id is `<chunk id>:<n>`, so a search reads the chunk off the id without fetching metadata."""
 
@@ -150,7 +169,7 @@ INGEST_STAGES = {"scan": "files", "embed": "windows embedded", "commit": "index"
 
 
 @dataclass(frozen=True)
-class Progress:
+class IngestProgress:
     stage: str  # scan | embed | commit | annotate | done
     done: int
     total: int

@@ -2,13 +2,19 @@
 
 A player's status counts what a player can read and names no host, path, error, GM-only count,
 policy or withheld answer; the game master's has them all, and the policy of who reads what.
+The game master's part is a field of its own (`IndexStatus.gm`, `StoreStats.gm`), `None` in a
+player's status, so a player's cannot carry it by mistake.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ..types import Clearance
 from . import annotate
 from .index import Index
+from .store import StoreStats, Withheld
 
 # What a player reads when Ollama does not answer: the reason, with its host, is the game master's.
 PLAYER_OLLAMA = "not answering"
@@ -17,46 +23,88 @@ PLAYER_OLLAMA = "not answering"
 PLAYER_WINDOW_UNKNOWN = "the model's context length is unknown"
 
 
-async def index_status(index: Index, *, gm: bool = True) -> dict:
+@dataclass(frozen=True)
+class GMStatus:
+    """What only the game master's status names."""
+
+    notes_dir: str | None
+    policy: str  # who reads what (`Policy.describe`)
+    withheld: Withheld
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What is indexed, when, with which models, and whether Ollama answers, as one reader sees it.
+    `context`, `ollama` and `model_loaded` are the language model's own JSON (a player's without
+    host or error); `ollama` holds a `host` in the game master's only."""
+
+    stats: StoreStats
+    annotation_coverage: float
+    last_ingest: str | None
+    last_ingest_seconds: float | None
+    embed_model: str
+    model: str
+    context: dict[str, Any]
+    ollama: dict[str, Any]
+    model_loaded: dict[str, Any]
+    gm: GMStatus | None = None  # the game master's alone: None in a player's
+
+    def to_json(self) -> dict:
+        """The status as `oracle status --json` prints it."""
+        out = {
+            **self.stats.to_json(),
+            "annotation_coverage": self.annotation_coverage,
+            "last_ingest": self.last_ingest,
+            "last_ingest_seconds": self.last_ingest_seconds,
+            "embed_model": self.embed_model,
+            "model": self.model,
+            "context": self.context,
+        }
+        if self.gm is not None:
+            out |= {"notes_dir": self.gm.notes_dir, "policy": self.gm.policy}
+        out |= {"ollama": self.ollama, "model_loaded": self.model_loaded}
+        if self.gm is not None:
+            out["withheld"] = self.gm.withheld.to_json()
+        return out
+
+
+async def index_status(index: Index, *, clearance: Clearance = Clearance.GM) -> IndexStatus:
     """What is indexed, when, with which models, and whether Ollama answers. A player's
-    (`gm=False`) counts public text only and gives no host, path, error, GM-only count, policy or
-    withheld answer; the game master's names the policy of who reads what (`policy`)."""
+    (`Clearance.PLAYER`) counts public text only and gives no host, path, error, GM-only count, policy
+    or withheld answer; the game master's names the policy of who reads what (`GMStatus.policy`)."""
     settings = index.settings
     store = await index.store()
-    stats = await store.stats(settings.model, annotate.PROMPT_VERSION, gm=gm)
+    stats = await store.stats(settings.model, annotate.PROMPT_VERSION, clearance=clearance)
     meta = await store.meta()
     llm = index.llm
     reason = await llm.probe(settings.ollama_probe_timeout)
-    window = await llm.window(settings.ollama_probe_timeout)
+    context = (await llm.window(settings.ollama_probe_timeout)).to_json()
     loaded = await llm.loaded(settings.ollama_probe_timeout) if reason is None else {
         "loaded": None, "context_length": None, "reason": reason}
-    status = {
-        **stats,
-        "annotation_coverage": round(stats["annotated"] / stats["chunks"], 3) if stats["chunks"] else 0.0,
-        "last_ingest": meta.get("last_ingest"),
-        "last_ingest_seconds": float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
-        "embed_model": meta.get("embed_model", settings.embed_model),
-        "model": settings.model,
-        "context": window.to_json(),
-    }
-    if not gm:
-        context = status["context"]
+    embed_model = meta.get("embed_model", settings.embed_model)
+    gm: GMStatus | None = None
+    if clearance.gm:
+        ollama: dict[str, Any] = {"host": settings.ollama_host, "ok": reason is None, "reason": reason}
+        gm = GMStatus(meta.get("notes_dir"), settings.policy.describe(), await store.withheld())
+    else:
+        embed_model = model_name(embed_model)
         if context["model_limit"] is None and context["reason"]:
             # Unknown: Ollama did not say, or did not answer (its host and error are in the reason).
             context = context | {"reason": PLAYER_WINDOW_UNKNOWN}
-        return status | {
-            "embed_model": model_name(status["embed_model"]),
-            "context": context,
-            "ollama": {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA},
-            "model_loaded": loaded | {"reason": PLAYER_OLLAMA if loaded.get("reason") else None},
-        }
-    return status | {
-        "notes_dir": meta.get("notes_dir"),
-        "policy": settings.policy.describe(),
-        "ollama": {"host": settings.ollama_host, "ok": reason is None, "reason": reason},
-        "model_loaded": loaded,
-        "withheld": await store.withheld(),
-    }
+        ollama = {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA}
+        loaded = loaded | {"reason": PLAYER_OLLAMA if loaded.get("reason") else None}
+    return IndexStatus(
+        stats=stats,
+        annotation_coverage=round(stats.annotated / stats.chunks, 3) if stats.chunks else 0.0,
+        last_ingest=meta.get("last_ingest"),
+        last_ingest_seconds=float(meta["last_ingest_seconds"]) if "last_ingest_seconds" in meta else None,
+        embed_model=embed_model,
+        model=settings.model,
+        context=context,
+        ollama=ollama,
+        model_loaded=loaded,
+        gm=gm,
+    )
 
 
 def model_name(model: str) -> str:

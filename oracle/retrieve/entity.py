@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..index.index import Index
-from ..index.seam import question_step
 from ..index.store import MentionWeight, Store, VisibleAlias
+from ..offload import question_step
 from ..text import STOPWORDS, normalize_text
-from ..types import Scored, readable
+from ..types import Clearance, Scored
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,8 @@ class EntityMatcher:
             if head != norm and len(head) >= 4 and head not in STOPWORDS:
                 for owner in owners:
                     heads[head][owner[0]] = owner
-        for head, owners in heads.items():
-            (entity_id, name, note_path), *others = owners.values()
+        for head, by_entity in heads.items():
+            (entity_id, name, note_path), *others = by_entity.values()
             if not others and note_path and head not in self.by_norm:
                 self.by_norm[head] = [(entity_id, name, note_path)]
         names = sorted(self.by_norm, key=len, reverse=True)  # multi-word names first
@@ -81,37 +81,36 @@ class MentionStats:
     """How many chunks one reader may see, and how many of them mention each entity, in one index
     generation: they change only when an ingest commits. On a 25k-chunk index, reading them for
     every question was over a third of the entity path. Filled as entities are first named. Only
-    ever one reader's (the first visibilities asked with; another's are refused): a player's counts
+    ever one reader's (the first clearance asked with; another's are refused): a player's counts
     must hold no GM-only chunk."""
 
     def __init__(self) -> None:
         self.total: int | None = None
         self.df: dict[int, int] = {}
-        self.visibilities: tuple[str, ...] | None = None
+        self.clearance: Clearance | None = None
 
-    async def indexed(self, store: Store, visibilities: Sequence[str]) -> int:
+    async def indexed(self, store: Store, clearance: Clearance) -> int:
         """The chunks the reader may see: the N of the entity path's rarity, of the keyword path's
         common terms and of the learned fusion's term IDF (the term counts they divide count the
         same chunks: `Store.term_docs`). Counting them took 1 ms a question at 25k chunks."""
-        asked = tuple(visibilities)
-        if self.visibilities is None:
-            self.visibilities = asked
-        elif asked != self.visibilities:
-            raise ValueError(f"mention counts of {self.visibilities} asked for a reader of {asked}")
+        if self.clearance is None:
+            self.clearance = clearance
+        elif clearance is not self.clearance:
+            raise ValueError(f"mention counts of {self.clearance} asked for a reader of {clearance}")
         if self.total is None:
-            self.total = await store.count_chunks(visibilities)
+            self.total = await store.count_chunks(clearance)
         return self.total
 
     async def read(
-        self, store: Store, entity_ids: Sequence[int], visibilities: Sequence[str]
+        self, store: Store, entity_ids: Sequence[int], clearance: Clearance
     ) -> tuple[int, dict[int, int]]:
         """(visible chunks, {entity id: chunks mentioning it}) for the named entities mentioned anywhere."""
-        await self.indexed(store, visibilities)
+        total = await self.indexed(store, clearance)
         missing = [i for i in entity_ids if i not in self.df]
         if missing:
-            counts = await store.mention_counts(missing, visibilities)
+            counts = await store.mention_counts(missing, clearance)
             self.df.update({i: counts.get(i, 0) for i in missing})
-        return self.total, {i: self.df[i] for i in sorted(set(entity_ids)) if self.df[i]}
+        return total, {i: self.df[i] for i in sorted(set(entity_ids)) if self.df[i]}
 
 
 def mention_weight(entity_id: int, idf: float, own_note: str | None, own_only: bool) -> MentionWeight:
@@ -123,7 +122,7 @@ def mention_weight(entity_id: int, idf: float, own_note: str | None, own_only: b
 async def entity_path(
     store: Store,
     matches: Sequence[EntityMatch],
-    visibilities: Sequence[str],
+    clearance: Clearance,
     depth: int,
     ubiquity: float = 0.5,
     stats: MentionStats | None = None,
@@ -135,18 +134,18 @@ async def entity_path(
     An entity named in more than `ubiquity` of the chunks (the player characters) contributes only
     its own note: listing every session it appears in would put an arbitrary order into fusion.
     The sum is taken in SQL (`Store.mention_scores`) with the weights set here.
-    `stats` are the counts of the store's generation and these visibilities, kept between questions.
+    `stats` are the counts of the store's generation and this clearance, kept between questions.
     """
     if not matches:
         return []
-    total, df = await (stats or MentionStats()).read(store, [m.entity_id for m in matches], visibilities)
+    total, df = await (stats or MentionStats()).read(store, [m.entity_id for m in matches], clearance)
     own_note = {m.entity_id: m.note_path for m in matches}
     weights = [
         mention_weight(entity_id, math.log((total + 1) / count), own_note.get(entity_id), count > ubiquity * total)
         for entity_id, count in df.items()
         if count <= ubiquity * total or own_note.get(entity_id)  # an everywhere-entity brings its own note only
     ]
-    return [(r.chunk_id, r.score) for r in await store.mention_scores(weights, visibilities, depth)]
+    return [(r.chunk_id, r.score) for r in await store.mention_scores(weights, clearance, depth)]
 
 
 class Matchers:
@@ -155,14 +154,14 @@ class Matchers:
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        self._built: dict[tuple[str, bool], tuple[EntityMatcher, MentionStats]] = {}
+        self._built: dict[tuple[str, Clearance], tuple[EntityMatcher, MentionStats]] = {}
 
-    async def lookup(self, gm: bool, store: Store | None = None) -> tuple[EntityMatcher, MentionStats]:
+    async def lookup(self, clearance: Clearance, store: Store | None = None) -> tuple[EntityMatcher, MentionStats]:
         """Those of `store`'s index (a question's snapshot), or of the index served now."""
         store = store or await self.index.store()
-        key = (await store.generation(), gm)
+        key = (await store.generation(), clearance)
         if key not in self._built:
-            matcher = await question_step(EntityMatcher, await store.visible_aliases(readable(gm)))
+            matcher = await question_step(EntityMatcher, await store.visible_aliases(clearance))
             # Keep the other clearance's entry for the same index; forget older indexes.
             self._built = {k: v for k, v in self._built.items() if k[0] == key[0]} | {key: (matcher, MentionStats())}
         return self._built[key]

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..index.store import Store
 from ..text import STOPWORDS, normalize, normalize_text
-from ..types import Chunk, Scored
+from ..types import Chunk, Clearance, Scored
 from . import PATHS
 from .entity import EntityMatch, MentionStats
 from .fusion import Fused, dbsf_scale
@@ -81,7 +81,7 @@ class Evidence:
     features: np.ndarray  # (len(ids), len(FEATURES))
 
     def to_json(self) -> dict:
-        return {cid: dict(zip(FEATURES, map(float, row))) for cid, row in zip(self.ids, self.features)}
+        return {cid: dict(zip(FEATURES, map(float, row), strict=True)) for cid, row in zip(self.ids, self.features, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def query_words(query: str) -> list[str]:
 def query_stems(query: str) -> dict[str, str]:
     """{word: its stem as the index holds it} for the question's words (`query_words`)."""
     words = query_words(query)
-    return dict(zip(words, stem(words)))
+    return dict(zip(words, stem(words), strict=True))
 
 
 def _quoted(word: str) -> str:
@@ -231,7 +231,7 @@ async def gather_evidence(
     entities: Sequence[EntityMatch],
     fused: Sequence[Fused],
     seeds: Sequence[str],
-    visibilities: Sequence[str],
+    clearance: Clearance,
     stats: MentionStats | None = None,
     counts: TermCounts | None = None,
 ) -> Evidence:
@@ -240,27 +240,27 @@ async def gather_evidence(
     `fused`: the current fusion's order of all candidates; `seeds`: its top k, whose references mark
     the linked candidates; `stats`: the counts of the store's generation, kept between questions;
     `counts`: the question's term counts the keyword path read. All of them the reader's
-    (`visibilities`)."""
+    (`clearance`)."""
     ids = tuple(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
-    total = await (stats or MentionStats()).indexed(store, visibilities)
-    df = await reader_counts(store, visibilities, counts).of(stems.values())
+    total = await (stats or MentionStats()).indexed(store, clearance)
+    df = await reader_counts(store, clearance, counts).of(stems.values())
     terms = question_terms(total, df, stems)
     matches = [_quoted(w) for w in terms.words]
     if len(terms.words) >= 2:
         matches.append(f"NEAR({_quoted(terms.words[0])} {_quoted(terms.words[1])}, {NEAR})")
     # A term many chunks hold is looked up chunk by chunk; a rarer one's whole posting list is read.
-    counts = [df[stems[w]] for w in terms.words]
-    counts += [counts[0] + counts[1]] if len(counts) >= 2 else []
-    lookups = {i for i, count in enumerate(counts) if count > SCAN_PER_CANDIDATE * len(ids)}
+    held_by = [df[stems[w]] for w in terms.words]
+    held_by += [held_by[0] + held_by[1]] if len(held_by) >= 2 else []
+    lookups = {i for i, count in enumerate(held_by) if count > SCAN_PER_CANDIDATE * len(ids)}
     holds: dict[str, set[int]] = {}
     near: set[str] = set()
     at = {rowids[cid]: cid for cid in ids if cid in rowids}
-    for i, rowid in await store.matching_chunks(list(at), matches, lookups, visibilities):
+    for i, rowid in await store.matching_chunks(list(at), matches, lookups, clearance):
         cid = at[rowid]
         if i < len(terms.words):
             holds.setdefault(cid, set()).add(i)
         else:
             near.add(cid)
-    linked = {ref.chunk_id for ref in await store.references(seeds, visibilities)} if seeds else set()
+    linked = {ref.chunk_id for ref in await store.references(seeds, clearance)} if seeds else set()
     features = build_features(ids, scored, windows, chunks, entities, terms, holds, near, linked, fused)
     return Evidence(ids, features)

@@ -3,7 +3,7 @@ stemmed (Porter) alike in the index and the question; every user term is quoted,
 can break MATCH, and literal terms (names, odd tokens) are kept.
 
 Every statistic is the reader's: bm25 over the reader's FTS5 table, term counts and the number of
-chunks over what the reader may read (`Store.fts_tables`), so a player's scores and order owe nothing
+chunks over what the reader's `Clearance` may read (`store.fts_tables`), so a player's scores and order owe nothing
 to GM-only text.
 
 Returns (chunk id, score) pairs, best first, for visible chunks only."""
@@ -18,7 +18,7 @@ import snowballstemmer
 
 from ..index.store import Store
 from ..text import STOPWORDS, normalize
-from ..types import PUBLIC, Scored
+from ..types import Clearance, Scored
 
 _TERM = re.compile(r"[^\s]+")
 _local = threading.local()
@@ -54,13 +54,13 @@ class TermCounts:
     """How many chunks one reader may read hold each index term (stemmed as FTS_TOKENIZE stems), read
     once per question: the keyword path leaves the common terms out by them, the learned fusion weighs
     coverage by them. A player's counts are of public chunks alone (`Store.term_docs`). FTS5 counts a term's
-    chunks by reading its whole posting list (12 ms p50 a question on a 25k-chunk index,
-    `bench/retrieval.py` at 100×), so the second reader reuses the first one's counts. `also`: the
+    chunks by reading its whole posting list (milliseconds a question on a large index: `bench.retrieval`),
+    so the second reader reuses the first one's counts. `also`: the
     terms a later reader will ask for, read with the first."""
 
-    def __init__(self, store: Store, visibilities: Sequence[str] = (PUBLIC,), also: Iterable[str] = ()) -> None:
+    def __init__(self, store: Store, clearance: Clearance = Clearance.PLAYER, also: Iterable[str] = ()) -> None:
         self.store = store
-        self.visibilities = tuple(visibilities)
+        self.clearance = clearance
         self.docs: dict[str, int] = {}
         self._also = set(also)
 
@@ -70,18 +70,18 @@ class TermCounts:
         missing = sorted((wanted | self._also) - self.docs.keys() - {""})
         self._also.clear()
         if missing:
-            found = await self.store.term_docs(missing, self.visibilities)
+            found = await self.store.term_docs(missing, self.clearance)
             self.docs.update({t: found.get(t, 0) for t in missing})
         return {t: self.docs[t] for t in wanted if self.docs[t]}
 
 
-def reader_counts(store: Store, visibilities: Sequence[str], counts: TermCounts | None) -> TermCounts:
+def reader_counts(store: Store, clearance: Clearance, counts: TermCounts | None) -> TermCounts:
     """`counts` if given (a question's, kept by its caller), else new ones; counts of another reader
     are refused: a player's statistics must never be the game master's."""
     if counts is None:
-        return TermCounts(store, visibilities)
-    if counts.visibilities != tuple(visibilities):
-        raise ValueError(f"term counts of {counts.visibilities} used for a reader of {tuple(visibilities)}")
+        return TermCounts(store, clearance)
+    if counts.clearance is not clearance:
+        raise ValueError(f"term counts of {counts.clearance} used for a reader of {clearance}")
     return counts
 
 
@@ -90,7 +90,7 @@ async def common_words(
     words: Sequence[str],
     share: float = 0.5,
     *,
-    visibilities: Sequence[str] = (PUBLIC,),
+    clearance: Clearance = Clearance.PLAYER,
     counts: TermCounts | None = None,
     total: int | None = None,
 ) -> set[str]:
@@ -100,17 +100,17 @@ async def common_words(
     that holds it. A word whose stem differs from the index's merely stays in the query."""
     if not words:
         return set()
-    stems = dict(zip(words, stem(words)))
-    docs = await reader_counts(store, visibilities, counts).of(stems.values())
+    stems = dict(zip(words, stem(words), strict=True))
+    docs = await reader_counts(store, clearance, counts).of(stems.values())
     if total is None:
-        total = await store.count_chunks(visibilities)
+        total = await store.count_chunks(clearance)
     return {w for w, s in stems.items() if docs.get(s, 0) > share * total}
 
 
 async def keyword_path(
     store: Store,
     text: str,
-    visibilities: Sequence[str],
+    clearance: Clearance,
     depth: int,
     weights: tuple[float, float] = (2.0, 1.0),
     *,
@@ -122,18 +122,18 @@ async def keyword_path(
     first; only when they match fewer than `depth` chunks is the full question asked, so the
     tail is ranked, as always, by the common terms (a small campaign, mostly). `counts` and `total`:
     the question's term counts and the number of chunks the reader reads, when the caller keeps them
-    (both of these `visibilities`)."""
+    (both of this `clearance`)."""
     terms = fts_terms(text)
     folded = {t: normalize(t[1:-1].replace('""', '"')) for t in terms}
     common = await common_words(
-        store, sorted({f for f in folded.values() if " " not in f}), visibilities=visibilities, counts=counts,
+        store, sorted({f for f in folded.values() if " " not in f}), clearance=clearance, counts=counts,
         total=total,
     )
     rare = [t for t in terms if folded[t] not in common]
     if rare and len(rare) < len(terms):
-        found = await store.keyword_search(" OR ".join(rare), visibilities, depth, weights)
+        found = await store.keyword_search(" OR ".join(rare), clearance, depth, weights)
         if len(found) >= depth:
             return [(r.chunk_id, r.score) for r in found]
-    found = await store.keyword_search(" OR ".join(terms), visibilities, depth, weights)
+    found = await store.keyword_search(" OR ".join(terms), clearance, depth, weights)
     return [(r.chunk_id, r.score) for r in found]
 

@@ -11,13 +11,13 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 
 from ..index.store import Store
-from ..types import Scored
+from ..types import Clearance, Scored
 
 
 async def linked_path(
     store: Store,
     seeds: Sequence[str],
-    visibilities: Sequence[str],
+    clearance: Clearance,
     limit: int,
     candidates: Collection[str] = (),
 ) -> Scored:
@@ -33,7 +33,7 @@ async def linked_path(
         return []
     rank = {cid: r for r, cid in enumerate(seeds, 1)}
     ties: dict[tuple[str, str], float] = {}
-    for ref in await store.references(seeds, visibilities):
+    for ref in await store.references(seeds, clearance):
         if ref.chunk_id in rank:
             continue
         weight = 1.0 / rank[ref.seed] / math.sqrt(max(ref.degree, 1))

@@ -6,13 +6,11 @@ Returns (chunk id, score) pairs, best first, for visible chunks only."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ..index.seam import Embeddings, Vectors
 from ..index.store import Store
-from ..types import Scored
+from ..types import PUBLIC, Clearance, Scored
 
 
 async def semantic_path(
@@ -20,12 +18,12 @@ async def semantic_path(
     vectors: Vectors,
     embedder: Embeddings,
     text: str,
-    visibilities: Sequence[str],
+    clearance: Clearance,
     depth: int,
     vector: np.ndarray | None = None,
 ) -> Scored:
     """`vector`: the question already embedded (by the caller, who keeps it for the excerpts)."""
-    found = await semantic_windows(store, vectors, embedder, text, visibilities, depth, vector)
+    found = await semantic_windows(store, vectors, embedder, text, clearance, depth, vector)
     return [(cid, sims[0]) for cid, sims in found]
 
 
@@ -34,7 +32,7 @@ async def semantic_windows(
     vectors: Vectors,
     embedder: Embeddings,
     text: str,
-    visibilities: Sequence[str],
+    clearance: Clearance,
     depth: int,
     vector: np.ndarray | None = None,
 ) -> list[tuple[str, tuple[float, ...]]]:
@@ -43,7 +41,7 @@ async def semantic_windows(
     passing line. The learned fusion weighs them."""
     if vector is None:
         vector = await embedder.encode_query(text)
-    visibility = visibilities[0] if len(visibilities) == 1 else None
+    visibility = None if clearance.gm else PUBLIC  # Chroma's filter: a player's windows are the public ones
     # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks, and ask again
     # for more when they do not: the best windows of a few long sessions can fill the first answer,
     # and windows of chunks SQLite does not hold (an ingest in progress or killed) are dropped, so the
@@ -54,7 +52,7 @@ async def semantic_windows(
         best: dict[str, list[float]] = {}
         for hit in hits:  # sorted by distance: the first window of a chunk is its best
             best.setdefault(hit.chunk_id, []).append(1.0 - hit.distance)
-        present = await store.visible_chunk_ids(list(best), visibilities)
+        present = await store.visible_chunk_ids(list(best), clearance)
         found = [(cid, tuple(sims)) for cid, sims in best.items() if cid in present]
         if len(found) >= depth or len(hits) < n:
             return found[:depth]
