@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .policy import DEFAULT_GM_HEADINGS, Policy
@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     watch: bool = Field(False, validation_alias="ORACLE_WATCH")
     watch_quiet: float = Field(60.0, validation_alias="ORACLE_WATCH_QUIET", gt=0)
 
-    # Chunking (measured defaults; see DESIGN.md).
+    # Chunking (measured defaults: docs/decisions.md, docs/measuring.md).
     session_max_words: int = Field(1200, validation_alias="ORACLE_SESSION_MAX_WORDS", ge=50)
     overlap_words: int = Field(120, validation_alias="ORACLE_OVERLAP_WORDS", ge=0)
     # all-MiniLM-L6-v2 was trained on 128-token inputs: windows of that size embed best (measured
@@ -87,7 +87,7 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
     )
 
-    # Retrieval (measured defaults; see DESIGN.md).
+    # Retrieval (measured defaults: docs/decisions.md, docs/measuring.md).
     k: int = Field(8, validation_alias="ORACLE_K", ge=1, le=40)
     rrf_k: int = Field(60, validation_alias="ORACLE_RRF_K", ge=1)
     fused_pool: int = Field(40, validation_alias="ORACLE_FUSED_POOL", ge=1)
@@ -118,7 +118,10 @@ class Settings(BaseSettings):
     cross_encoder_input: str = Field(
         "annotation", validation_alias="ORACLE_CROSS_ENCODER_INPUT", pattern="^(annotation|text)$"
     )
-    max_summaries: int = Field(16, validation_alias="ORACLE_MAX_SUMMARIES", ge=0)
+    # Headlines: the one-line annotations packed after the full fragments (the old name still read).
+    max_headlines: int = Field(
+        16, validation_alias=AliasChoices("ORACLE_MAX_HEADLINES", "ORACLE_MAX_SUMMARIES"), ge=0
+    )
     # One context window for every request to Ollama (annotation, rerank, answer): a different size
     # reloads the model. Lowered at run time to what the model serves (qwen2.5 serves 32k).
     num_ctx: int = Field(16384, validation_alias="ORACLE_NUM_CTX", ge=1024)
@@ -126,7 +129,7 @@ class Settings(BaseSettings):
     # paragraphs: ~150-400 tokens; 1,024 leaves room for a long multi-source answer and its labels
     # without eating the fragments' room (one fragment of 1,200 words is ~1,600 tokens).
     answer_tokens: int = Field(1024, validation_alias="ORACLE_ANSWER_TOKENS", ge=64)
-    # Seconds, counted from the question (`llm.Deadline`). Its first words are due within
+    # Seconds, counted from the question (`deadline.Deadline`). Its first words are due within
     # first_words: the rerank (half of it), the wait for a model slot and for the model to load all
     # count; past it the player gets the passages at once. Once words flow, a pause longer than
     # token_gap ends the answer on its last whole sentence, and so does answer_timeout, the longest a
@@ -150,7 +153,7 @@ class Settings(BaseSettings):
     keep_alive: str = Field("30m", validation_alias="ORACLE_KEEP_ALIVE")
 
     @model_validator(mode="after")
-    def _reply_fits(self) -> "Settings":
+    def _reply_fits(self) -> Settings:
         if self.answer_tokens > self.num_ctx // 2:
             raise ValueError(
                 f"ORACLE_ANSWER_TOKENS={self.answer_tokens} leaves too little of ORACLE_NUM_CTX={self.num_ctx} "
@@ -159,7 +162,7 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _retired(self) -> "Settings":
+    def _retired(self) -> Settings:
         if self.retired_rerank_timeout is not None:
             log.warning(
                 "ORACLE_RERANK_TIMEOUT is no longer read: the rerank has half of ORACLE_FIRST_WORDS_SECONDS "

@@ -4,7 +4,7 @@ A prompt longer than the window is cut by Ollama from the front, and the front i
 with the citation rules. So the prompt is made to fit before it is sent: the estimated prompt
 (`tokens.message_tokens`, an over-estimate) must fit `num_ctx` less the reply's budget. What goes,
 in order, until it fits:
-1. headlines (one-line summaries), the last first;
+1. headlines (one-line annotations), the last first;
 2. thread history, the oldest turn first;
 3. fragments, the lowest-ranked first, down to one;
 4. the last fragment is trimmed at a paragraph boundary (else a line, else a word) and marked `[…]`.
@@ -36,21 +36,21 @@ def fit_answer_prompt(
 ) -> Fitted:
     budget = num_ctx - reply_tokens
     fragments = list(context.fragments)
-    summaries: list[Headline] = list(context.headlines)
+    headlines: list[Headline] = list(context.headlines)
     turns = [t for t in history if t.content.strip()]
     dropped_headlines: list[str] = []
     dropped_fragments: list[str] = []
     trimmed: str | None = None
 
     def build() -> tuple[Context, list[dict[str, str]]]:
-        ctx = Context(tuple(fragments), tuple(summaries))
+        ctx = Context(tuple(fragments), tuple(headlines))
         return ctx, build_answer_prompt(question, ctx, turns)
 
     fitted, messages = build()
     total = message_tokens(messages)
     while total > budget:
-        if summaries:
-            dropped_headlines.append(summaries.pop().chunk.label)
+        if headlines:
+            dropped_headlines.append(headlines.pop().chunk.label)
         elif turns:
             turns.pop(0)
         elif len(fragments) > 1:
@@ -74,7 +74,7 @@ def fit_answer_prompt(
         "question": estimate_tokens(f"Question: {question}"),
         "history": sum(MESSAGE_OVERHEAD + estimate_tokens(t.content) for t in turns),
         "fragments": sum(estimate_tokens(_block(c)) for c in fragments),
-        "headlines": sum(estimate_tokens(f"[{s.chunk.label}] {s.text}") for s in summaries),
+        "headlines": sum(estimate_tokens(f"[{h.chunk.label}] {h.text}") for h in headlines),
         "total": total,
         "dropped": {"headlines": dropped_headlines, "fragments": dropped_fragments, "trimmed": trimmed},
     }

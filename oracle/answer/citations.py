@@ -1,4 +1,4 @@
-"""Verify an answer's citations against the context it was given.
+"""Verify an answer's citations against the context it was given, and read a citation's lines again.
 
 A bracket whose content is a label of the context is a citation (several labels may share one
 bracket, separated by `;` or `,`). A label-shaped citation the context did not contain is removed
@@ -7,9 +7,10 @@ from what is shown and counted. Brackets that are not label-shaped (`[sic]`) are
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..types import Chunk
 from .context import Context
 
 _BRACKET = re.compile(r"([ \t]*)\[([^\[\]\n]{1,160})\](?!\()")
@@ -111,3 +112,26 @@ def cited_sentences(text: str, labels: Iterable[str]) -> list[tuple[str, tuple[s
             named = {part.strip() for inner in _INNER.findall(sentence) for part in inner.split(";")}
             out.append((sentence, tuple(c for c in labels if c in named)))
     return out
+
+
+@dataclass(frozen=True)
+class CitedText:
+    citation: Citation
+    text: str  # empty: nothing there the reader may read
+
+
+def cited_lines(chunks: Sequence[Chunk], start: int, end: int) -> str:
+    """The lines `start`–`end` of the file, from the chunks that hold them. A public chunk's text is
+    its file lines; a secret's chunk (joined secrets, lines no longer the file's) is shown whole."""
+    pieces: list[str] = []
+    seen: set[int] = set()
+    for chunk in chunks:
+        lines = chunk.text.splitlines()
+        if chunk.end_line - chunk.start_line + 1 != len(lines):
+            pieces.append(chunk.text.strip())
+            continue
+        for number in range(max(start, chunk.start_line), min(end, chunk.end_line) + 1):
+            if number not in seen:
+                seen.add(number)
+                pieces.append(lines[number - chunk.start_line])
+    return "\n".join(pieces).strip()

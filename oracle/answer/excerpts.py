@@ -240,20 +240,17 @@ def choose_excerpts(
     held = [[frozenset(content_terms(s.text)) for s in sentences] for sentences in split]
     weights = idf([h for hs in held for h in hs], terms)
     lexical = [[math.fsum(weights.get(t, 0.0) for t in h) for h in hs] for hs in held]  # fsum: exact, in any order
-    shortlists = [
-        sorted((i for i, score in enumerate(scores) if score > 0), key=lambda i, s=scores: (-s[i], i))[:shortlist]
-        for scores in lexical
-    ]
+    shortlists = [_best(scores, shortlist) for scores in lexical]
     texts = [split[c][i].text for c, picks in enumerate(shortlists) for i in picks]
     cosines = list(similarity(texts)) if similarity is not None and texts else [0.0] * len(texts)
     out: list[Excerpt] = []
     at = 0
-    for chunk, sentences, scores, picks in zip(chunks, split, lexical, shortlists):
+    for chunk, sentences, scores, picks in zip(chunks, split, lexical, shortlists, strict=True):
         sims = cosines[at : at + len(picks)]
         at += len(picks)
         if picks:
             best = max(scores[i] for i in picks)
-            final = {i: scores[i] / best + float(sim) for i, sim in zip(picks, sims)}
+            final = {i: scores[i] / best + float(sim) for i, sim in zip(picks, sims, strict=True)}
             ranked = sorted(picks, key=lambda i: (-final[i], i))
             # What was asked about is often told in the sentence after the one that names it.
             follow = [ranked[0] + 1] if ranked[0] + 1 < len(sentences) else []
@@ -300,3 +297,8 @@ def _excerpt(chunk: Chunk, sentences: Sequence[Sentence], taken: Sequence[int], 
 def _clip(text: str, budget: int) -> str:
     words = text.split()
     return " ".join(words[:budget]) + (f" {ELLIPSIS}" if len(words) > budget else "")
+
+
+def _best(scores: Sequence[float], n: int) -> list[int]:
+    """The positions of the `n` highest positive scores, best first (the earlier one on a tie)."""
+    return sorted((i for i, score in enumerate(scores) if score > 0), key=lambda i: (-scores[i], i))[:n]

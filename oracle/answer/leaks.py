@@ -8,9 +8,12 @@ so a player never sees the run before the finished answer is withheld.
 """
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable
 
+from ..index.store import Store
+from ..offload import question_step
 from ..text import normalize_text
 from ..types import GM, ChunkText
 from .citations import without_citations
@@ -89,3 +92,19 @@ class StreamCheck:
                 cut -= 1
             self.start += cut
         return False
+
+
+class Guards:
+    """The guard of an index as of its last committed ingest: built once per generation, off the
+    event loop, by one question while the others wait."""
+
+    def __init__(self) -> None:
+        self._guard: tuple[str, SecretGuard] | None = None
+        self._lock = asyncio.Lock()
+
+    async def of(self, store: Store) -> SecretGuard:
+        async with self._lock:
+            generation = await store.generation()
+            if self._guard is None or self._guard[0] != generation:
+                self._guard = (generation, await question_step(SecretGuard, await store.chunk_texts()))
+            return self._guard[1]

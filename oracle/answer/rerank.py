@@ -6,7 +6,7 @@ sees each candidate's cached annotation — never its raw text — and returns t
 through a `format` schema. It turns itself off, returning the fused order untouched, when any
 candidate lacks an annotation, when Ollama does not answer in time, or when the reply does not parse;
 unknown candidates are dropped and missing places filled from the fused order. "In time" is the
-rerank's share of the question's deadline (`llm.Deadline`): the wait for a model slot and for a model
+rerank's share of the question's deadline (`deadline.Deadline`): the wait for a model slot and for a model
 still loading count against it, and a rerank that would end past it is skipped, not waited for.
 
 `cross-encoder`: a sentence-transformers CrossEncoder scoring the question against each candidate's
@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from ..index.seam import off_loop
 from ..llm import LLM, LLMError
+from ..offload import off_loop
 from ..tokens import message_tokens
 from ..types import Chunk
 
@@ -97,7 +97,8 @@ def _unrankable(candidates: Sequence[Candidate]) -> Reranked | None:
         return _kept("nothing to rerank", fused)
     missing = sum(1 for c in candidates if not c.annotation)
     if missing:
-        return _kept(f"off: {missing} of {len(candidates)} candidates have no annotation yet (run oracle ingest with Ollama)", fused)
+        why = f"off: {missing} of {len(candidates)} candidates have no annotation yet (run oracle ingest with Ollama)"
+        return _kept(why, fused)
     return None
 
 

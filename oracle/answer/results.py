@@ -5,11 +5,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..types import Chunk
+from ..retrieve.retrieval import Retrieval
+from ..types import Chunk, Clearance
 from .citations import Citation
 from .context import Headline
 from .excerpts import Excerpt
-from .trace import Mode, Trace
+from .selection import Selection
+from .trace import JSON_VERSION, Mode, Trace, build_trace
 
 PASSAGES_SHOWN = 5
 NOT_FOUND = "The notes hold nothing on that."
@@ -25,8 +27,8 @@ ABSTAINS = re.compile(
 @dataclass(frozen=True)
 class Answer:
     """`reason` and `trace` keep why the model gave nothing, host and error included, for the game
-    master and the log; `to_json()` decides what a reader gets: a player's (`gm` False, the
-    default) names no host, path or error (`Trace.for_players`)."""
+    master and the log; `to_json()` decides what a reader gets: a player's (the default clearance)
+    names no host, path or error (`Trace.for_players`)."""
 
     question: str
     text: str
@@ -36,23 +38,44 @@ class Answer:
     fragments: tuple[Chunk, ...]
     headlines: tuple[Headline, ...]
     trace: Trace
-    gm: bool = False  # answered with game-master clearance: its JSON keeps the detail
+    clearance: Clearance = Clearance.PLAYER  # a game master's JSON keeps the detail
 
     def shown_trace(self) -> Trace:
         """The trace as this answer's reader may read it."""
-        return self.trace if self.gm else self.trace.for_players()
+        return self.trace if self.clearance.gm else self.trace.for_players()
 
     def to_json(self) -> dict:
         trace = self.shown_trace()
         return {
+            "version": JSON_VERSION,
             "answer": self.text,
             "mode": self.mode,
-            "reason": self.reason if self.gm else trace.reason,
+            "reason": self.reason if self.clearance.gm else trace.reason,
             "citations": [c.to_json() for c in self.citations],
             "fragments": [c.label for c in self.fragments],
-            "summaries": [s.chunk.label for s in self.headlines],
+            "headlines": [h.chunk.label for h in self.headlines],
             "trace": trace.to_json(),
         }
+
+
+def compose(
+    question: str,
+    text: str,
+    mode: Mode,
+    reason: str,
+    *,
+    reranker: str,
+    retrieval: Retrieval | None = None,
+    selection: Selection | None = None,
+    citations: tuple[Citation, ...] = (),
+    trace: dict | None = None,
+) -> Answer:
+    """An answer and its trace. `trace`: what the answer stage adds to the stages' own record (see
+    `answer.trace`); `reranker`: the ORACLE_RERANKER the trace names."""
+    record = build_trace(mode, reason, retrieval, selection, reranker, **(trace or {}))
+    fragments = selection.context.fragments if selection else ()
+    headlines = selection.context.headlines if selection else ()
+    return Answer(question, text, mode, reason, citations, fragments, headlines, record)
 
 
 def passages_text(reason: str, excerpts: Sequence[Excerpt]) -> str:

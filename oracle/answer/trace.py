@@ -1,8 +1,8 @@
 """The trace of one question: what every stage did, for the game master's `--trace` and for `eval`.
 
 Built once, at the end of `Oracle.ask`, from the stages' own results; frozen. `to_json()` is the
-record `oracle ask --json` prints under "trace": a field that a question never reached (a retrieval
-for an empty question, a rerank when nothing matched) is left out.
+record `oracle ask --json` prints under "trace", with its `version` (JSON_VERSION): a field that a
+question never reached (a retrieval for an empty question, a rerank when nothing matched) is left out.
 
 The trace keeps why the model gave nothing (a host, a model's path, an error's text) for the game
 master; `for_players()` is the same record as a player may read it, with only the generic words.
@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from ..retrieve.results import Hit, Retrieval
+from ..retrieve.retrieval import Hit, Retrieval
 from .selection import Selection
+
+# The answer and trace JSON's `version`: 2 names the packed one-line annotations "headlines" (1 had no
+# `version` and called them "summaries").
+JSON_VERSION = 2
 
 # What an answer is: written by the model, the best passages shown instead, or nothing found.
 Mode = Literal["llm", "passages", "not_found"]
@@ -46,7 +50,7 @@ class Trace:
     timings_ms: dict[str, float] | None = None
     # reranking and packing
     rerank: dict[str, Any] | None = None  # mode, used, reason, chosen
-    packed: dict[str, list[list]] | None = None  # fragments and summaries: [chunk id, label]
+    packed: dict[str, list[list]] | None = None  # fragments and headlines: [chunk id, label]
     # the answer
     tokens: dict[str, Any] | None = None  # the prompt's estimated parts, what was dropped, Ollama's counts
     citations: dict[str, Any] | None = None  # shown, unknown, uncited sentences
@@ -68,7 +72,7 @@ class Trace:
         )
 
     def to_json(self) -> dict:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"version": JSON_VERSION}
         for f in fields(self):
             value = getattr(self, f.name)
             if value is not None:
@@ -107,7 +111,7 @@ def build_trace(
             },
             "packed": {
                 "fragments": [[c.id, c.label] for c in selection.context.fragments],
-                "summaries": [[s.chunk.id, s.chunk.label] for s in selection.context.headlines],
+                "headlines": [[h.chunk.id, h.chunk.label] for h in selection.context.headlines],
             },
         }
     return Trace(mode, reason, **(parts | answer))

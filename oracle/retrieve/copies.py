@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..notes.sessions import is_recap
 from ..types import Chunk
-from .results import Hit
+from .retrieval import Hit
 
 
 def is_copy(chunk: Chunk) -> bool:

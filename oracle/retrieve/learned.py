@@ -1,5 +1,5 @@
 """The learned fusion: the candidates' evidence (`evidence.py`) scored by a small model trained on the
-dev question banks (`bench/train_fusion.py`), instead of a fixed formula.
+dev question banks (`tools.train_fusion`), instead of a fixed formula.
 
 The model is a JSON file in the repository, never a pickle: a linear scorer over standardised
 features, score = Σ wᵢ · (xᵢ − μᵢ) / σᵢ, trained pairwise (a relevant chunk against an irrelevant one

@@ -1,0 +1,232 @@
+"""Writing an answer: the model streams it from the selected context, within the question's deadline.
+
+Its citations are checked and a player's answer is guarded against secrets, as it is shown and once
+it is done. When the model gives nothing usable, `Writer.write` says why (`Unwritten`) and the caller
+shows passages instead: the question's best passages (`Oracle.ask`) or a session's opening (recap).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..deadline import Deadline
+from ..index.store import Store
+from ..llm import LLM, LLMError, StreamCut, TextFn
+from ..offload import question_step
+from ..retrieve.pipeline import elapsed_ms
+from ..retrieve.retrieval import Retrieval
+from ..settings import Settings
+from ..types import Clearance
+from .budget import fit_answer_prompt
+from .citations import Verified, verify
+from .context import Context
+from .leaks import Guards, SecretGuard, StreamCheck
+from .prompt import Turn
+from .results import Answer, compose
+from .selection import Selection
+from .trace import PLAYER_INCOMPLETE, PLAYER_REASON
+
+StageFn = Callable[[str], Awaitable[None]]
+
+# Why the game master's log and `status` say a player's answer was withheld: it repeated a secret.
+WITHHELD = "the answer repeated game-master-only notes"
+# A stream cut before this many words of whole sentences is shown as passages instead: a sentence
+# or two is not yet an answer.
+MIN_PARTIAL_WORDS = 20
+_SENTENCE_END = re.compile(r"[.!?…](?=\s|$)|\]")
+
+log = logging.getLogger(__name__)
+
+
+async def _no_stage(name: str) -> None:
+    return None
+
+
+@dataclass
+class Asking:
+    """One question on its way to a written answer: what every step of writing it reads."""
+
+    store: Store  # the question's snapshot of the index
+    question: str  # as the reader asked it ("Recap of Session 12" for a recap)
+    prompt: str  # what the model is asked to answer
+    history: Sequence[Turn]
+    clearance: Clearance
+    retrieval: Retrieval
+    selection: Selection
+    deadline: Deadline
+    started: float = field(default_factory=time.perf_counter)
+    stage: StageFn = _no_stage
+    show_text: TextFn | None = None  # the answer so far, to whoever shows it as it is written
+
+
+@dataclass(frozen=True)
+class Unwritten:
+    """The model gave nothing usable: why, what the trace adds, when writing began, and whether the
+    model was still loading when the first words were due."""
+
+    reason: str
+    trace: dict
+    began: float
+    loading: bool = False
+
+
+class Writer:
+    def __init__(
+        self,
+        llm: LLM,
+        slots: asyncio.Semaphore,
+        settings: Settings,
+        guards: Guards,
+        record_withheld: Callable[[str, str], Awaitable[None]],
+    ) -> None:
+        self.llm = llm
+        self.slots = slots
+        self.settings = settings
+        self.guards = guards
+        self.record_withheld = record_withheld
+
+    async def write(self, asking: Asking) -> Answer | Unwritten:
+        """The answer streamed by the model, its citations checked. Nothing written by the deadline
+        gives `Unwritten` at once (`loading`: the model was still loading then). Once words flow, a
+        pause of ORACLE_TOKEN_GAP_SECONDS or the end of ORACLE_ANSWER_TIMEOUT ends the answer on its
+        last whole sentence."""
+        llm, deadline, selection, retrieval = self.llm, asking.deadline, asking.selection, asking.retrieval
+        calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
+        window = await llm.window(max(deadline.left(), 0.001))
+        # Counting a prompt's tokens is milliseconds of pure Python a question: off the event loop.
+        fitted = await question_step(
+            fit_answer_prompt, asking.prompt, selection.context, asking.history, num_ctx=window.num_ctx,
+            reply_tokens=window.answer_tokens,
+        )
+        selection.context = context = fitted.context
+        tokens = dict(fitted.tokens)
+        extra: dict = {"llm_calls": calls, "tokens": tokens}
+        guard = None if asking.clearance.gm else await self.guards.of(asking.store)
+        show_text = asking.show_text
+        if guard is not None and show_text is not None:
+            show_text = _unless_leaking(show_text, StreamCheck(guard))
+        if self.slots.locked():
+            await asking.stage("queued")
+        t = time.perf_counter()
+        incomplete = ""
+        incomplete_shown = ""  # what a player reads of it: never a host or an error
+
+        async def timed_text(text: str) -> None:
+            # The trace's "first_words": milliseconds from the question to the first text written.
+            retrieval.timings_ms.setdefault("first_words", elapsed_ms(asking.started))
+            if show_text is not None:
+                await show_text(text)
+
+        try:
+            async with asyncio.timeout(deadline.left()):
+                await self.slots.acquire()
+        except TimeoutError:
+            return self._late(deadline, extra, t, "no model slot came free "
+                              f"(ORACLE_LLM_CONCURRENCY={self.settings.llm_concurrency})")
+        try:
+            await asking.stage("writing")
+            try:
+                reply = await llm.stream_chat(
+                    fitted.messages, on_text=timed_text, timeout=deadline.whole_left(), first_text=deadline.left(),
+                    token_gap=deadline.token_gap, num_predict=window.answer_tokens,
+                )
+                text = reply.text
+                tokens.update({k: v for k, v in (("prompt_eval_count", reply.prompt_eval_count),
+                                                 ("eval_count", reply.eval_count)) if v is not None})
+                if not text.strip():
+                    raise LLMError("the model gave an empty answer")
+                if reply.done_reason == "length" and len(_whole_sentences(text).split()) >= MIN_PARTIAL_WORDS:
+                    # The reply ran out of its budget mid-sentence: show the sentences it finished.
+                    text = _whole_sentences(text)
+                    incomplete = f"it reached its budget of {window.answer_tokens} tokens (ORACLE_ANSWER_TOKENS)"
+                    incomplete_shown = incomplete
+            except StreamCut as exc:
+                why = _cut(exc, deadline)
+                text = _whole_sentences(exc.partial)
+                if len(text.split()) < MIN_PARTIAL_WORDS:
+                    written = len(exc.partial.split())
+                    return Unwritten(f"the answer stopped after {written} word{'' if written == 1 else 's'}: {why}",
+                                     extra, t)
+                incomplete = why
+                incomplete_shown = incomplete if asking.clearance.gm else PLAYER_INCOMPLETE
+                log.warning("answer to %r cut after %d words: %s", asking.question, len(text.split()), why)
+            except LLMError as exc:
+                if exc.timed_out:  # nothing written by the deadline: the bound of the first words
+                    return self._late(deadline, extra, t)
+                return Unwritten(str(exc), extra, t)
+        finally:
+            self.slots.release()
+        retrieval.timings_ms["answer"] = elapsed_ms(t)
+        verified, leaked = await question_step(_checked, text, context, guard)
+        if leaked:
+            # Players get the passages as if the model had failed: saying why would tell them a
+            # secret lies there. The game master reads the reason in the log and in `status`.
+            log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)",
+                        asking.question)
+            await self._withheld(asking.question)
+            return Unwritten(PLAYER_REASON, extra, t)
+        retrieval.timings_ms["total"] = elapsed_ms(asking.started)
+        shown = verified.text
+        if incomplete:
+            extra["incomplete"] = incomplete
+            shown = f"{shown}\n\n*(The answer stops here: {incomplete_shown}.)*"
+        citations = {
+            "shown": [c.label for c in verified.citations],
+            "unknown": list(verified.unknown),
+            "uncited_sentences": verified.uncited_sentences,
+        }
+        return compose(
+            asking.question, shown, "llm", "", reranker=self.settings.reranker, retrieval=retrieval,
+            selection=selection, citations=verified.citations, trace=extra | {"citations": citations},
+        )
+
+    def _late(self, deadline: Deadline, extra: dict, t: float, why: str = "") -> Unwritten:
+        """The first words were not written by the deadline: the passages at once, saying so (and,
+        to a player too, that the model is still loading when it is)."""
+        loading = self.llm.loading
+        reason = deadline.missed + (": the model is still loading" if loading else f": {why}" if why else "")
+        return Unwritten(reason, extra, t, loading=loading)
+
+    async def _withheld(self, question: str) -> None:
+        """Kept in the index for the game master's `status`; never costs the player an answer."""
+        try:
+            await self.record_withheld(question, WITHHELD)
+        except Exception:
+            log.exception("could not record a withheld answer")
+
+
+def _checked(text: str, context: Context, guard: SecretGuard | None) -> tuple[Verified, bool]:
+    """The answer's citations verified, and whether it repeats game-master-only text (`guard`: a
+    player's question)."""
+    verified = verify(text, context)
+    return verified, guard is not None and guard.leaks(verified.text)
+
+
+def _cut(exc: StreamCut, deadline: Deadline) -> str:
+    """Why a stream that had begun stopped, naming the setting that bounded it."""
+    if exc.bound == "gap":
+        return f"the model wrote nothing for {deadline.token_gap:g} s (ORACLE_TOKEN_GAP_SECONDS)"
+    if exc.bound == "whole":
+        return f"the answer was still being written {deadline.whole:g} s after the question (ORACLE_ANSWER_TIMEOUT)"
+    return str(exc)
+
+
+def _whole_sentences(text: str) -> str:
+    """A cut reply up to its last whole sentence or closed citation: no half label is ever shown."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return text[: ends[-1]].rstrip() if ends else ""
+
+
+def _unless_leaking(show_text: TextFn, check: StreamCheck) -> TextFn:
+    """A player sees the answer as it is written only while it repeats no secret: from the first
+    text that does, nothing more is shown, and the finished answer is withheld."""
+
+    async def show(text: str) -> None:
+        if not check.leaks(text):
+            await show_text(text)
+
+    return show
