@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import OracleError
-from .index.ingest import read_notes
+from .index.scan import read_notes
 from .notes.embeds import Vault
 from .notes.parse import NoteError, parse_note
 from .settings import Settings
@@ -120,7 +120,7 @@ def note_visibility(settings: Settings, paths: Sequence[str] = (), *, players_te
 
     if wanted:
         every = list(found.files) + [s.path for s in found.skipped] + list(found.compendium)
-        for raw, w in zip(paths, wanted):
+        for raw, w in zip(paths, wanted, strict=True):
             if not any(_under(rel, w) for rel in every):
                 raise VisibilityError(f"{raw} names no note in the notes folder {root}")
     notes: list[NoteVisibility] = []

@@ -24,15 +24,19 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from watchfiles import Change, awatch
 
 from .campaigns import Campaign
 from .errors import OracleError
 from .index.index import Index
-from .index.ingest import IngestBusy, ingest
+from .index.ingest import ingest
 from .index.library import Library
+from .index.lock import IngestBusy
 from .types import IngestReport
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +197,7 @@ async def _until(awaitable: Awaitable, listener: asyncio.Task) -> None:
         raise WatchError("watching the notes folder stopped")
 
 
-async def _tell(callback: Callable[[object], Awaitable[None]] | None, value: object) -> None:
+async def _tell(callback: Callable[[_T], Awaitable[None]] | None, value: _T) -> None:
     """A callback that fails (an announcement that cannot be sent) must not stop the watching."""
     if callback is None:
         return

@@ -12,7 +12,7 @@ import json
 import aiosqlite
 
 from ..notes.refs import chunk_refs
-from .seam import ingest_step
+from ..offload import ingest_step
 
 SCHEMA_VERSION = 8
 
@@ -145,7 +145,7 @@ CREATE TRIGGER IF NOT EXISTS chunks_refs_ad AFTER DELETE ON chunks BEGIN
 END;
 """,
     # Two Compendiums: an entity's `visibility` is now whose Compendium it belongs to (players' or
-    # the game master's; see ingest.build_compendium). The old one merged GM names into public
+    # the game master's; see scan.build_compendium). The old one merged GM names into public
     # entities, so it is kept for the game master only, and the next ingest builds both.
     6: """
 UPDATE entities SET visibility = 'gm';
@@ -192,7 +192,9 @@ WHERE kind = 'session' AND label GLOB 'Session [0-9]*' AND substr(label, 9) NOT 
 async def user_version(db: aiosqlite.Connection) -> int:
     """The schema version the file records; 0 for a file no Oracle has written yet."""
     async with db.execute("PRAGMA user_version") as cursor:
-        return (await cursor.fetchone())[0]
+        row = await cursor.fetchone()
+    assert row is not None  # the pragma always answers one row
+    return row[0]
 
 
 async def migrate(db: aiosqlite.Connection, version: int) -> None:

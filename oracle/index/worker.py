@@ -2,14 +2,15 @@
 Compendium, for every campaign.
 
 In the bot's own process the encoder holds the interpreter lock in stretches while questions wait
-(`bench/load.py` measured stalls of the event loop up to 103 ms during a reingest on two cores). So
+(measured with `bench.load`: docs/decisions.md). So
 the process that answers questions (the bot) starts one worker process, once, loads the model there
 once, and sends it every reingest's windows; questions are still embedded in-process (a few ms with
 ONNX Runtime). The Compendium's build runs there too (`offload`): over a second of pure Python for
 the CRD3 log, which in the bot's process competed with the loop for the interpreter lock and the
-cores all that time; and so do reading and chunking the notes (`ingest.read_and_chunk`). The worker runs at a lower CPU priority and leaves a core free
-(`worker_threads`): a reingest never slows a question down more than it must. Same model, same
-code, same batches: the vectors are the ones the process itself would compute (tested).
+cores all that time; and so do reading and chunking the notes (`scan.read_and_chunk`). The worker
+runs at a lower CPU priority and leaves a core free (`worker_threads`): a reingest never slows a
+question down more than it must. Same model, same code, same batches: the vectors are the ones
+the process itself would compute (tested).
 
 The windows are written into Chroma by the process that runs the ingest (the bot), never from here:
 one process writes a campaign's Chroma folder during an ingest, the one that holds its ingest lock
@@ -33,9 +34,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..types import Chunk, Window
-from .embed import EmbedError, Embedder
-from .seam import off_loop, usable_cores
+from ..offload import off_loop, usable_cores
+from ..types import Chunk, EmbeddingWindow
+from .embed import Embedder, EmbedError
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -95,7 +96,7 @@ def _encode(texts: list[str]) -> np.ndarray:
     return _loaded().encode(texts)
 
 
-def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
+def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list[EmbeddingWindow]:
     return _loaded().windows(chunks, overlap_tokens, size)
 
 
@@ -153,7 +154,7 @@ class EmbedWorker:
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
         return await self._submit(_encode, list(texts))
 
-    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[Window]:
+    async def windows(self, chunks: Sequence[Chunk], overlap_tokens: int, size: int | None) -> list[EmbeddingWindow]:
         return await self._submit(_windows, list(chunks), overlap_tokens, size)
 
     async def offload(self, fn: Callable[..., R], /, *args: object) -> R:
