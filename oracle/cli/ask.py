@@ -13,8 +13,9 @@ from ..answer.prompt import Turn
 from ..answer.results import Answer
 from ..journal import Journal
 from ..oracle import Oracle
-from ..retrieve.results import Hit
-from .common import build_settings, console, ensure_index, open_index, out, snippet
+from ..retrieve.retrieval import Hit
+from ..types import Clearance
+from .common import build_settings, campaign_index, console, ensure_index, out, snippet
 
 
 def hits_table(title: str, hits: list[Hit]) -> Table:
@@ -33,10 +34,10 @@ def hits_table(title: str, hits: list[Hit]) -> Table:
 
 
 async def cmd_search(args: argparse.Namespace) -> int:
-    settings = build_settings(args)
-    async with open_index(settings) as index:
+    async with campaign_index(args) as index:
+        settings = index.settings
         await ensure_index(index, quiet=args.json)
-        retrieval = await Oracle(index).search(args.question, history=args.history, gm=args.gm, k=args.k)
+        retrieval = await Oracle(index).search(args.question, history=args.history, clearance=Clearance.of(args.gm), k=args.k)
     if args.json:
         print(json.dumps(retrieval.to_json(), ensure_ascii=False))
         return 0
@@ -61,8 +62,7 @@ async def cmd_search(args: argparse.Namespace) -> int:
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
-    settings = build_settings(args)
-    async with open_index(settings) as index:
+    async with campaign_index(args) as index:
         await ensure_index(index, quiet=args.json)
         oracle = Oracle(index)
 
@@ -74,7 +74,8 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         show_text = stream
         history = [Turn("user", h) for h in args.history]
         answer = await oracle.ask(
-            args.question, history=history, gm=args.gm, on_stage=show_stage, on_text=None if args.json else show_text
+            args.question, history=history, clearance=Clearance.of(args.gm), on_stage=show_stage,
+            on_text=None if args.json else show_text,
         )
     return print_answer(answer, stream.text, args)
 
@@ -118,11 +119,10 @@ def print_answer(answer: Answer, streamed: str, args: argparse.Namespace) -> int
 
 
 async def cmd_recap(args: argparse.Namespace) -> int:
-    settings = build_settings(args)
-    async with open_index(settings) as index:
+    async with campaign_index(args) as index:
         await ensure_index(index, quiet=args.json)
         stream = _Stream()
-        answer = await Oracle(index).recap(args.session, gm=args.gm, on_text=None if args.json else stream)
+        answer = await Oracle(index).recap(args.session, clearance=Clearance.of(args.gm), on_text=None if args.json else stream)
     return print_answer(answer, stream.text, args)
 
 
@@ -148,7 +148,9 @@ async def cmd_questions(args: argparse.Namespace) -> int:
             for col in ("asked", "last", "why", "question", "ids"):
                 table.add_column(col)
             for g in groups:
-                table.add_row(str(g.asked), g.last, escape(", ".join(sorted(g.why))), escape(g.question), " ".join(map(str, g.ids)))
+                table.add_row(
+                    str(g.asked), g.last, escape(", ".join(sorted(g.why))), escape(g.question), " ".join(map(str, g.ids))
+                )
             out.print(table)
             return 0
         if args.confirm is not None:

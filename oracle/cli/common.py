@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from ..campaigns import Campaigns, CampaignsError
 from ..errors import OracleError
-from ..index.embed import Embedder
 from ..index.index import Index
 from ..index.ingest import ingest
-from ..index.seam import Embeddings, off_loop
+from ..index.library import Library
 from ..index.status import is_indexed
 from ..settings import Settings
 
@@ -26,51 +27,64 @@ out = Console(width=None if sys.stdout.isatty() else 150)
 DOMAIN_ERRORS = (OracleError, FileNotFoundError, PermissionError)
 
 
-def build_settings(args: argparse.Namespace) -> Settings:
-    """The settings of the one campaign a command works on (`--campaign`, or the only one)."""
-    return one_campaign(campaign_settings(args))
+@dataclass(frozen=True)
+class Chosen:
+    """The campaigns a command works on, and the settings they start from."""
+
+    base: Settings
+    campaigns: Campaigns
+
+    def settings(self) -> Settings:
+        """The settings of the one campaign chosen."""
+        return self.campaigns.campaigns[0].settings(self.base)
+
+    def library(self) -> Library:
+        """Their indexes, sharing one model loaded on first use (no embedding worker: a command
+        leaves no event loop of its own to keep free)."""
+        return Library(self.base, self.campaigns)
+
+    def moved(self, *, notes: Path | None = None, data: Path | None = None) -> Chosen:
+        """The one campaign chosen, with other folders."""
+        campaign = self.campaigns.campaigns[0]
+        campaign = replace(campaign, notes=notes or campaign.notes, data=data or campaign.data)
+        return Chosen(self.base, Campaigns((campaign,), self.campaigns.source))
+
+    @asynccontextmanager
+    async def index(self) -> AsyncIterator[Index]:
+        """The index of the one campaign chosen, opened through its `Library`."""
+        async with self.library() as library:
+            yield library.index(self.campaigns.campaigns[0])
 
 
-def one_campaign(chosen: dict[str, Settings]) -> Settings:
-    if len(chosen) > 1:
-        names = ", ".join(chosen)
-        raise CampaignsError(f"ORACLE_CAMPAIGNS lists several campaigns: name one with --campaign ({names})")
-    return next(iter(chosen.values()))
-
-
-def campaign_settings(args: argparse.Namespace, *, overrides_apply: bool = True) -> dict[str, Settings]:
-    """Each chosen campaign's settings by name: `--campaign NAME`, else every campaign of
-    ORACLE_CAMPAIGNS, else the default one of ORACLE_NOTES_DIR. `--notes`/`--data` apply to one only."""
+def chosen(args: argparse.Namespace, *, one: bool = False, overrides_apply: bool = True) -> Chosen:
+    """`--campaign NAME`, else every campaign of ORACLE_CAMPAIGNS, else the default one of
+    ORACLE_NOTES_DIR (`one`: the command works on a single campaign). `--notes`/`--data` apply to
+    one only."""
     base = Settings()
     campaigns = Campaigns.from_settings(base)
     name = getattr(args, "campaign", None)
-    chosen = [campaigns.get(name)] if name else list(campaigns)
-    settings = {c.name: c.settings(base) for c in chosen}
-    if not overrides_apply:
-        return settings
-    overrides: dict[str, Any] = {}
-    if getattr(args, "notes", None):
-        overrides["notes_dir"] = Path(args.notes)
-    if getattr(args, "data", None):
-        overrides["data_dir"] = Path(args.data)
-    if overrides and len(settings) > 1:
+    picked = [campaigns.get(name)] if name else list(campaigns)
+    if one and len(picked) > 1:
+        names = ", ".join(c.name for c in picked)
+        raise CampaignsError(f"ORACLE_CAMPAIGNS lists several campaigns: name one with --campaign ({names})")
+    picked_from = Chosen(base, Campaigns(tuple(picked), campaigns.source))
+    notes = getattr(args, "notes", None) if overrides_apply else None
+    data = getattr(args, "data", None) if overrides_apply else None
+    if not (notes or data):
+        return picked_from
+    if len(picked) > 1:
         raise CampaignsError("--notes and --data name one campaign's folders: add --campaign NAME")
-    return {n: s.model_copy(update=overrides) if overrides else s for n, s in settings.items()}
+    return picked_from.moved(notes=Path(notes) if notes else None, data=Path(data) if data else None)
 
 
-def open_index(settings: Settings) -> Index:
-    """One campaign's index, for the commands that read one."""
-    return Index(settings)
+def build_settings(args: argparse.Namespace) -> Settings:
+    """The settings of the one campaign a command works on (`--campaign`, or the only one)."""
+    return chosen(args, one=True).settings()
 
 
-async def open_indexes(chosen: dict[str, Settings]) -> dict[str, Index]:
-    """One index per campaign; several share one model, loaded once."""
-    if len(chosen) == 1:
-        return {name: Index(s) for name, s in chosen.items()}
-    first = next(iter(chosen.values()))
-    model = await off_loop(Embedder, first.embed_model, query_backend=first.query_backend, cache_dir=first.models_path)
-    shared = Embeddings(model)
-    return {name: Index(s, embedder=shared) for name, s in chosen.items()}
+def campaign_index(args: argparse.Namespace) -> AbstractAsyncContextManager[Index]:
+    """The index of the one campaign a command works on."""
+    return chosen(args, one=True).index()
 
 
 async def ensure_index(index: Index, *, quiet: bool) -> None:

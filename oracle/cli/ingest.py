@@ -18,10 +18,9 @@ from rich.table import Table
 
 from ..errors import OracleError
 from ..index.ingest import ingest
-from ..types import INGEST_STAGES, IngestReport
-from ..types import Progress as IngestProgress
+from ..types import INGEST_STAGES, IngestProgress, IngestReport
 from ..watch import WatchError, watch_notes
-from .common import campaign_settings, console, open_indexes, out
+from .common import chosen, console, out
 
 
 class IngestBars:
@@ -51,9 +50,9 @@ class IngestBars:
 
 async def cmd_ingest(args: argparse.Namespace) -> int:
     """The chosen campaign, or every campaign of ORACLE_CAMPAIGNS in turn."""
-    indexes = await open_indexes(campaign_settings(args))
     reports: dict[str, dict] = {}
-    try:
+    async with chosen(args).library() as library:
+        indexes = library.indexes()
         for name, index in indexes.items():
             if len(indexes) > 1 and not args.json:
                 out.print(f"[bold]campaign {escape(name)}[/] ({escape(str(index.settings.notes_dir))})")
@@ -63,9 +62,6 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
             reports[name] = report.to_json()
             if not args.json:
                 print_ingest_report(report)
-    finally:
-        for index in indexes.values():
-            await index.close()
     if args.json:
         single = next(iter(reports.values())) if len(reports) == 1 else {"campaigns": reports}
         print(json.dumps(single, ensure_ascii=False))
@@ -75,9 +71,9 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
 async def cmd_watch(args: argparse.Namespace) -> int:
     """Reingest each chosen campaign (every one of ORACLE_CAMPAIGNS by default) whenever its notes
     have changed and then stayed quiet; one summary per reingest. Runs until interrupted."""
-    chosen = campaign_settings(args)
-    indexes = await open_indexes(chosen)
-    quiet = args.quiet if args.quiet is not None else next(iter(chosen.values())).watch_quiet
+    library = chosen(args).library()
+    indexes = library.indexes()
+    quiet = args.quiet if args.quiet is not None else library.settings.watch_quiet
 
     def printer(name: str):
         async def show(report: IngestReport) -> None:
@@ -111,8 +107,7 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             for name, index in indexes.items()
         ))
     finally:
-        for index in indexes.values():
-            await index.close()
+        await library.close()
     return 0
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -13,26 +12,25 @@ from ..eval import load_bank, run_eval
 from ..eval_answers import run_answers
 from ..index.ingest import ingest
 from ..oracle import Oracle
-from .common import campaign_settings, console, one_campaign, open_index, out, snippet
+from ..types import Clearance
+from .common import chosen, console, out, snippet
 from .ingest import IngestBars
 
 
 async def cmd_eval(args: argparse.Namespace) -> int:
     bank_path = Path(args.bank)
     questions = load_bank(bank_path)
-    overrides: dict[str, Any] = {}
     notes = Path(args.notes) if args.notes else _bank_notes(bank_path)
-    if notes:
-        overrides["notes_dir"] = notes
-    campaign = one_campaign(campaign_settings(args, overrides_apply=False))
-    base = campaign.model_copy(update=overrides)
+    picked = chosen(args, one=True, overrides_apply=False)
+    data = None
     if args.data:
-        overrides["data_dir"] = Path(args.data)
+        data = Path(args.data)
     elif notes:  # one index per corpus, so evaluating several never thrashes one index
-        overrides["data_dir"] = base.data_dir / "eval" / _slug(notes)
-    settings = campaign.model_copy(update=overrides)
+        data = picked.settings().data_dir / "eval" / _slug(notes)
+    picked = picked.moved(notes=notes, data=data)
+    settings = picked.settings()
     bars = IngestBars(enabled=not args.json and console.is_terminal)
-    async with open_index(settings) as index:
+    async with picked.index() as index:
         if settings.sqlite_path.exists():
             built_from = (await (await index.store()).meta()).get("notes_dir")
             if built_from and Path(built_from) != settings.notes_dir.resolve():  # say so: it is not an update
@@ -41,9 +39,9 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         with bars.progress:
             await ingest(index, progress=bars, by="oracle eval")
         if args.answers:
-            result = await run_answers(Oracle(index), questions, gm=args.gm)
+            result = await run_answers(Oracle(index), questions, clearance=Clearance.of(args.gm))
         else:
-            result = await run_eval(Oracle(index), questions, gm=args.gm, k=args.k or settings.k)
+            result = await run_eval(Oracle(index), questions, clearance=Clearance.of(args.gm), k=args.k or settings.k)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     elif args.answers:

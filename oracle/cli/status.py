@@ -7,12 +7,14 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
+from ..context_window import describe_window
 from ..index.status import index_status, is_indexed
 from ..index.store import StoreError
-from ..llm import describe_loaded, describe_window
+from ..llm import describe_loaded
 from ..oracle import Oracle
+from ..types import Clearance
 from ..visibility import VisibilityReport, note_visibility, players_view
-from .common import _many, build_settings, ensure_index, open_index, out
+from .common import _many, build_settings, campaign_index, ensure_index, out
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
@@ -25,65 +27,65 @@ async def cmd_status(args: argparse.Namespace) -> int:
             raise StoreError(f"no index at {settings.sqlite_path}, and the notes folder {settings.notes_dir} does not "
                              "exist: set ORACLE_NOTES_DIR to your vault, then run `oracle ingest`")
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
-    async with open_index(settings) as index:
+    async with campaign_index(args) as index:
         if not await is_indexed(index):
             raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
                              "run `oracle ingest`")
-        status = await index_status(index, gm=args.gm)
+        status = await index_status(index, clearance=Clearance.of(args.gm))
     if args.json:
-        print(json.dumps(status, ensure_ascii=False))
+        print(json.dumps(status.to_json(), ensure_ascii=False))
         return 0
-    table = Table(title="Oracle index" if args.gm else "Oracle index, as players read it", show_header=False)
-    ok = status["ollama"]["ok"]
-    if args.gm:
-        table.add_row("notes", escape(str(status["notes_dir"])))
-        table.add_row("who reads what", escape(status["policy"]))
-    table.add_row("files indexed (skipped)", f"{status['files']} ({status['files_skipped']})")
-    if args.gm:
-        table.add_row("sessions (players can read / game-master-only)",
-                      f"{status['sessions']} / {status['sessions_gm_only']}")
+    gm, stats = status.gm, status.stats
+    table = Table(title="Oracle index" if gm else "Oracle index, as players read it", show_header=False)
+    ok = status.ollama["ok"]
+    if gm:
+        table.add_row("notes", escape(str(gm.notes_dir)))
+        table.add_row("who reads what", escape(gm.policy))
+    table.add_row("files indexed (skipped)", f"{stats.files} ({stats.files_skipped})")
+    if stats.gm:
+        table.add_row("sessions (players can read / game-master-only)", f"{stats.sessions} / {stats.gm.sessions_gm_only}")
     else:
-        numbers = status.get("session_numbers")
-        table.add_row("sessions", f"{status['sessions']} (numbered {numbers})" if numbers else str(status["sessions"]))
-    kinds = ", ".join(f"{k} {v}" for k, v in status["chunks_by_kind"].items())
-    table.add_row("chunks", f"{status['chunks']} ({kinds})")
-    if args.gm:
-        table.add_row("game-master-only chunks", str(status["chunks_by_visibility"].get("gm", 0)))
-        table.add_row("dense windows", str(status["windows"]))
-        table.add_row("Compendium entries (players / game master)", f"{status['entities']} / {status['entities_gm']}")
+        numbers = stats.session_numbers
+        table.add_row("sessions", f"{stats.sessions} (numbered {numbers})" if numbers else str(stats.sessions))
+    kinds = ", ".join(f"{k} {v}" for k, v in stats.chunks_by_kind.items())
+    table.add_row("chunks", f"{stats.chunks} ({kinds})")
+    if stats.gm:
+        table.add_row("game-master-only chunks", str(stats.gm.chunks_by_visibility.get("gm", 0)))
+        table.add_row("dense windows", str(stats.gm.windows))
+        table.add_row("Compendium entries (players / game master)", f"{stats.entities} / {stats.gm.entities_gm}")
     else:
-        table.add_row("Compendium entries", str(status["entities"]))
-    table.add_row("annotation coverage", f"{status['annotated']}/{status['chunks']} ({status['annotation_coverage']:.0%})")
-    table.add_row("last ingest", f"{status['last_ingest']} ({status['last_ingest_seconds']} s)")
-    table.add_row("embedding model", escape(str(status["embed_model"])))
-    table.add_row("answer model", escape(str(status["model"])))
-    if args.gm:
-        table.add_row("ollama", escape(f"{status['ollama']['host']}: " + ("answers" if ok else status["ollama"]["reason"])))
+        table.add_row("Compendium entries", str(stats.entities))
+    table.add_row("annotation coverage", f"{stats.annotated}/{stats.chunks} ({status.annotation_coverage:.0%})")
+    table.add_row("last ingest", f"{status.last_ingest} ({status.last_ingest_seconds} s)")
+    table.add_row("embedding model", escape(str(status.embed_model)))
+    table.add_row("answer model", escape(str(status.model)))
+    if gm:
+        table.add_row("ollama", escape(f"{status.ollama['host']}: " + ("answers" if ok else status.ollama["reason"])))
     else:
-        table.add_row("ollama", "answers" if ok else escape(status["ollama"]["reason"]))
-    table.add_row("context window", escape(describe_window(status["context"])))
-    table.add_row("model loaded", escape(describe_loaded(status["model_loaded"])))
-    if not args.gm:
+        table.add_row("ollama", "answers" if ok else escape(status.ollama["reason"]))
+    table.add_row("context window", escape(describe_window(status.context)))
+    table.add_row("model loaded", escape(describe_loaded(status.model_loaded)))
+    if not gm:
         out.print(table)
         out.print("[dim]The game master's status (GM-only counts, Ollama's host, the policy): oracle status --gm[/]")
         return 0
-    withheld = status["withheld"]
-    table.add_row("answers withheld from players", str(withheld["count"]))
+    table.add_row("answers withheld from players", str(gm.withheld.count))
     out.print(table)
-    for event in withheld["last"]:
-        seen = f"{event['at']}: {event['question']!r} ({event['reason']})"
+    for event in gm.withheld.last:
+        seen = f"{event.at}: {event.question!r} ({event.reason})"
         out.print(f"[yellow]withheld[/] {escape(seen)}")
     return 0
 
 
 async def cmd_who(args: argparse.Namespace) -> int:
     """The dossier `/oracle who` shows, as a player sees it (or, with --gm, as the game master)."""
-    settings = build_settings(args)
-    async with open_index(settings) as index:
+    async with campaign_index(args) as index:
         await ensure_index(index, quiet=args.json)
         oracle = Oracle(index)
-        dossier = await oracle.dossiers.who(args.name, gm=args.gm)
-        suggestions = [] if dossier is not None else await oracle.dossiers.names(args.name, gm=args.gm, limit=10)
+        dossier = await oracle.dossiers.who(args.name, clearance=Clearance.of(args.gm))
+        suggestions = (
+            [] if dossier is not None else await oracle.dossiers.names(args.name, clearance=Clearance.of(args.gm), limit=10)
+        )
     if args.json:
         print(json.dumps({"dossier": dossier.to_json() if dossier else None, "suggestions": suggestions},
                          ensure_ascii=False))
@@ -131,7 +133,8 @@ async def cmd_visibility(args: argparse.Namespace) -> int:
 
 def print_visibility(report: VisibilityReport) -> None:
     out.print(f"[bold]notes[/] {escape(report.notes_dir)}: {escape(report.policy)}", soft_wrap=True, highlight=False)
-    width = min(max((len(n.path) for n in (*report.notes, *report.skipped)), default=0), 60)
+    paths = [n.path for n in report.notes] + [s.path for s in report.skipped]
+    width = min(max(map(len, paths), default=0), 60)
     for n in report.notes:
         reader = "[green]players[/]" if n.players else "[magenta]GM[/]     "
         rule = escape(n.rule) if n.rule else "[dim]no rule keeps it from players[/]"

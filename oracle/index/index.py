@@ -17,15 +17,40 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ..llm import LLM
+from ..offload import off_loop
 from ..settings import Settings
 from .embed import Embedder
-from .seam import Embeddings, Vectors, off_loop
+from .seam import Embeddings, Vectors
 from .store import Store
 from .vectors import VectorStore, VectorStoreError
 
 
 def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
-    return f"{settings.collection_prefix}windows-{embedder.fingerprint}-w{settings.window_tokens}-o{settings.window_overlap_tokens}"
+    windows = f"w{settings.window_tokens}-o{settings.window_overlap_tokens}"
+    return f"{settings.collection_prefix}windows-{embedder.fingerprint}-{windows}"
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The embedding model of `settings`, with its question encoder ready (seconds: off the loop)."""
+    embedder = Embedder(settings.embed_model, query_backend=settings.query_backend, cache_dir=settings.models_path)
+    embedder.prepare_queries()
+    return embedder
+
+
+class SharedModel:
+    """The embedding model of one or more indexes (a `Library`'s campaigns share one), loaded on
+    first use unless it is handed over `loaded`."""
+
+    def __init__(self, settings: Settings, loaded: Embeddings | None = None) -> None:
+        self.settings = settings
+        self._embeddings = loaded
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> Embeddings:
+        async with self._lock:
+            if self._embeddings is None:
+                self._embeddings = Embeddings(await off_loop(load_embedder, self.settings))
+            return self._embeddings
 
 
 class Index:
@@ -33,18 +58,21 @@ class Index:
         self,
         settings: Settings,
         *,
-        embedder: Embedder | Embeddings | None = None,
+        embedder: Embedder | Embeddings | SharedModel | None = None,
         llm: LLM | None = None,
         llm_slots: asyncio.Semaphore | None = None,
         search_slots: asyncio.Semaphore | None = None,
     ) -> None:
-        """`embedder`: a model already loaded (tests, benchmarks and the campaigns of one process share
-        one), else loaded on first use. `llm`: an Ollama client shared with other indexes (its owner
+        """`embedder`: a model already loaded, or one shared with other indexes (a `Library`'s), else
+        one of its own, loaded on first use. `llm`: an Ollama client shared with other indexes (its owner
         closes it), else one of its own. `llm_slots`: the LLM calls allowed at once, shared by every
         index on one Ollama (else each `Oracle` has its own ORACLE_LLM_CONCURRENCY); `search_slots`, likewise,
         the questions searched at once in this process (ORACLE_SEARCH_CONCURRENCY)."""
         self.settings = settings
-        self._embedder = Embeddings(embedder) if isinstance(embedder, Embedder) else embedder
+        if isinstance(embedder, SharedModel):
+            self.model = embedder
+        else:
+            self.model = SharedModel(settings, Embeddings(embedder) if isinstance(embedder, Embedder) else embedder)
         self.llm_slots = llm_slots
         self.search_slots = search_slots
         self._store: Store | None = None
@@ -89,19 +117,7 @@ class Index:
             return self._writer
 
     async def embedder(self) -> Embeddings:
-        async with self._lock:
-            if self._embedder is None:
-                self._embedder = Embeddings(await off_loop(self._load_embedder))
-            return self._embedder
-
-    def _load_embedder(self) -> Embedder:
-        embedder = Embedder(
-            self.settings.embed_model,
-            query_backend=self.settings.query_backend,
-            cache_dir=self.settings.models_path,
-        )
-        embedder.prepare_queries()
-        return embedder
+        return await self.model.get()
 
     async def vectors(self, *, check: bool = True) -> Vectors:
         """The Chroma collection, as fresh as the last ingest committed by any process: when the
@@ -151,6 +167,15 @@ class Index:
             await vectors.reopen_if_written()
             self._vectors_generation = generation
         return vectors
+
+    async def record_withheld(self, question: str, reason: str) -> None:
+        """Kept for the game master's `status`, on a connection of its own: never inside a question's
+        snapshot or an ingest's transaction."""
+        store = await Store.open(self.settings.sqlite_path, create=False)
+        try:
+            await store.record_withheld(question, reason)
+        finally:
+            await store.close()
 
     def wrote(self, generation: str) -> None:
         """This process's ingest committed `generation`, through its own store: nothing to reopen."""

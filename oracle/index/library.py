@@ -20,10 +20,11 @@ from collections.abc import Iterator
 
 from ..campaigns import Campaign, Campaigns
 from ..llm import LLM
+from ..offload import off_loop
 from ..settings import Settings
-from .embed import EmbedError, Embedder
-from .index import Index
-from .seam import Embeddings, off_loop, search_concurrency
+from .embed import Embedder, EmbedError
+from .index import Index, SharedModel, load_embedder
+from .seam import Embeddings, search_concurrency
 from .worker import EmbedWorker
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,17 @@ class Library:
         self,
         settings: Settings,
         campaigns: Campaigns,
-        embeddings: Embeddings,
+        embeddings: Embeddings | None = None,
         *,
         worker: EmbedWorker | None = None,
     ) -> None:
-        """Use `Library.open`; this wires parts already made (tests pass a loaded model)."""
+        """`Library.open` loads the model and starts the worker first; this wires parts already made
+        (tests pass a loaded model). Without `embeddings`, the model is loaded on first use, once for
+        every campaign (a command that may not need it: `oracle status`)."""
         self.settings = settings
         self.campaigns = campaigns
         self.embeddings = embeddings
+        self.model = SharedModel(settings, embeddings)
         self.worker = worker
         self.llm = LLM.from_settings(settings)
         self.llm_slots = asyncio.Semaphore(settings.llm_concurrency)
@@ -54,7 +58,7 @@ class Library:
                 llms[own.model] = self.llm.for_model(own.model)
             llm = llms[own.model]
             self._indexes[campaign.name] = Index(
-                own, embedder=embeddings, llm=llm, llm_slots=self.llm_slots, search_slots=self.search_slots
+                own, embedder=self.model, llm=llm, llm_slots=self.llm_slots, search_slots=self.search_slots
             )
 
     @classmethod
@@ -76,7 +80,7 @@ class Library:
             embed_worker.start()  # its model loads while ours does
         try:
             if embedder is None:
-                embedder = await off_loop(_load_embedder, settings)
+                embedder = await off_loop(load_embedder, settings)
             if embed_worker is not None:
                 fingerprint = await embed_worker.ready()
                 if fingerprint != embedder.fingerprint:
@@ -121,8 +125,3 @@ class Library:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-
-def _load_embedder(settings: Settings) -> Embedder:
-    embedder = Embedder(settings.embed_model, query_backend=settings.query_backend, cache_dir=settings.models_path)
-    embedder.prepare_queries()
-    return embedder
