@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from oracle.campaigns import Campaigns
 from oracle.errors import OracleError
 from oracle.index.library import Library
-from oracle.index.seam import SWITCH_INTERVAL
 from oracle.index.status import is_indexed
+from oracle.offload import SWITCH_INTERVAL
 from oracle.settings import Settings, settings_problem
 
 from .client import OracleBot
@@ -77,7 +77,7 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
             default_announce = bot_settings.announce_channel if campaigns.is_single else None
             tables.append(await open_table(campaign, index, default_announce=default_announce))
         # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
-        # all holding the GIL (300+ ms, measured by bench/load.py) and stalls the gateway heartbeat.
+        # all holding the GIL (measured with `bench.load`: docs/decisions.md) and stalls the gateway heartbeat.
         # Frozen, they are never walked again.
         gc.collect()
         gc.freeze()
@@ -120,7 +120,7 @@ async def connect(make: Callable[[bool], OracleBot], token: str, stop: asyncio.E
         except StartupError as exc:
             log.error("%s", exc)
             return 2
-        except (OSError, asyncio.TimeoutError, discord.GatewayNotFound, discord.DiscordServerError) as exc:
+        except (TimeoutError, OSError, discord.GatewayNotFound, discord.DiscordServerError) as exc:
             log.error("cannot reach Discord (%s): trying again in %.0f s", _reason(exc), pause)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), pause)

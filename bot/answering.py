@@ -11,11 +11,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import discord
+from discord import app_commands
 
 from oracle.answer.prompt import Turn
 from oracle.answer.results import Answer
 from oracle.index.status import is_indexed
 from oracle.journal import Asked
+from oracle.types import Clearance
 
 from .delivery import InteractionReply
 from .errors import FAILED, UserError
@@ -40,8 +42,15 @@ class OracleHost(Protocol):
     tables: Tables
     history: ThreadHistory
     questions: Questions
-    intents: discord.Intents
-    user: discord.ClientUser | None
+
+    @property
+    def intents(self) -> discord.Intents: ...
+
+    @property
+    def user(self) -> discord.ClientUser | None: ...
+
+    @property
+    def tree(self) -> app_commands.CommandTree: ...
 
     def get_channel(self, id: int, /) -> Any: ...
 
@@ -78,11 +87,11 @@ class Answering:
     def is_game_master(self, member: Any, table: Table) -> bool:
         return self.bot.tables.is_game_master(member, table)
 
-    def clearance(self, interaction: discord.Interaction, table: Table, private: bool) -> bool:
+    def clearance(self, interaction: discord.Interaction, table: Table, private: bool) -> Clearance:
         """Game-master answers only where only game masters read them."""
         if not self.is_game_master(interaction.user, table):
-            return False
-        return private or self.bot.tables.is_gm_channel(interaction.channel, table)
+            return Clearance.PLAYER
+        return Clearance.of(private or self.bot.tables.is_gm_channel(interaction.channel, table))
 
     def elsewhere(self, interaction: discord.Interaction, table: Table) -> bool:
         """The campaign is not the channel's: its answer is private (this channel's readers may not
@@ -131,7 +140,7 @@ class Answering:
         question: str,
         asker: Asker,
         private: bool,
-        produce: Callable[..., Awaitable[Answer]],  # (oracle, gm, on_stage, on_text, history) -> Answer
+        produce: Callable[..., Awaitable[Answer]],  # (oracle, clearance, on_stage, on_text, history) -> Answer
         thread_title: str,
     ) -> None:
         """Defer, wait for the member's turn, produce the answer while showing progress, post it with
@@ -152,28 +161,29 @@ class Answering:
                               kind: str, question: str, asker: Asker, private: bool,
                               produce: Callable[..., Awaitable[Answer]], thread_title: str) -> None:
         channel = interaction.channel
-        in_thread = isinstance(channel, discord.Thread) and \
-            await self.bot.history.campaign_of(channel.id) == table.name
+        # The thread asked in, when it is one of this campaign's answers' threads.
+        thread = channel if isinstance(channel, discord.Thread) and \
+            await self.bot.history.campaign_of(channel.id) == table.name else None
         # A thread is public: everyone reading it gets the player answer.
-        gm = self.is_game_master(interaction.user, table) and private if in_thread \
+        clearance = Clearance.of(self.is_game_master(interaction.user, table) and private) if thread is not None \
             else self.clearance(interaction, table, private)
         if not await self.take_turn(interaction.user.id, lambda: reply.edit(content=WAITING)):
             raise UserError("You already have questions waiting: ask again once they are answered.")
         try:
-            history = await self.bot.history.turns(channel.id, self.bot.settings.history_turns) if in_thread else []
+            history = await self.bot.history.turns(thread.id, self.bot.settings.history_turns) if thread is not None else []
             live = self.live(lambda text: reply.edit(content=text))
 
             async def show(stage: str) -> None:
                 await reply.edit(content=PROGRESS.get(stage, stage))
                 live.touch()
 
-            answer = await produce(table.oracle, gm, show, live.update, history)
+            answer = await produce(table.oracle, clearance, show, live.update, history)
         except BaseException:
             self.flood.refund(interaction.user.id)
             raise
         answer_id = await table.journal.record(Asked(
             kind, question, interaction.user.id, interaction.user.display_name, interaction.guild_id,
-            interaction.channel_id, tuple(t.content for t in history if t.role == "user"), gm,
+            interaction.channel_id, tuple(t.content for t in history if t.role == "user"), clearance,
             await self.generation(table),
         ), answer)
         message = await deliver(answer, reply.first, reply.more, asker=asker,
@@ -182,8 +192,8 @@ class Answering:
             await table.journal.shown_in(answer_id, message.channel.id, message.id)
         if private or message is None:
             return  # a private answer never joins a thread's history: the thread is public
-        if in_thread:
-            await self.bot.history.add_turns(channel.id, [Turn("user", question), Turn("assistant", answer.text)])
+        if thread is not None:
+            await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
             return
         await self.open_thread(interaction, reply, table, message, thread_title, question, answer)
 
@@ -202,7 +212,7 @@ class Answering:
                 log.warning("could not open a thread on answer %s: %s", message.id, exc)
                 why = f"Discord refused it ({exc.text or exc.status})"
             else:
-                await self.bot.history.add_thread(thread.id, interaction.guild_id, interaction.channel_id,
+                await self.bot.history.add_thread(thread.id, interaction.guild_id, message.channel.id,
                                                   interaction.user.id, table.name)
                 await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
                 return
@@ -275,12 +285,12 @@ class Answering:
             live = self.live(edit)
             async with thread.typing():
                 # A thread is public: everyone reading it gets the player answer.
-                answer = await table.oracle.ask(question, history=history, gm=False, on_text=live.update)
+                answer = await table.oracle.ask(question, history=history, on_text=live.update)
             streamed = reply  # the streamed message becomes the answer's first piece
             answer_id = await table.journal.record(Asked(
                 "followup", question, message.author.id, message.author.display_name,
                 message.guild.id if message.guild else None, thread.id,
-                tuple(t.content for t in history if t.role == "user"), False, await self.generation(table),
+                tuple(t.content for t in history if t.role == "user"), Clearance.PLAYER, await self.generation(table),
             ), answer)
 
             async def first(text: str, embed: discord.Embed | None, view: Any) -> Any:
@@ -300,6 +310,6 @@ class Answering:
             log.exception("follow-up %r in thread %s failed", question, thread.id)
             await message.reply(FAILED)
         finally:
-            if waited:
+            if waited and self.bot.user is not None:  # the bot's own user: known once it is logged in
                 with contextlib.suppress(discord.HTTPException):
-                    await message.remove_reaction(WAITING, self.bot.user)  # type: ignore[arg-type]
+                    await message.remove_reaction(WAITING, self.bot.user)

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import discord
 from discord.ext import commands
 
 from oracle.campaigns import Campaign
 from oracle.errors import OracleError
+from oracle.index.library import Library
 from oracle.types import IngestReport
 from oracle.watch import watch_campaigns
 
@@ -37,10 +39,10 @@ class OracleBot(commands.Bot):
         settings: BotSettings,
         tables: Tables,
         history: ThreadHistory,
-        library: object | None = None,
+        library: Library | None = None,
         watch: bool = False,
         message_content: bool = True,
-        **options: object,
+        **options: Any,  # passed on to discord.py's Bot as they are
     ) -> None:
         """`library` (an `oracle.index.library.Library` over the same campaigns) and `watch`: reingest
         each campaign by itself when its notes change (ORACLE_WATCH)."""
@@ -93,8 +95,10 @@ class OracleBot(commands.Bot):
         async def failed(campaign: Campaign, error: OracleError) -> None:
             log.error("reingesting campaign %s after its notes changed failed: %s", campaign.name, error)
 
+        if self.library is None:  # started only with a library (`setup_hook`)
+            return
         try:
-            await watch_campaigns(self.library, on_change=changed, on_error=failed)  # type: ignore[arg-type]
+            await watch_campaigns(self.library, on_change=changed, on_error=failed)
         except OracleError as exc:
             log.error("watching the notes stopped: %s", exc)
 

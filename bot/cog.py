@@ -11,11 +11,13 @@ from discord.ext import commands
 
 from oracle.answer.citations import Citation
 from oracle.answer.results import Answer
-from oracle.index.ingest import IngestBusy, IngestError
+from oracle.context_window import describe_window
+from oracle.index.ingest import IngestError
+from oracle.index.lock import IngestBusy
 from oracle.index.status import index_status
-from oracle.llm import describe_loaded, describe_window
+from oracle.llm import describe_loaded
 from oracle.oracle import Oracle
-from oracle.types import readable
+from oracle.types import Clearance
 
 from .answering import Answering, OracleHost
 from .errors import UserError
@@ -48,10 +50,10 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         super().__init__()
 
     async def cog_load(self) -> None:
-        self.bot.tree.add_command(self.ask_about)  # type: ignore[attr-defined]
+        self.bot.tree.add_command(self.ask_about)
 
     async def cog_unload(self) -> None:
-        self.bot.tree.remove_command(self.ask_about.name, type=self.ask_about.type)  # type: ignore[attr-defined]
+        self.bot.tree.remove_command(self.ask_about.name, type=self.ask_about.type)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -79,13 +81,13 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         self, interaction: discord.Interaction, question: app_commands.Range[str, 1, 1000], private: bool = False,
         campaign: str | None = None,
     ) -> None:
-        async def produce(oracle: Oracle, gm: bool, show, text, history) -> Answer:
-            return await oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=text)
+        async def produce(oracle: Oracle, clearance: Clearance, show, text, history) -> Answer:
+            return await oracle.ask(question, history=history, clearance=clearance, on_stage=show, on_text=text)
 
         user = interaction.user
         await self.answering.answer_interaction(
-            interaction, table=self.table(interaction, campaign), kind="ask", question=question, private=private, produce=produce, thread_title=question,
-            asker=Asker(user.display_name, question, user.display_avatar.url),
+            interaction, table=self.table(interaction, campaign), kind="ask", question=question, private=private,
+            produce=produce, thread_title=question, asker=Asker(user.display_name, question, user.display_avatar.url),
         )
 
     # -- Ask the Oracle (a message's context menu) ---------------------------------------------------
@@ -96,8 +98,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             raise UserError("That message has no text to ask the notes about.")
         question = f"What do the notes say about this? “{clip(text, 900)}”"
 
-        async def produce(oracle: Oracle, gm: bool, show, on_text, history) -> Answer:
-            return await oracle.ask(question, history=history, gm=gm, on_stage=show, on_text=on_text)
+        async def produce(oracle: Oracle, clearance: Clearance, show, on_text, history) -> Answer:
+            return await oracle.ask(question, history=history, clearance=clearance, on_stage=show, on_text=on_text)
 
         user = interaction.user
         await self.answering.answer_interaction(
@@ -116,13 +118,13 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                     private: bool = False, campaign: str | None = None) -> None:
         title = f"Previously on… {session}" if session else "Previously on…"
 
-        async def produce(oracle: Oracle, gm: bool, show, text, history) -> Answer:
-            return await oracle.recap(session, gm=gm, on_stage=show, on_text=text)
+        async def produce(oracle: Oracle, clearance: Clearance, show, text, history) -> Answer:
+            return await oracle.recap(session, clearance=clearance, on_stage=show, on_text=text)
 
         user = interaction.user
         await self.answering.answer_interaction(
-            interaction, table=self.table(interaction, campaign), kind="recap", question=f"recap {session or ''}".strip(), private=private, produce=produce,
-            thread_title=title, asker=Asker(user.display_name, title, user.display_avatar.url),
+            interaction, table=self.table(interaction, campaign), kind="recap", question=f"recap {session or ''}".strip(),
+            private=private, produce=produce, thread_title=title, asker=Asker(user.display_name, title, user.display_avatar.url),
         )
 
     @recap.autocomplete("session")
@@ -133,7 +135,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         except UserError:
             return []
         async with table.index.snapshot() as store:
-            titles = await store.titles(readable(False), kind="session")
+            titles = await store.titles(Clearance.PLAYER, kind="session")
         needle = current.casefold().strip()
         found = [t for t in titles if needle in t.title.casefold()]
         found.sort(key=lambda t: -max(t.sessions, default=0))
@@ -152,12 +154,12 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         await interaction.response.defer(ephemeral=True, thinking=True)
         table = self.bot.tables.get(campaign)
         recorded = await table.journal.get(answer_id) if table is not None else None
-        if recorded is None or not recorded.citations:
+        if table is None or recorded is None or not recorded.citations:
             await interaction.followup.send("This answer has no sources on record.", ephemeral=True)
             return
         citations = [Citation(c["label"], c["path"], c["lines"][0], c["lines"][1]) for c in recorded.citations]
-        gm = self.answering.is_game_master(interaction.user, table)  # the reply is private
-        cited = await table.oracle.cited(citations, gm=gm)
+        clearance = Clearance.of(self.answering.is_game_master(interaction.user, table))  # the reply is private
+        cited = await table.oracle.cited(citations, clearance=clearance)
         embeds = excerpt_embeds([(c.citation.label, c.citation.path, c.citation.start_line, c.citation.end_line,
                                   c.text) for c in cited])
         await interaction.followup.send(embeds=embeds, ephemeral=True)
@@ -216,36 +218,36 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         table = self.table(interaction, campaign)
         await interaction.response.defer(ephemeral=True, thinking=True)
         gm = self.answering.is_game_master(interaction.user, table)  # the reply is private
-        status = await index_status(table.index, gm=gm)
+        status = await index_status(table.index, clearance=Clearance.of(gm))
         intent = self.bot.intents.message_content
+        stats = status.stats
         lines = [
-            f"**Notes:** {status['files']} files, {status['sessions']} sessions, {status['chunks']} passages, "
-            f"{status['entities']} Compendium entries",
-            f"**Last ingest:** {status['last_ingest'] or 'never'}",
-            f"**Annotations:** {status['annotated']}/{status['chunks']}",
-            f"**Models:** answers with `{status['model']}`, embeds with `{status['embed_model']}`",
-            f"**Ollama:** {'answers' if status['ollama']['ok'] else status['ollama']['reason']}",
-            f"**Context window:** {describe_window(status['context'])}",
-            f"**Model loaded:** {describe_loaded(status['model_loaded'])}",
+            f"**Notes:** {stats.files} files, {stats.sessions} sessions, {stats.chunks} passages, "
+            f"{stats.entities} Compendium entries",
+            f"**Last ingest:** {status.last_ingest or 'never'}",
+            f"**Annotations:** {stats.annotated}/{stats.chunks}",
+            f"**Models:** answers with `{status.model}`, embeds with `{status.embed_model}`",
+            f"**Ollama:** {'answers' if status.ollama['ok'] else status.ollama['reason']}",
+            f"**Context window:** {describe_window(status.context)}",
+            f"**Model loaded:** {describe_loaded(status.model_loaded)}",
             "**Thread follow-ups:** "
             + ("on (message-content intent enabled)" if intent else
                "only when the bot is mentioned. To read every reply in a thread, enable the Message Content "
                "intent for this application in the Discord Developer Portal (Bot → Privileged Gateway Intents) "
                "and restart the bot."),
         ]
-        if status["last_ingest"] is None:
+        if status.last_ingest is None:
             lines.insert(0, f"⚠️ {self.answering.not_indexed(table)}")
         if not self.bot.tables.single:
             lines.insert(0, f"**Campaign:** {table.name}")
-        if gm:
-            withheld = status["withheld"]
-            lines.append(f"**Who reads what:** {status['policy']}")
+        if status.gm is not None and stats.gm is not None:
+            withheld = status.gm.withheld
+            lines.append(f"**Who reads what:** {status.gm.policy}")
             lines.append(
-                f"**Game master only:** {status['sessions_gm_only']} sessions, "
-                f"{status['chunks_by_visibility'].get('gm', 0)} passages, {status['entities_gm']} Compendium entries; "
-                f"{withheld['count']} answers withheld from players"
-                + (f" (last: “{withheld['last'][0]['question'][:200]}”, {withheld['last'][0]['reason']})"
-                   if withheld["last"] else "")
+                f"**Game master only:** {stats.gm.sessions_gm_only} sessions, "
+                f"{stats.gm.chunks_by_visibility.get('gm', 0)} passages, {stats.gm.entities_gm} Compendium entries; "
+                f"{withheld.count} answers withheld from players"
+                + (f" (last: “{withheld.last[0].question[:200]}”, {withheld.last[0].reason})" if withheld.last else "")
             )
             lines.append(fallback_line(table.oracle.fallbacks))
         await interaction.edit_original_response(content="\n".join(lines)[:MESSAGE_LIMIT])
@@ -260,7 +262,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         table = self.table(interaction, campaign)
         private = private or self.answering.elsewhere(interaction, table)
         await interaction.response.defer(ephemeral=private, thinking=True)
-        dossier = await table.oracle.dossiers.who(name, gm=self.answering.clearance(interaction, table, private))
+        dossier = await table.oracle.dossiers.who(name, clearance=self.answering.clearance(interaction, table, private))
         if dossier is None:
             await interaction.edit_original_response(content=f"The Compendium has no entry for “{name}”.")
             return
@@ -273,7 +275,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             table = self.table(interaction, interaction.namespace.campaign)
         except UserError:
             return []
-        names = await table.oracle.dossiers.names(current, gm=False, limit=25)
+        names = await table.oracle.dossiers.names(current, clearance=Clearance.PLAYER, limit=25)
         return [app_commands.Choice(name=n[:100], value=n[:100]) for n in names][:25]
 
     @ask.autocomplete("campaign")

@@ -63,8 +63,10 @@ class InteractionReply:
                     "to the asker directly" if self.private else "in the channel")
         message = await self._post(text, embed, view, reply=True)
         if not self.private and self.original is not None:
-            with contextlib.suppress(discord.HTTPException):
-                await self.original.channel.get_partial_message(self.original.id).edit(content=MOVED_BELOW)
+            channel = self.original.channel
+            if not isinstance(channel, discord.GroupChannel):  # a group DM has no messages to edit by id
+                with contextlib.suppress(discord.HTTPException):
+                    await channel.get_partial_message(self.original.id).edit(content=MOVED_BELOW)
         return message
 
     async def more(self, text: str, embed: Any, view: Any) -> Any:
@@ -89,7 +91,14 @@ class InteractionReply:
         if self.private:
             return await self.interaction.user.send(text, embed=embed, view=view)
         channel = self.interaction.channel
-        if channel is None or not hasattr(channel, "send"):
-            channel = self.interaction.client.get_partial_messageable(self.interaction.channel_id)  # type: ignore[arg-type]
-        reference = self.original.to_reference(fail_if_not_exists=False) if reply and self.original else None
-        return await channel.send(text, embed=embed, view=view, reference=reference)  # type: ignore[union-attr]
+        target: discord.abc.Messageable
+        if isinstance(channel, discord.abc.Messageable):
+            target = channel
+        elif self.interaction.channel_id is not None:  # a forum, a category, or a channel not cached
+            target = self.interaction.client.get_partial_messageable(self.interaction.channel_id)
+        else:
+            raise RuntimeError(f"interaction {self.interaction.id} names no channel to post its answer in")
+        if reply and self.original:
+            reference = self.original.to_reference(fail_if_not_exists=False)
+            return await target.send(text, embed=embed, view=view, reference=reference)
+        return await target.send(text, embed=embed, view=view)

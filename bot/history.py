@@ -72,4 +72,4 @@ class ThreadHistory:
             "SELECT role, content FROM turns WHERE thread_id = ? ORDER BY id DESC LIMIT ?", (thread_id, limit)
         ) as cursor:
             rows = await cursor.fetchall()
-        return [Turn(role, content) for role, content in reversed(rows)]
+        return [Turn(role, content) for role, content in reversed(list(rows))]

@@ -18,8 +18,9 @@ from typing import Any
 import discord
 
 from oracle.index.index import Index
-from oracle.index.ingest import IngestBusy, IngestError, ingest
-from oracle.types import IngestReport, Progress, readable
+from oracle.index.ingest import IngestError, ingest
+from oracle.index.lock import IngestBusy
+from oracle.types import Clearance, IngestProgress, IngestReport
 
 from .formatting import split_message
 from .reports import announcement, ingest_summary, progress_line
@@ -89,7 +90,7 @@ def announce_channel(client: discord.Client, channel_id: int | None) -> Any:
 async def run_reingest(index: Index, *, by: str, report_to: ProgressReport) -> IngestReport:
     """Ingest what changed, reporting progress every `PROGRESS_EVERY` seconds, then the summary.
     IngestBusy and IngestError are reported, then raised."""
-    latest: dict[str, Progress] = {}
+    latest: dict[str, IngestProgress] = {}
 
     async def report_progress() -> None:
         while True:
@@ -110,7 +111,7 @@ async def run_reingest(index: Index, *, by: str, report_to: ProgressReport) -> I
     finally:
         updater.cancel()
     async with index.snapshot() as store:
-        everything = await store.titles(readable(True))
+        everything = await store.titles(Clearance.GM)
     await report_to.finish(ingest_summary(report, everything))
     return report
 

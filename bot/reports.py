@@ -3,18 +3,18 @@ players, the unanswered questions. Text only; the cog posts it and `formatting.s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+from oracle.answer.passages import Fallbacks
 from oracle.index.store import Titled
 from oracle.journal import Unanswered
-from oracle.oracle import Fallbacks
-from oracle.types import INGEST_STAGES, IngestReport, Progress
+from oracle.types import INGEST_STAGES, IngestProgress, IngestReport
 
 SHOWN_PER_LIST = 25  # files named per list (added, changed, ...) before "…and N more"
 WHY = {"not_found": "nothing found", "abstained": "the notes do not say", "voted_down": "👎"}
 
 
-def progress_line(latest: dict[str, Progress]) -> str:
+def progress_line(latest: dict[str, IngestProgress]) -> str:
     names = INGEST_STAGES
     parts = [f"{names.get(stage, stage)} {p.done}/{p.total}" if p.total else names.get(stage, stage)
              for stage, p in latest.items() if stage != "done"]
@@ -97,6 +97,6 @@ def fallback_line(fallbacks: Fallbacks) -> str:
     if not fallbacks.count or fallbacks.last is None:
         return "**Model fallbacks:** none since the bot started"
     question, reason, at = fallbacks.last
-    when = datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (f"**Model fallbacks:** {fallbacks.count} answers given as passages since the bot started "
             f"(last: “{question[:200]}”, {when}: {reason[:300]})")

@@ -1,9 +1,10 @@
 """The bot's own settings. The core never sees them, so the token cannot reach a trace or a log."""
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from typing_extensions import Annotated
 
 from oracle.settings import parse_list
 

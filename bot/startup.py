@@ -82,7 +82,7 @@ def warn_about_places(client: Any) -> None:
     settings = client.settings
     roles = [r for g in guilds for r in g.roles]
     channel_ids = {c.id for g in guilds for c in g.channels}
-    default = type(settings).model_fields["gm_roles"].default_factory()  # type: ignore[misc]
+    default = type(settings).model_fields["gm_roles"].default_factory()
     for table in client.tables:
         campaign = table.campaign
         own = campaign.gm_roles is not None

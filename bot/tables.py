@@ -24,7 +24,7 @@ from oracle.index.index import Index
 from oracle.index.store import Titled
 from oracle.journal import Journal
 from oracle.oracle import Oracle
-from oracle.types import PUBLIC
+from oracle.types import Clearance
 
 from .settings import BotSettings
 
@@ -57,7 +57,7 @@ class Table:
     async def news(self) -> list[Titled]:
         """What players can read now that they could not at the last look; a first look is no news."""
         async with self.index.snapshot() as store:
-            titles = await store.titles([PUBLIC])
+            titles = await store.titles(Clearance.PLAYER)
         before, self.public = self.public, {t.label for t in titles}
         return [t for t in titles if t.label not in before] if before else []
 

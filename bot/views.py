@@ -10,13 +10,15 @@ matched and handled like any other. What a click does lives in the cog (`OracleC
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import discord
+from discord.ext import commands
 
 from .errors import report_failure
 
 
+@runtime_checkable
 class AnswerActions(Protocol):
     async def show_sources(self, interaction: discord.Interaction, campaign: str, answer_id: int) -> None: ...
 
@@ -24,10 +26,11 @@ class AnswerActions(Protocol):
 
 
 def actions(interaction: discord.Interaction) -> AnswerActions:
-    cog = interaction.client.get_cog("OracleCog")  # type: ignore[union-attr]
-    if cog is None:
+    client = interaction.client
+    cog = client.get_cog("OracleCog") if isinstance(client, commands.Bot) else None
+    if not isinstance(cog, AnswerActions):
         raise RuntimeError("the Oracle's commands are not loaded")
-    return cog  # type: ignore[return-value]
+    return cog
 
 
 CAMPAIGN = r"(?P<campaign>[a-z0-9][a-z0-9_-]{0,23})"
@@ -43,7 +46,7 @@ class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=rf"oracl
         ))
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Item[Any],
                              match: re.Match[str], /) -> SourcesButton:
         return cls(match["campaign"], int(match["answer"]))
 
@@ -66,7 +69,7 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button],
         ))
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Item[Any],
                              match: re.Match[str], /) -> VoteButton:
         return cls(match["campaign"], int(match["answer"]), match["vote"])
 
