@@ -3,15 +3,16 @@
 Layers, each importing only those below it (`tests/test_layers.py` holds them to it):
 
     notes      parse, sessions, chunking, refs          pure text: no I/O
-    index      store and schema, vectors, embed, Compendium, annotate, ingest, the embedding
-               worker process, the Library of every campaign's index (and watch, beside it)
-    retrieve   keyword, semantic, entity, linked, followup, fusion
-    answer     rerank, context, budget, prompt, citations, leaks, excerpts
-    oracle     Oracle: search and ask, the stages in order
+    index      store/ and schema, vectors, embed, Compendium, annotate, scan and ingest, the
+               embedding worker process, the Library of every campaign's index (and watch, beside it)
+    retrieve   the search pipeline: keyword, semantic, entity, linked, followup, fusion
+    answer     rerank, context, budget, prompt, writer, passages, recap, citations, leaks, excerpts
+    oracle     Oracle: the stages of a question in order
     cli, eval, dossier (and bot/, outside the core)
 
-Beneath them all: settings, campaigns, types, text, tokens, llm. The names below are the public API; they
-load on first use, so importing one layer does not import every other.
+Beneath them all: settings, campaigns, types, text, tokens, offload (leaving the event loop), llm,
+deadline and context_window. The names below are the public API; they load on first use, so
+importing one layer does not import every other.
 """
 from __future__ import annotations
 
@@ -33,7 +34,11 @@ _API = {
     "watch_campaigns": "oracle.watch",
 }
 
-__all__ = sorted(_API)
+# The keys of `_API`, sorted, spelled out so that linters and type checkers see the public names.
+__all__ = [
+    "Answer", "Campaign", "Campaigns", "Dossier", "Index", "Library", "Oracle", "Settings", "Turn",
+    "ingest", "watch_campaigns", "watch_notes",
+]
 
 if TYPE_CHECKING:
     from .answer.prompt import Turn

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,6 +181,10 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
         line = _line_of(lines, where)
         return CampaignsError(f"{path}{f', line {line}' if line else ''}: {message}")
 
+    def fail_key(name: str, key: str) -> Callable[[str], CampaignsError]:
+        """How a value of campaign `name`'s `key` fails: at its line, naming the campaign and the key."""
+        return lambda m: fail(("campaigns", name, key), f"campaign {name!r}: {key} {m}")
+
     for key in data:
         if key != "campaigns":
             raise fail((key,), f"unknown key {key!r}: the file holds [campaigns.NAME] tables only")
@@ -206,13 +210,13 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
                 raise fail((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {', '.join(sorted(KEYS))}")
         if "notes" not in table:
             raise fail(at, f"campaign {name!r} has no `notes`: name its notes folder")
-        notes = _path(table["notes"], base, lambda m: fail((*at, "notes"), f"campaign {name!r}: notes {m}"))
+        notes = _path(table["notes"], base, fail_key(name, "notes"))
         if not notes.is_dir():
             state = "is not a folder" if notes.exists() else "does not exist"
             raise fail((*at, "notes"), f"campaign {name!r}: the notes folder {notes} {state}")
         data_dir = None
         if "data" in table:
-            data_dir = _path(table["data"], base, lambda m: fail((*at, "data"), f"campaign {name!r}: data {m}"))
+            data_dir = _path(table["data"], base, fail_key(name, "data"))
         # Its index folder as it will be: `data`, else ORACLE_DATA_DIR/NAME. Two campaigns in one folder
         # would overwrite each other's index, game-master-only chunks included.
         folder = data_dir if data_dir is not None else (data_root / name if data_root is not None else None)
@@ -224,8 +228,8 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
                            f"campaigns {other!r} and {name!r} share the index folder {folder}{default}: "
                            "give each its own `data`")
             data_owner[folder.resolve()] = name
-        channels = _ids(table, "channels", lambda m: fail((*at, "channels"), f"campaign {name!r}: channels {m}"))
-        gm_channels = _ids(table, "gm_channels", lambda m: fail((*at, "gm_channels"), f"campaign {name!r}: gm_channels {m}"))
+        channels = _ids(table, "channels", fail_key(name, "channels"))
+        gm_channels = _ids(table, "gm_channels", fail_key(name, "gm_channels"))
         for key, ids in (("channels", channels), ("gm_channels", gm_channels)):
             for channel in ids or ():
                 other = channel_owner.get(channel)
@@ -251,8 +255,7 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
             if not _is_id(announce):
                 raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
                                                       f"(a positive whole number without quotes), not {_kind(announce)}")
-        policy = {key: _strings(table, key, lambda m, key=key: fail((*at, key), f"campaign {name!r}: {key} {m}"))
-                  for key in POLICY_KEYS}
+        policy = {key: _strings(table, key, fail_key(name, key)) for key in POLICY_KEYS}
         campaigns.append(Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce,
                                   **policy))
     for campaign in campaigns if len(campaigns) > 1 else ():
@@ -283,7 +286,7 @@ def _syntax_error(path: Path, message: str, raw: bytes) -> str:
     return f"{path}: not valid TOML: {message}"
 
 
-def _path(value: object, base: Path, fail) -> Path:
+def _path(value: object, base: Path, fail: Callable[[str], CampaignsError]) -> Path:
     if not isinstance(value, str) or not value.strip():
         raise fail(f"must be a folder path in quotes, not {_kind(value)}")
     p = Path(value).expanduser()
@@ -294,7 +297,7 @@ def _is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def _ids(table: dict, key: str, fail) -> tuple[int, ...] | None:
+def _ids(table: dict, key: str, fail: Callable[[str], CampaignsError]) -> tuple[int, ...] | None:
     if key not in table:
         return None
     value = table[key]
@@ -304,7 +307,7 @@ def _ids(table: dict, key: str, fail) -> tuple[int, ...] | None:
     return tuple(value)
 
 
-def _strings(table: dict, key: str, fail) -> tuple[str, ...] | None:
+def _strings(table: dict, key: str, fail: Callable[[str], CampaignsError]) -> tuple[str, ...] | None:
     """A list of globs or heading names: strings in quotes, none of them blank."""
     if key not in table:
         return None

@@ -2,8 +2,8 @@
 
 Ranked lists are collapsed to distinct units (a citation label: a session's parts count once, at
 their best rank) before any metric. A gold entry matches a chunk by label or by note path, with or
-without `.md`, case-insensitively; `Session 12` matches what records session 12. Questions with no gold entries are unanswerable: they are counted
-by kind but kept out of the recall averages.
+without `.md`, case-insensitively; `Session 12` matches what records session 12. Questions with no
+gold entries are unanswerable: they are counted by kind but kept out of the recall averages.
 
 A question may carry a short gold `answer`. "Answer shown" is then the share of those questions
 whose answer's key terms are all in what a player reads when the Oracle answers with passages
@@ -32,7 +32,7 @@ from .answer.excerpts import content_terms
 from .answer.results import PASSAGES_SHOWN, passage_blocks
 from .errors import OracleError
 from .retrieve import PATHS, path_depth
-from .types import PUBLIC, Chunk
+from .types import PUBLIC, Chunk, Clearance
 
 if TYPE_CHECKING:
     from .oracle import Oracle
@@ -100,7 +100,7 @@ def matches_place(entry: str, label: str, path: str, sessions: Sequence[int] = (
     if entry in {label.lower(), path, path.removesuffix(".md")}:
         return True
     m = _SESSION_ENTRY.fullmatch(entry)
-    return bool(m) and int(m[1]) in sessions
+    return m is not None and int(m[1]) in sessions
 
 
 def collapse(chunks: Iterable[Chunk]) -> list[list[Chunk]]:
@@ -254,8 +254,8 @@ def summarise(results: Sequence[QuestionResult]) -> dict:
     answerable = [r for r in results if r.question.relevant]
 
     def mean(values: Iterable[float | None]) -> float | None:
-        values = [v for v in values if v is not None]
-        return round(sum(values) / len(values), 4) if values else None
+        present = [v for v in values if v is not None]
+        return round(sum(present) / len(present), 4) if present else None
 
     def block(rs: Sequence[QuestionResult]) -> dict:
         arcs = [r for r in rs if r.question.kind == "arc"]
@@ -330,17 +330,17 @@ def stage_measures(relevant: Sequence[str], chunks: Sequence[Chunk], k: int) -> 
     }
 
 
-async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k: int) -> dict:
+async def run_eval(oracle: Oracle, questions: Sequence[Question], *, clearance: Clearance, k: int) -> dict:
     """Search every question and measure each stage; see the module docstring."""
     index = oracle.index
     vectors = await index.vectors()
     embedder = await index.embedder()
-    _, window_chunks, matrix = await vectors.vectors(visibility=None if gm else PUBLIC)
+    _, window_chunks, matrix = await vectors.vectors(visibility=None if clearance.gm else PUBLIC)
     depth = path_depth(k)
     results = []
     reranks = 0
     for q in questions:
-        retrieval = await oracle.search(q.question, history=q.history, gm=gm, k=k)
+        retrieval = await oracle.search(q.question, history=q.history, clearance=clearance, k=k)
         path_chunks = {name: [h.chunk for h in hits] for name, hits in retrieval.paths.items()}
         paths_union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
         linked = [h.chunk for h in retrieval.linked]
@@ -349,7 +349,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
         pool = [h.chunk for h in retrieval.pool]
         selection = await oracle.select(retrieval, k)
         final = selection.final
-        context = [*selection.context.fragments, *(s.chunk for s in selection.context.headlines)]
+        context = [*selection.context.fragments, *(h.chunk for h in selection.context.headlines)]
         reranks += selection.rerank.used
         answer_terms = first_words = None
         if q.answer:
@@ -393,5 +393,5 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, gm: bool, k
     summary["reranked"] = reranks  # questions the reranker reordered (0: it was off for all)
     # Which fusion ordered the pool: "learned" only when its model was read.
     fusion = oracle.settings.fusion
-    summary["fusion"] = "dbsf, no learned model" if fusion == "learned" and oracle.ranker is None else fusion
+    summary["fusion"] = "dbsf, no learned model" if fusion == "learned" and oracle.pipeline.ranker is None else fusion
     return summary

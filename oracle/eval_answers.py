@@ -36,8 +36,9 @@ from .answer.citations import cited_sentences
 from .answer.excerpts import content_terms
 from .answer.prompt import Turn
 from .answer.results import Answer, abstains
+from .deadline import MISSED
 from .eval import Question, answer_terms_shown, matches_place
-from .llm import MISSED
+from .types import Clearance
 
 if TYPE_CHECKING:
     from .oracle import Oracle
@@ -139,7 +140,11 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     """Nearest rank: the smallest value with at least p% of the values at or below it."""
     if not values:
         return None
-    ordered = sorted(values)
+    return _nearest_rank(sorted(values), p)
+
+
+def _nearest_rank(ordered: Sequence[float], p: float) -> float:
+    """`percentile` of values already sorted, at least one."""
     return ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1]
 
 
@@ -151,11 +156,12 @@ def _spread(values: Iterable[float | None], digits: int = 1) -> dict | None:
     present = [v for v in values if v is not None]
     if not present:
         return None
+    ordered = sorted(present)
     return {
         "n": len(present),
         "mean": round(sum(present) / len(present), digits),
-        "p50": round(percentile(present, 50), digits),
-        "p95": round(percentile(present, 95), digits),
+        "p50": round(_nearest_rank(ordered, 50), digits),
+        "p95": round(_nearest_rank(ordered, 95), digits),
     }
 
 
@@ -201,11 +207,11 @@ def summarise_answers(records: Sequence[AnswerRecord]) -> dict:
     }
 
 
-async def run_answers(oracle: Oracle, questions: Sequence[Question], *, gm: bool) -> dict:
+async def run_answers(oracle: Oracle, questions: Sequence[Question], *, clearance: Clearance) -> dict:
     """Ask every question as a player (or the game master) would, and measure the answers."""
     records = []
     for q in questions:
-        answer = await oracle.ask(q.question, history=[Turn("user", h) for h in q.history], gm=gm)
+        answer = await oracle.ask(q.question, history=[Turn("user", h) for h in q.history], clearance=clearance)
         records.append(record(q, answer))
     result = summarise_answers(records)
     result["model"] = oracle.settings.model

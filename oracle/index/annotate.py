@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from ..llm import LLM
 from ..text import normalize, normalize_text
 from ..tokens import estimate_tokens, message_tokens, trim_to_tokens
-from ..types import Chunk, EntitySource
+from ..types import Chunk, EntitySource, Visibility
 
 PROMPT_VERSION = "annotate-v1"
 _MAX_CHARS = 12_000  # a chunk is at most ~1,200 words; this bounds a pathological one
@@ -77,7 +77,7 @@ async def annotate(llm: LLM, chunk: Chunk) -> Annotation:
     return Annotation(text, tuple(reply.entities))
 
 
-def grounded_entities(chunk_text: str, named: list[dict], visibility: str) -> list[EntitySource]:
+def grounded_entities(chunk_text: str, named: list[dict], visibility: Visibility) -> list[EntitySource]:
     """Names the model extracted, kept only where the chunk really contains them."""
     text = normalize_text(chunk_text)
     sources = []

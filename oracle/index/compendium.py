@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import yaml
@@ -69,6 +69,15 @@ class Mention:
     visibility: str
 
 
+@dataclass
+class _Candidate:
+    """A capitalised run seen so far: as first written, the chunks that write it, whether one is public."""
+
+    name: str
+    chunks: set[str] = field(default_factory=set)
+    public: bool = False
+
+
 def _upgrade(current: str, new: str) -> str:
     return PUBLIC if PUBLIC in (current, new) else GM
 
@@ -116,34 +125,34 @@ def proper_nouns(
     """
     if lower_vocab is None:
         lower_vocab = lowercase_vocabulary(chunks)
-    found: dict[str, dict[str, object]] = {}
+    found: dict[str, _Candidate] = {}
     weak: list[tuple[str, ChunkText]] = []
     for chunk in chunks:
         for run, strong in _capitalised_runs(chunk.text, lower_vocab):
             if not strong:
                 weak.append((run, chunk))
                 continue
-            entry = found.setdefault(normalize(run), {"name": run, "chunks": set(), "public": False})
-            entry["chunks"].add(chunk.id)  # type: ignore[union-attr]
-            entry["public"] = entry["public"] or chunk.visibility == PUBLIC
+            entry = found.setdefault(normalize(run), _Candidate(run))
+            entry.chunks.add(chunk.id)
+            entry.public = entry.public or chunk.visibility == PUBLIC
     # A word opening a sentence counts only for a name also seen mid-sentence.
     for run, chunk in weak:
-        entry = found.get(normalize(run))
-        if entry is not None:
-            entry["chunks"].add(chunk.id)  # type: ignore[union-attr]
-            entry["public"] = entry["public"] or chunk.visibility == PUBLIC
+        known = found.get(normalize(run))
+        if known is not None:
+            known.chunks.add(chunk.id)
+            known.public = known.public or chunk.visibility == PUBLIC
     return [
-        EntitySource(str(e["name"]), (), "name", "proper-noun", None, PUBLIC if e["public"] else GM)
+        EntitySource(e.name, (), "name", "proper-noun", None, PUBLIC if e.public else GM)
         for e in found.values()
-        if len(e["chunks"]) >= min_chunks  # type: ignore[arg-type]
+        if len(e.chunks) >= min_chunks
     ]
 
 
-def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[tuple[str, bool]]:
+def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterator[tuple[str, bool]]:
     """Candidate names, each with whether it is strong evidence (False: one word opening a sentence)."""
     run: list[re.Match[str]] = []
 
-    def emit() -> Iterable[str]:
+    def emit() -> Iterator[tuple[str, bool]]:
         words = [m.group().strip("'’-") for m in run]
         words[-1] = re.sub(r"['’]s$", "", words[-1])  # "Hobb's" names Hobb
         opens_sentence = _starts_sentence(text, run[0].start())
@@ -178,7 +187,7 @@ def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterable[tuple[str, b
         yield from emit()
 
 
-def adopt_name_parts(entities: list[Entity], lower_vocab: set[str] = frozenset()) -> list[Entity]:
+def adopt_name_parts(entities: list[Entity], lower_vocab: Iterable[str] = frozenset()) -> list[Entity]:
     """A word of exactly one noted entity's full name becomes its alias: players say "Aldous" for
     "Brother Aldous". Only words the notes never write in lower case ("brother" is a common word),
     and never a word two full names share. A proper-noun entity that is such a word merges into it.
@@ -199,9 +208,9 @@ def adopt_name_parts(entities: list[Entity], lower_vocab: set[str] = frozenset()
                 target.aliases.setdefault(word, target.visibility)
     keep: list[Entity] = []
     for e in entities:
-        owner = owners.get(e.norm)
-        if e.source == "proper-noun" and owner and len(owner) == 1:
-            target = entities[owner[0]]
+        owned_by = owners.get(e.norm)
+        if e.source == "proper-noun" and owned_by and len(owned_by) == 1:
+            target = entities[owned_by[0]]
             target.aliases[e.name] = _upgrade(target.aliases.get(e.name, GM), e.visibility)
         else:
             keep.append(e)
@@ -238,9 +247,9 @@ def find_mentions(entities: Sequence[Entity], chunks: Sequence[ChunkText], note_
                         break
             i += 1
         for target in chunk.links:
-            entity = note_stems.get(normalize(target.partition("#")[0]))
-            if entity is not None:
-                counts[(entity, entities[entity].visibility)] += 1
+            linked = note_stems.get(normalize(target.partition("#")[0]))
+            if linked is not None:
+                counts[(linked, entities[linked].visibility)] += 1
         per_entity: dict[int, tuple[int, str]] = {}
         for (entity, visibility), count in counts.items():
             total, best = per_entity.get(entity, (0, GM))

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import OracleError
 from ..settings import BUNDLED_EMBED_MODEL
-from ..types import Chunk, Window
+from ..types import Chunk, EmbeddingWindow
 from .query_encoder import OnnxQueryEncoder
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,10 @@ class Embedder:
             raise EmbedError(f"cannot load the embedding model {ref!r} ({self.source}): {exc}") from exc
         self.tokenizer = self.model.tokenizer
         self.max_tokens = int(self.model.max_seq_length or 256)
-        self.dim = int(self.model.get_embedding_dimension())
+        dim = self.model.get_embedding_dimension()
+        if dim is None:  # a model whose last module does not say it: its vectors could not be stored
+            raise EmbedError(f"the embedding model {ref!r} ({self.source}) does not report its vector size")
+        self.dim = int(dim)
 
     @property
     def fingerprint(self) -> str:
@@ -93,7 +96,7 @@ class Embedder:
     def token_count(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
 
-    def windows(self, chunks: Sequence[Chunk], overlap_tokens: int = 32, size: int | None = None) -> list[Window]:
+    def windows(self, chunks: Sequence[Chunk], overlap_tokens: int = 32, size: int | None = None) -> list[EmbeddingWindow]:
         """Token windows of each chunk, label first, overlapping; at most `size` tokens and never
         more than the model reads."""
         limit = min(size or self.max_tokens, self.max_tokens)
@@ -102,22 +105,24 @@ class Embedder:
         with self._batch_lock:
             return self._windows(chunks, overlap_tokens, limit)
 
-    def _windows(self, chunks: Sequence[Chunk], overlap_tokens: int, limit: int) -> list[Window]:
+    def _windows(self, chunks: Sequence[Chunk], overlap_tokens: int, limit: int) -> list[EmbeddingWindow]:
         heads = [c.head for c in chunks]
         head_lens = [len(ids) for ids in self.tokenizer(heads, add_special_tokens=False)["input_ids"]]
         encoded = self.tokenizer(
             [c.text for c in chunks], add_special_tokens=False, return_offsets_mapping=True
         )
-        out: list[Window] = []
-        for chunk, head, head_len, offsets in zip(chunks, heads, head_lens, encoded["offset_mapping"]):
+        out: list[EmbeddingWindow] = []
+        for chunk, head, head_len, offsets in zip(chunks, heads, head_lens, encoded["offset_mapping"], strict=True):
             budget = limit - 2 - _MARGIN - head_len
             if budget < limit // 2:  # a long heading: keep the label alone
                 head = chunk.label
                 budget = limit - 2 - _MARGIN - self.token_count(head)
             for n, (start, end) in enumerate(_token_windows(chunk.text, offsets, budget, overlap_tokens)):
-                out.append(Window(Window.make_id(chunk.id, n), chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility))
+                out.append(EmbeddingWindow(
+                    EmbeddingWindow.make_id(chunk.id, n), chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility
+                ))
             if not offsets:
-                out.append(Window(Window.make_id(chunk.id, 0), chunk.id, head, chunk.visibility))
+                out.append(EmbeddingWindow(EmbeddingWindow.make_id(chunk.id, 0), chunk.id, head, chunk.visibility))
         return out
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

@@ -43,13 +43,14 @@ class OnnxQueryEncoder:
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.inputs = self._input_names()
-        self.session = self._load(cache) if cache is not None and cache.exists() else None
-        if self.session is None:
+        session = self._load(cache) if cache is not None and cache.exists() else None
+        if session is None:
             graph = _export(transformer, self._tokens(_PROBE, "pt"), self.inputs)
             # From the file when it could be written: ONNX Runtime then holds one copy of the
             # weights (+100 MB), where a session made from bytes holds two (+210 MB).
             written = cache is not None and _write_atomically(cache, graph)
-            self.session = _session(str(cache) if written else graph)
+            session = _session(str(cache) if written else graph)
+        self.session = session
         torch_vector = model.encode([_PROBE], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)[0]
         agreement = float(np.dot(self.encode(_PROBE), torch_vector))
         if agreement < _MIN_AGREEMENT:
@@ -98,7 +99,7 @@ def _export(transformer: Any, example: Any, inputs: list[str]) -> bytes:
             self.inner = transformer
 
         def forward(self, *args: Any) -> Any:
-            return self.inner(**dict(zip(inputs, args))).last_hidden_state
+            return self.inner(**dict(zip(inputs, args, strict=True))).last_hidden_state
 
     axes = {name: {0: "batch", 1: "tokens"} for name in [*inputs, "last_hidden_state"]}
     buffer = io.BytesIO()
@@ -108,7 +109,7 @@ def _export(transformer: Any, example: Any, inputs: list[str]) -> bytes:
             torch.onnx.export(
                 LastHiddenState().eval(),
                 tuple(example[name] for name in inputs),
-                buffer,
+                buffer,  # type: ignore[arg-type]  # torch annotates paths only; its TorchScript exporter writes a BytesIO
                 input_names=inputs,
                 output_names=["last_hidden_state"],
                 dynamic_axes=axes,
@@ -129,9 +130,8 @@ def _session(graph: bytes | str) -> Any:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    # ONNX Runtime's pool threads spin on a core after each run, waiting for the next one: on two
-    # cores that took 62 ms of CPU in the half second after every question (away from the event
-    # loop and the ingest) and made no question faster (8.3 ms either way, bench/load.py's machine).
+    # ONNX Runtime's pool threads spin on a core after each run, waiting for the next one: CPU taken
+    # from the event loop and the ingest, for no faster question (docs/decisions.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 

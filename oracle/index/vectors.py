@@ -33,12 +33,16 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import numpy as np
 
 from ..errors import OracleError
-from ..types import GM, PUBLIC, Window
+from ..types import GM, PUBLIC, EmbeddingWindow
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +151,7 @@ class _Folder:
         self.path = path
         self.stores = 0
         self.opened = 0
-        self.client = None
+        self.client: ClientAPI | None = None
         self.seen: tuple | None = None  # the folder's files as this process last left them (`files`)
 
     def files(self) -> tuple:
@@ -165,7 +169,8 @@ class _Folder:
         import chromadb
 
         if self.client is not None:
-            self.client.close()  # the last client of the folder in this process: Chroma lets it go
+            # The last client of the folder in this process: Chroma lets it go.
+            self.client.close()  # type: ignore[attr-defined]  # chromadb's ClientAPI omits close(); its Client has it
             self.client = None
         try:
             self.client = chromadb.PersistentClient(path=str(self.path), settings=_chroma_settings())
@@ -260,7 +265,7 @@ class VectorStore:
             if _FOLDERS.get(folder.path) is folder:
                 del _FOLDERS[folder.path]
         if folder.client is not None:
-            folder.client.close()
+            folder.client.close()  # type: ignore[attr-defined]  # chromadb's ClientAPI omits close(); its Client has it
             folder.client = None
 
     def _get_collections(self, client) -> dict:
@@ -372,8 +377,8 @@ class VectorStore:
                 # (10 ms of 12 for 128 windows of 29k); the chunk id is part of the window id.
                 result = collection.query(query_embeddings=[vector], n_results=n, include=["distances"])
                 hits += [
-                    DenseHit(window_id, Window.chunk_of(window_id), float(distance))
-                    for window_id, distance in zip(result["ids"][0], result["distances"][0])
+                    DenseHit(window_id, EmbeddingWindow.chunk_of(window_id), float(distance))
+                    for window_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
                 ]
         return sorted(hits, key=lambda h: (h.distance, h.window_id))[:n]
 

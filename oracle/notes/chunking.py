@@ -2,7 +2,8 @@
 
 A session is one chunk. Only a session over the word cap is split: consecutive sub-heading sections
 are packed up to the cap without splitting one; only a section that alone exceeds the cap is cut
-into word windows with overlap. A session's recap of the session before is a part of its own. Every part keeps its note's (or its hub section's) label. Secret passages become
+into word windows with overlap. A session's recap of the session before is a part of its own.
+Every part keeps its note's (or its hub section's) label. Secret passages become
 GM-only chunks of their own under the same label, so the public chunk never holds secret text.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
-from ..types import GM, Chunk, Note
+from ..types import GM, Chunk, Note, Visibility
 from .sessions import Span, is_recap, is_subheading, match_header, split_sessions
 
 _WORD = re.compile(r"\S+")
@@ -63,7 +64,7 @@ def _sections(text: str) -> list[tuple[int, int, str]]:
             headings.append(line.strip().lstrip("#").strip())
         offset += len(line) + 1
     ends = cuts[1:] + [len(text)]
-    return list(zip(cuts, ends, headings))
+    return list(zip(cuts, ends, headings, strict=True))
 
 
 def pack(text: str, max_words: int, overlap: int, *, recaps: bool = False) -> list[_Piece]:
@@ -87,7 +88,7 @@ def pack(text: str, max_words: int, overlap: int, *, recaps: bool = False) -> li
             pieces.append(_Piece(current[0][0], current[-1][1], current[0][2]))
         current, current_words = [], 0
 
-    for (start, end, heading), alone in zip(sections, recap):
+    for (start, end, heading), alone in zip(sections, recap, strict=True):
         words = count_words(text[start:end])
         if alone and words <= max_words:
             flush()
@@ -116,7 +117,7 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _span_chunks(
-    note: Note, span: Span, text: str, first_line: int, visibility: str, max_words: int, overlap: int
+    note: Note, span: Span, text: str, first_line: int, visibility: Visibility, max_words: int, overlap: int
 ) -> list[Chunk]:
     drafts = []
     for piece in pack(text, max_words, overlap, recaps=bool(span.sessions)):
@@ -131,7 +132,7 @@ def _span_chunks(
         digest = text_hash(body)
         start_line = first_line + text.count("\n", 0, start)
         end_line = first_line + text.count("\n", 0, end)
-        links = tuple(dict.fromkeys(l.target for l in note.links if start_line <= l.line <= end_line))
+        links = tuple(dict.fromkeys(link.target for link in note.links if start_line <= link.line <= end_line))
         chunks.append(
             Chunk(
                 id=chunk_id(note.path, span.label, part, visibility, digest),

@@ -17,12 +17,12 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
+from ..policy import UNLISTED, Policy, normalize_heading
 from ..types import GM
 from .code import drop_code
 from .decode import NoteError, decode
 from .frontmatter import frontmatter_visibility, loose_frontmatter, split_frontmatter
 from .names import Names
-from ..policy import UNLISTED, Policy, normalize_heading
 from .secrets import code_ranges, extract_secrets
 
 MAX_DEPTH = 3
@@ -64,7 +64,8 @@ def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = Non
     elif loose:
         gm, why = True, "a frontmatter-like block mentions visibility"
     elif gm_decision is not None:
-        gm, why = True, gm_decision.rule if real_path is None or decisions[0] is gm_decision else f"link into {real_path}: {gm_decision.rule}"
+        own = real_path is None or decisions[0] is gm_decision
+        gm, why = True, gm_decision.rule if own else f"link into {real_path}: {gm_decision.rule}"
     else:
         gm, why = False, decisions[0].rule
     if gm and gm_decision is not None and gm_decision.guessed and why == gm_decision.rule:

@@ -47,7 +47,7 @@ class _Loader(yaml.SafeLoader):
 
     duplicates: list[str]
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+    def construct_mapping(self, node, deep=False):
         if node is getattr(self, "_top", None) or not hasattr(self, "_top"):
             self._top = node
             seen: set[str] = set()
@@ -112,11 +112,12 @@ def _read(raw: str) -> tuple[dict, list[str]]:
     except yaml.YAMLError as exc:
         quoted = _OBSIDIAN_VALUE.sub(lambda m: m.group(1) + _quote(m.group(2)), filled)
         try:
-            data, duplicates = _load(quoted) if quoted != filled else (None, None)
+            loaded = _load(quoted) if quoted != filled else None
         except yaml.YAMLError:
-            duplicates = None
-        if duplicates is None:
+            loaded = None
+        if loaded is None:
             return _unreadable(raw, 2, str(exc).splitlines()[0], "<%" in code)
+        data, duplicates = loaded
     if data is None:
         return {}, []
     if not isinstance(data, Mapping):
@@ -165,6 +166,7 @@ def strings(value: object) -> tuple[str, ...]:
     """A property's strings (a list or one value), `%% … %%` comments and empty items dropped."""
     if value is None:
         return ()
+    items: list[str | int | float]
     if isinstance(value, str):
         items = [value]
     elif isinstance(value, (list, tuple, set)):

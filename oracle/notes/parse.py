@@ -11,13 +11,13 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
+from ..policy import Policy
 from ..types import GM, PUBLIC, Link, Note, Secret
 from .code import drop_code
 from .decode import NoteError, decode
 from .embeds import Vault, read_body, render_embeds
 from .frontmatter import frontmatter_visibility, split_frontmatter, strings
 from .names import Names, sessions_from_filename, sessions_from_frontmatter
-from ..policy import Policy
 from .secrets import extract_secrets
 
 __all__ = [

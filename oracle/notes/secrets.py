@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ..types import Secret
 from ..policy import DEFAULT_GM_HEADINGS, gm_heading, name_words, normalize_heading
+from ..types import Secret
 
 # Words that make a callout's or an Admonition's type, a Dataview key or a tag the game master's.
 GM_WORDS = frozenset({"gm", "dm", "secret", "secrets", "private", "spoiler", "spoilers", "hidden", "gmonly", "dmonly"})
@@ -70,7 +70,7 @@ def _line_starts(text: str) -> list[int]:
 def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """CommonMark code spans in `text[start:end]`: a run of n backticks up to the next run of
     exactly n; an unmatched run is literal; a backslash escapes a backtick outside code."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     pos = start
     while True:
         m = _BACKTICKS.search(text, pos, end)
@@ -127,11 +127,11 @@ def _read_blocks(text: str, headings: frozenset[str]) -> _Blocks:
             text_blocks.append((*span(*token.map), token.type[:-5]))
         elif token.type == "blockquote_open":
             first = _first_inline(tokens, i)
-            kind = callout_type(first.content) if first is not None else None
-            if kind is not None and is_gm_word(kind):
-                hidden.append(Hidden(*span(*token.map), f"callout [!{kind}]"))
-    for first, last in sorted(inline_lines):
-        code += _code_spans(text, *span(first, last))
+            callout = callout_type(first.content) if first is not None else None
+            if callout is not None and is_gm_word(callout):
+                hidden.append(Hidden(*span(*token.map), f"callout [!{callout}]"))
+    for first_line, end_line in sorted(inline_lines):
+        code += _code_spans(text, *span(first_line, end_line))
     hidden += _sections(text, heads, headings, span, code)
     return _Blocks(code, hidden, text_blocks)
 
@@ -155,7 +155,7 @@ def _sections(text, heads, headings, span, code) -> list[Hidden]:
         tag = _gm_tag(content)
         if not entry and not tag:
             continue
-        end_line = next((l for lv, l, _ in heads[n + 1 :] if lv <= level), None)
+        end_line = next((at for lv, at, _ in heads[n + 1 :] if lv <= level), None)
         start, _ = span(line, line + 1)
         end = span(end_line, end_line + 1)[0] - 1 if end_line is not None else len(text)
         rule = f"section under the heading {content.strip()!r}" if entry else f"section whose heading carries #{tag}"

@@ -101,7 +101,7 @@ def split_sessions(note: Note) -> list[Span]:
     if headers[0][0] > 1:
         spans.append(Span(label, note.title, 1, headers[0][0] - 1, "note" if note.kind == "session" else note.kind))
     name = note.name or note.stem
-    for (line_no, header), following in zip(headers, headers[1:] + [(last + 1, None)]):
+    for (line_no, header), following in zip(headers, headers[1:] + [(last + 1, None)], strict=True):
         spans.append(Span(f"{name} › Session {header.number}", header.title, line_no, following[0] - 1, "session",
                           (header.number,)))
     return spans
