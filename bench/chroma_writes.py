@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Chroma writes and the interpreter lock: how long the event loop would wait, side by side.
 
-    python bench/chroma_writes.py [--windows 2862,12800]
+    python -m bench.chroma_writes [--windows 2862,12800]
 
 Chroma's embedded Rust core holds the interpreter lock for a whole write. This measures, for a
 collection built the way an ingest builds it (16 windows a write), the worst hold of a build's writes,
@@ -13,6 +12,7 @@ late it wakes measures the lock: a thread waiting for it is the event loop.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 import threading
@@ -21,12 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from oracle.index import vectors as vectors_mod  # noqa: E402
-from oracle.index.vectors import VectorStore  # noqa: E402
+from bench.common import console
+from oracle.index import vectors as vectors_mod
+from oracle.index.vectors import VectorStore
 
 DIM = 384  # all-MiniLM-L6-v2
 
@@ -82,7 +79,7 @@ def run(windows: int, saving: str, folder: Path, lock: LockWait) -> dict:
     holds = []
     for start in range(0, windows, vectors_mod._WRITE_BATCH):
         ids, vecs, metas = rows(rng, min(vectors_mod._WRITE_BATCH, windows - start), start)
-        holds.append(lock.measure(lambda: store.upsert(ids, vecs, metas))[1])
+        holds.append(lock.measure(functools.partial(store.upsert, ids, vecs, metas))[1])
     questions_s, _ = lock.measure(lambda: [store.query(rng.standard_normal(DIM).astype(np.float32), 10) for _ in range(5)])
     ids, vecs, metas = rows(rng, 5, windows)
     write_s, write_wait = lock.measure(lambda: store.upsert(ids, vecs, metas))
@@ -99,10 +96,10 @@ def run(windows: int, saving: str, folder: Path, lock: LockWait) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.chroma_writes", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--windows", default="2862,12800", help="collection sizes (CRD3's log is 2,862 windows)")
     args = parser.parse_args(argv)
-    from rich.console import Console
     from rich.table import Table
 
     lock = LockWait()
@@ -119,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         table.add_row(f"{r['windows']:,}", r["saving"], f"{r['build_wait_p99']:.1f} / {r['build_wait_max']:.1f}",
                       f"{r['questions_ms']:.0f}", f"{r['reingest_write_ms']:.0f} / {r['reingest_write_wait']:.0f}")
-    Console(width=150).print(table)
+    console(150).print(table)
     return 0
 
 

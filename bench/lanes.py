@@ -1,13 +1,13 @@
 """The event loop's wait for the interpreter lock while questions' CPU steps run off it.
 
-    python bench/lanes.py [NOTES_FILE] [--questions 20] [--rounds 3]
+    python -m bench.lanes [NOTES_FILE] [--questions 20] [--rounds 3]
 
 A question's CPU steps (fitting its prompt to the model's window, checking its answer) are pure
 Python. Off the event loop they still need the interpreter lock, and every thread that wants it
 makes the loop wait its turn. Side by side, in one run: `--questions` prompt fittings' worth of
 token counting (`oracle.tokens.estimate_tokens` over 8 campaign passages each) sent at once
 through asyncio's thread pool (the baseline: how they ran before, on as many threads as the pool
-has) and through the question lane (`oracle.index.seam.QUESTION_LANE`, one thread). Meanwhile the
+has) and through the question lane (`oracle.offload.QUESTION_LANE`, one thread). Meanwhile the
 loop sleeps 10 ms at a time; how late it wakes is what a Discord heartbeat or the next question
 would wait. Rounds alternate, so a busy machine hurts both alike. The lock is handed over every
 1 ms, as the bot sets it.
@@ -22,14 +22,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from oracle.index.seam import QUESTION_LANE, SWITCH_INTERVAL
+from bench.common import CRD3_NOTES, markdown_table
+from oracle.offload import QUESTION_LANE, SWITCH_INTERVAL
 from oracle.tokens import estimate_tokens
 
-DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes/campaign-log.md")
+DEFAULT_NOTES = CRD3_NOTES / "campaign-log.md"
 PASSAGE_WORDS = 700
 PASSAGES = 8
 
@@ -61,7 +58,7 @@ async def measure(run_step, prompts: list[list[str]]) -> tuple[float, list[float
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.lanes", description=__doc__.split("\n\n")[0])
     parser.add_argument("notes", nargs="?", type=Path, default=DEFAULT_NOTES, help="a long note to take passages from")
     parser.add_argument("--questions", type=int, default=20, help="prompts fitted at once (default 20)")
     parser.add_argument("--rounds", type=int, default=10, help="rounds of each, alternating (default 10)")
@@ -89,14 +86,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{args.questions} prompts of {PASSAGES} × {PASSAGE_WORDS} words at once, {args.rounds} rounds each; "
           f"lock handed over every {SWITCH_INTERVAL * 1000:g} ms")
-    print(f"| {'how':<28} | {'all counted, s (median)':>23} | {'loop late p50, ms':>17} | "
-          f"{'p99, ms':>7} | {'max, ms':>7} |")
-    print(f"|{'-' * 30}|{'-' * 25}|{'-' * 19}|{'-' * 9}|{'-' * 9}|")
+    rows = []
     for name, (took, late) in results.items():
         late.sort()
         p99 = late[min(len(late) - 1, int(len(late) * 0.99))]
-        print(f"| {name:<28} | {statistics.median(took):>23.2f} | {statistics.median(late):>17.1f} | "
-              f"{p99:>7.1f} | {late[-1]:>7.1f} |")
+        rows.append([name, f"{statistics.median(took):.2f}", f"{statistics.median(late):.1f}", f"{p99:.1f}",
+                     f"{late[-1]:.1f}"])
+    print(markdown_table(["how", "all counted, s (median)", "loop late p50, ms", "p99, ms", "max, ms"], rows, left=1))
     return 0
 
 

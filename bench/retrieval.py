@@ -1,13 +1,12 @@
-#!/usr/bin/env python
 """Retrieval latency benchmark: the Oracle's hybrid search against a tutorial baseline, at 1×, 10×, 100×.
 
-    python bench/retrieval.py [--scales 1,10,100] [--queries N] [--repeat R] [--json] [--work DIR]
+    python -m bench.retrieval [--scales 1,10,100] [--queries N] [--repeat R] [--json] [--work DIR]
 
 Everything runs in one process with one loaded embedding model (loaded and warmed up before any
 timing). Annotations are off and OLLAMA_HOST points at a closed local port, so nothing waits.
 
 Corpus
-    The real CRD3 log of Critical Role campaign 1 (--notes, default /work/shared/eval/crd3/notes:
+    The real CRD3 log of Critical Role campaign 1 (--notes, default EVAL_DIR/crd3/notes, bench/common.py:
     113 sessions, 169k words). 1× is that folder, indexed by the real `oracle.index.ingest.ingest`.
     10× and 100× are synthetic: a folder of N copies of the log, one file per copy
     (`campaign-log-000.md` … ), copy 0 unchanged and copy i ≥ 1 with every session header renumbered
@@ -71,7 +70,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -82,14 +80,22 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # bench.ingest
+from bench.common import (
+    CRD3_NOTES,
+    CRD3_QUESTIONS,
+    bench_settings,
+    console,
+    contention,
+    cpu_sample,
+    ingest_phases,
+    log,
+    machine,
+    offline,
+    print_machine,
+    read_questions,
+    verdict,
+)
 
-from bench.ingest import contention, cpu_sample, machine, machine_line  # noqa: E402  (the same contention method)
-
-DEFAULT_NOTES = Path("/work/shared/eval/crd3/notes")
-DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "crd3_questions.txt"
 GENERATOR_VERSION = "1"  # bump when the synthetic copies change
 WARMUP = 3
 BASELINE_TOP = 20
@@ -101,21 +107,6 @@ TARGET_SPEEDUP = 3.0
 TARGET_LEARNED_MS = 3.0  # what ORACLE_FUSION=learned may add to a question, p50, at every scale
 MAX_SESSION_NUMBER = 9999  # oracle/sessions.py reads at most 4 digits
 SWAP_WORDS = ["quietly", "briefly", "again", "slowly", "together", "later", "soon", "openly", "finally"]
-
-
-def closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def read_questions(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [q.strip() for q in lines if q.strip() and not q.lstrip().startswith("#")]
-
-
-# ---------------------------------------------------------------------------------------------
-# Machine and contention (same method as bench/ingest.py)
 
 
 def others_share(before: tuple, after: tuple) -> float | None:
@@ -274,7 +265,7 @@ def _embedder_class():
             missing = [i for i, v in enumerate(found) if v is None]
             if missing:
                 real = self._base.encode([texts[i] for i in missing], batch_size=batch_size)
-                for i, v in zip(missing, real):
+                for i, v in zip(missing, real, strict=True):
                     found[i] = v
             self.reused += len(texts) - len(missing)
             self.encoded += len(missing)
@@ -290,7 +281,7 @@ async def source_vectors(index) -> dict[tuple[str, str, int, str], list[np.ndarr
     ids, chunk_ids, matrix = await vectors.vectors()
     chunks = {c.id: c for c in await store.chunks_by_ids(sorted(set(chunk_ids)))}
     grouped: dict[tuple[str, str, int, str], list[tuple[int, np.ndarray]]] = {}
-    for wid, cid, vec in zip(ids, chunk_ids, matrix):
+    for wid, cid, vec in zip(ids, chunk_ids, matrix, strict=True):
         c = chunks.get(cid)
         if c is None:
             continue
@@ -322,13 +313,6 @@ class Built:
     build_phases: dict[str, float] = field(default_factory=dict)
 
 
-def settings_for(notes_dir: Path, data_dir: Path):
-    from oracle.settings import Settings
-
-    return Settings(_env_file=None, notes_dir=notes_dir, data_dir=data_dir, annotate=False,
-                    ollama_host=os.environ["OLLAMA_HOST"])
-
-
 def _dir_mb(path: Path) -> float:
     return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20, 1) if path.exists() else 0.0
 
@@ -349,7 +333,7 @@ async def build_scale(scale: int, notes_src: Path, work: Path, embedder, source,
         say(f"{scale}×: wrote the synthetic notes in {time.perf_counter() - started:.1f} s")
     marker = data_dir / "build.json"
     previous = json.loads(marker.read_text()) if marker.exists() else {}
-    settings = settings_for(notes_dir, data_dir)
+    settings = bench_settings(notes_dir, data_dir)
     reuse = previous.get("digest") == digest and not reingest
     if scale == 1:
         used = embedder
@@ -377,7 +361,7 @@ async def build_scale(scale: int, notes_src: Path, work: Path, embedder, source,
         index = Index(settings, embedder=used)
         started = time.perf_counter()
         try:
-            report = await ingest(index, progress=progress, by="bench/retrieval.py")
+            report = await ingest(index, progress=progress, by="bench.retrieval")
         finally:
             await index.close()
         built.build_seconds = time.perf_counter() - started
@@ -386,7 +370,7 @@ async def build_scale(scale: int, notes_src: Path, work: Path, embedder, source,
             built.windows_encoded = report.windows_embedded
         else:
             built.windows_reused, built.windows_encoded = used.reused, used.encoded
-        built.build_phases = phases(started, started + built.build_seconds, events)
+        built.build_phases = {k: round(v, 2) for k, v in ingest_phases(started, started + built.build_seconds, events).items()}
         say(f"{scale}×: built in {built.build_seconds:.1f} s ({report.chunks} chunks, "
             f"{report.windows_embedded} windows stored)")
         # Written only after a complete ingest: a killed build is redone (incrementally) next time.
@@ -396,26 +380,6 @@ async def build_scale(scale: int, notes_src: Path, work: Path, embedder, source,
             "windows_encoded": built.windows_encoded,
         }))
     return built
-
-
-def phases(start: float, end: float, events: list[tuple[float, str, int, int]]) -> dict[str, float]:
-    """Wall seconds between the ingest's progress callbacks (as bench/ingest.py names them)."""
-
-    def first(stage: str) -> float | None:
-        return next((t for t, s, _, _ in events if s == stage), None)
-
-    def last(stage: str) -> float | None:
-        return next((t for t, s, _, _ in reversed(events) if s == stage), None)
-
-    marks = [("scan, parse, chunk", last("scan")), ("windows, Chroma lookup", first("embed")),
-             ("embed loop (encode + Chroma upsert)", last("embed")), ("file records", first("commit")),
-             ("Compendium + SQLite commit", last("commit")), ("orphan sweep, meta", end)]
-    out, prev = {}, start
-    for name, t in marks:
-        if t is not None:
-            out[name] = round(t - prev, 2)
-            prev = t
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,36 +407,36 @@ def pct(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-ROWS = [
-    # (key, label, group)
-    ("encode_query", "query embedding alone (encode_query)", "oracle"),
-    ("keyword", "keyword path (isolated)", "oracle"),
-    ("semantic", "semantic path, incl. embedding (isolated)", "oracle"),
-    ("entity", "entity path (isolated)", "oracle"),
-    ("fusion", "fusion (isolated)", "oracle"),
-    ("s_expand", "search: expand + Compendium match", "search"),
-    ("s_keyword", "search: keyword (concurrent)", "search"),
-    ("s_semantic", "search: semantic (concurrent)", "search"),
-    ("s_entity", "search: entity (concurrent)", "search"),
-    ("s_fusion", "search: fusion", "search"),
-    ("s_load", "search: load chunks", "search"),
-    ("s_linked", "search: notes linked to the fused top k", "search"),
-    ("wall", "search: wall time, as awaited", "search"),
-    ("total", "ORACLE Oracle.search total (timings_ms)", "total"),
-    ("l_evidence", "learned fusion: evidence (features of every candidate)", "learned"),
-    ("l_rank", "learned fusion: scoring and ordering", "learned"),
-    ("l_added", "learned fusion: added per question (evidence + scoring)", "learned"),
-    ("l_total", "LEARNED Oracle.search total, ORACLE_FUSION=learned (timings_ms)", "total"),
-    ("b_encode", "baseline: query embedding (torch encode)", "baseline"),
-    ("b_bm25", "baseline: BM25Okapi get_scores + top 20", "baseline"),
-    ("b_chroma", "baseline: Chroma query n=20", "baseline"),
-    ("b_rrf", "baseline: RRF of the two lists", "baseline"),
-    ("b_total", "BASELINE total (incl. embedding)", "total"),
-    ("d_vq_where", "diag: VectorStore.query n=128, public collection", "diag"),
-    ("d_vq_nowhere", "diag: the same over public + GM collections", "diag"),
-    ("d_count", "diag: Store.count_chunks", "diag"),
-    ("d_mentions", "diag: Store.mention_counts", "diag"),
-]
+# The table's rows in order, (key, label, group); a group is a section of the table.
+ROWS = [(key, label, group) for key, group, label in (line.split(None, 2) for line in """
+encode_query  oracle    query embedding alone (encode_query)
+keyword       oracle    keyword path (isolated)
+semantic      oracle    semantic path, incl. embedding (isolated)
+entity        oracle    entity path (isolated)
+fusion        oracle    fusion (isolated)
+s_expand      search    search: expand + Compendium match
+s_keyword     search    search: keyword (concurrent)
+s_semantic    search    search: semantic (concurrent)
+s_entity      search    search: entity (concurrent)
+s_fusion      search    search: fusion
+s_load        search    search: load chunks
+s_linked      search    search: notes linked to the fused top k
+wall          search    search: wall time, as awaited
+total         total     ORACLE Oracle.search total (timings_ms)
+l_evidence    learned   learned fusion: evidence (features of every candidate)
+l_rank        learned   learned fusion: scoring and ordering
+l_added       learned   learned fusion: added per question (evidence + scoring)
+l_total       total     LEARNED Oracle.search total, ORACLE_FUSION=learned (timings_ms)
+b_encode      baseline  baseline: query embedding (torch encode)
+b_bm25        baseline  baseline: BM25Okapi get_scores + top 20
+b_chroma      baseline  baseline: Chroma query n=20
+b_rrf         baseline  baseline: RRF of the two lists
+b_total       total     BASELINE total (incl. embedding)
+d_vq_where    diag      diag: VectorStore.query n=128, public collection
+d_vq_nowhere  diag      diag: the same over public + GM collections
+d_count       diag      diag: Store.count_chunks
+d_mentions    diag      diag: Store.mention_counts
+""".strip().splitlines())]
 
 
 async def measure_scale(built: Built, embedder, questions: list[str], repeat: int, say) -> dict:
@@ -484,8 +448,9 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
     from oracle.retrieve.entity import entity_path
     from oracle.retrieve.keyword import keyword_path
     from oracle.retrieve.semantic import semantic_path
+    from oracle.types import Clearance
 
-    settings = settings_for(Path(built.notes_dir), Path(built.data_dir))
+    settings = bench_settings(Path(built.notes_dir), Path(built.data_dir))
     index = Index(settings, embedder=embedder)
     try:
         store = await index.store()
@@ -497,9 +462,9 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
         index.settings = settings.model_copy(update={"fusion": "learned"})
         learned = Oracle(index)
         index.settings = settings
-        if learned.ranker is None:
-            raise SystemExit("bench/retrieval.py: the learned fusion's model could not be read")
-        stats = await store.stats(settings.model, "")
+        if learned.pipeline.ranker is None:
+            raise SystemExit("bench.retrieval: the learned fusion's model could not be read")
+        stats = (await store.stats(settings.model, "")).to_json()  # the game master's counts: every row
         built.chunks, built.windows, built.entities = stats["chunks"], stats["windows"], stats["entities"]
         built.chroma_windows = await vectors.count()
         built.mentions = await store.mention_count()
@@ -509,73 +474,51 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
         started = time.perf_counter()
         texts = await store.chunk_texts()  # in index order
         chunk_ids = [t.id for t in texts]
-        bm25 = await asyncio.to_thread(lambda: BM25Okapi([_tokens(t.text) for t in texts]))
+        bm25 = await asyncio.to_thread(lambda rows: BM25Okapi([_tokens(t.text) for t in rows]), texts)
         del texts
         bm25_build = time.perf_counter() - started
         say(f"{built.scale}×: baseline BM25Okapi over {len(chunk_ids)} chunks built in {bm25_build:.1f} s (untimed)")
         collection = vectors.in_thread.collections["public"]  # the tutorial baseline: one collection, no filter
 
-        visibilities = oracle.visibilities(False)
+        clearance = Clearance.PLAYER
         k = settings.k
         depth = path_depth(k)
         samples: dict[str, list[float]] = {key: [] for key, _, _ in ROWS}
 
         async def one(question: str, record: bool) -> None:
-            t = time.perf_counter()
-            qvec = embedder.encode_query(question)
-            t_encode = _ms(t)
-
-            t = time.perf_counter()
-            retrieval = await oracle.search(question, k=k)
-            t_search = _ms(t)
+            qvec, t_encode = timed(lambda: embedder.encode_query(question))
+            retrieval, t_search = await atimed(lambda: oracle.search(question, k=k))
             lt = (await learned.search(question, k=k)).timings_ms
 
-            matcher, mention_stats = await oracle.matchers.lookup(False)
+            matcher, mention_stats = await oracle.matchers.lookup(clearance)
             entities = matcher.find(question)
-            t = time.perf_counter()
-            kw = await keyword_path(store, question, visibilities, depth, (settings.fts_head_weight, 1.0))
-            t_kw = _ms(t)
-            t = time.perf_counter()
-            sem = await semantic_path(store, vectors, embeddings, question, visibilities, depth)
-            t_sem = _ms(t)
-            t = time.perf_counter()
-            ent = await entity_path(store, entities, visibilities, depth, stats=mention_stats)
-            t_ent = _ms(t)
-            t = time.perf_counter()
-            oracle.fuse({"keyword": kw, "semantic": sem, "entity": ent})
-            t_fuse = _ms(t)
+            kw, t_kw = await atimed(lambda: keyword_path(store, question, clearance, depth,
+                                                         (settings.fts_head_weight, 1.0)))
+            sem, t_sem = await atimed(lambda: semantic_path(store, vectors, embeddings, question, clearance, depth))
+            ent, t_ent = await atimed(lambda: entity_path(store, entities, clearance, depth, stats=mention_stats))
+            _, t_fuse = timed(lambda: oracle.pipeline.fuse({"keyword": kw, "semantic": sem, "entity": ent}))
 
-            t = time.perf_counter()
-            bvec = embedder.encode([question], batch_size=1)[0]  # the tutorials' torch encode
-            t_b_encode = _ms(t)
-            t = time.perf_counter()
-            scores = bm25.get_scores(_tokens(question))
-            top = np.argsort(scores)[::-1][:BASELINE_TOP]
-            bm25_ids = [chunk_ids[i] for i in top]
-            t_bm25 = _ms(t)
-            t = time.perf_counter()
-            result = collection.query(query_embeddings=[bvec], n_results=BASELINE_TOP, include=["metadatas", "distances"])
-            dense_ids = [m["chunk_id"] for m in result["metadatas"][0]]
-            t_chroma = _ms(t)
-            t = time.perf_counter()
-            rrf_lists([bm25_ids, list(dict.fromkeys(dense_ids))])
-            t_rrf = _ms(t)
+            def bm25_top() -> list[str]:
+                scores = bm25.get_scores(_tokens(question))
+                return [chunk_ids[i] for i in np.argsort(scores)[::-1][:BASELINE_TOP]]
+
+            def dense_top() -> list[str]:
+                found = collection.query(query_embeddings=[bvec], n_results=BASELINE_TOP,
+                                         include=["metadatas", "distances"])
+                return [m["chunk_id"] for m in found["metadatas"][0]]
+
+            bvec, t_b_encode = timed(lambda: embedder.encode([question], batch_size=1)[0])  # the tutorials' torch encode
+            bm25_ids, t_bm25 = timed(bm25_top)
+            dense_ids, t_chroma = timed(dense_top)
+            _, t_rrf = timed(lambda: rrf_lists([bm25_ids, list(dict.fromkeys(dense_ids))]))
 
             # Diagnostics: the pieces of the semantic and entity paths that grow with the corpus.
-            t = time.perf_counter()
-            await vectors.query(qvec, depth * 8, visibility=visibilities[0])
-            t_vq_where = _ms(t)
-            t = time.perf_counter()
-            await vectors.query(qvec, depth * 8)
-            t_vq_nowhere = _ms(t)
-            t = time.perf_counter()
-            await store.count_chunks(visibilities)
-            t_count = _ms(t)
+            _, t_vq_where = await atimed(lambda: vectors.query(qvec, depth * 8, visibility=clearance.visibilities[0]))
+            _, t_vq_nowhere = await atimed(lambda: vectors.query(qvec, depth * 8))
+            _, t_count = await atimed(lambda: store.count_chunks(clearance))
             t_mentions = None
             if entities:
-                t = time.perf_counter()
-                await store.mention_counts([e.entity_id for e in entities], visibilities)
-                t_mentions = _ms(t)
+                _, t_mentions = await atimed(lambda: store.mention_counts([e.entity_id for e in entities], clearance))
 
             if record:
                 tm = retrieval.timings_ms
@@ -623,6 +566,18 @@ def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
 
 
+def timed(fn):
+    """(fn(), its wall ms)."""
+    started = time.perf_counter()
+    return fn(), _ms(started)
+
+
+async def atimed(fn):
+    """(await fn(), its wall ms)."""
+    started = time.perf_counter()
+    return await fn(), _ms(started)
+
+
 # ---------------------------------------------------------------------------------------------
 # The run
 
@@ -667,7 +622,7 @@ async def run(args, say) -> dict:
         if scale != 1 and source is None:
             if 1 not in builds:  # the 1× index is the source of every enlarged one's vectors
                 builds[1] = await build_scale(1, args.notes, work, embedder, None, args.reingest, say)
-            one = Index(settings_for(args.notes, work / "x1" / "data"), embedder=embedder)
+            one = Index(bench_settings(args.notes, work / "x1" / "data"), embedder=embedder)
             try:
                 source = await source_vectors(one)
             finally:
@@ -703,10 +658,11 @@ async def run(args, say) -> dict:
                        "target": f"≥ {TARGET_SPEEDUP:g}" + ("" if top == 100 else " (target is for 100×)"),
                        "pass": v is not None and v >= TARGET_SPEEDUP})
 
-    settings = settings_for(args.notes, work / "x1" / "data")
+    settings = bench_settings(args.notes, work / "x1" / "data")
     return {
         "machine": machine(worker_threads, load_start),
-        "model": {"ref": embedder.ref, "fingerprint": embedder.fingerprint, "query_runtime": embedder.query_runtime, "load_seconds": round(load_seconds, 2)},
+        "model": {"ref": embedder.ref, "fingerprint": embedder.fingerprint, "query_runtime": embedder.query_runtime,
+                  "load_seconds": round(load_seconds, 2)},
         "settings": {"k": settings.k, "fusion": settings.fusion, "fused_pool": settings.fused_pool,
                      "window_tokens": settings.window_tokens, "session_max_words": settings.session_max_words},
         "questions": len(questions),
@@ -723,15 +679,14 @@ async def run(args, say) -> dict:
 
 
 def print_table(r: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console() if sys.stdout.isatty() else Console(width=200)
-    m = r["machine"]
-    console.print(machine_line(m))
+    out = console(200)
+    print_machine(out, r["machine"])
     s = r["settings"]
-    console.print(
-        f"Model {r['model']['ref']} ({r['model']['fingerprint']}; questions on {r['model'].get('query_runtime', 'torch')}), loaded in {r['model']['load_seconds']} s (untimed). "
+    out.print(
+        f"Model {r['model']['ref']} ({r['model']['fingerprint']}; questions on "
+        f"{r['model'].get('query_runtime', 'torch')}), loaded in {r['model']['load_seconds']} s (untimed). "
         f"k={s['k']}, fusion={s['fusion']}, fused pool {s['fused_pool']}, windows of {s['window_tokens']} tokens, "
         f"sessions split over {s['session_max_words']} words. {r['questions']} questions × {r['repeat']} "
         f"after {WARMUP} warm-ups. Index folder: {r['work']}"
@@ -765,37 +720,37 @@ def print_table(r: dict) -> None:
         ("windows encoded / reused from 1×", lambda x, y: f"{x['windows_encoded']:,} / {x['windows_reused']:,}"),
         ("SQLite / Chroma MB", lambda x, y: f"{x['sqlite_mb']:.0f} / {x['chroma_mb']:.0f}"),
         ("baseline BM25 build s (untimed)", lambda x, y: f"{y['bm25_build_seconds']:.1f}"),
-        ("other processes' CPU share meanwhile", lambda x, y: "" if y["others_cpu_share"] is None else f"{y['others_cpu_share']:.0%}"),
+        ("other processes' CPU share meanwhile",
+         lambda x, y: "" if y["others_cpu_share"] is None else f"{y['others_cpu_share']:.0%}"),
     ]:
         cells = []
         for sc in scales:
             cells += [fn(b[sc], res[sc]), ""]
         t.add_row(label, *cells, style="dim")
-    console.print(t)
+    out.print(t)
     for sc in scales:
         ph = b[sc].get("build_phases") or {}
         if ph:
-            console.print(f"[dim]{sc}× build phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in ph.items()) + "[/]")
-    verdict = lambda ok: "[green]PASS[/]" if ok else "[red]MISS[/]"  # noqa: E731
+            out.print(f"[dim]{sc}× build phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in ph.items()) + "[/]")
     for c in r["checks"]:
         value = "n/a" if c["value"] is None else f"{c['value']:.2f} {c['unit']}"
-        console.print(f"{c['name']}: {value} (target {c['target']}) {verdict(c['pass'])}")
+        out.print(f"{c['name']}: {value} (target {c['target']}) {verdict(c['pass'])}")
     busy = [res[sc]["others_cpu_share"] for sc in scales if res[sc]["others_cpu_share"] is not None]
     if busy and max(busy) > 0.05:
-        console.print(f"[red]Other processes used up to {max(busy):.0%} of the cores while measuring: "
+        out.print(f"[red]Other processes used up to {max(busy):.0%} of the cores while measuring: "
                       "the numbers are noisy.[/]")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scales", default="1,10,100", help="corpus sizes, comma-separated (default 1,10,100)")
     parser.add_argument("--queries", type=int, default=0, help="use only the first N questions (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the questions (default 3)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--work", type=Path, default=None,
                         help="folder for the indexes, kept between runs (default: a temporary folder, removed)")
-    parser.add_argument("--notes", type=Path, default=DEFAULT_NOTES, help=f"the 1× notes (default {DEFAULT_NOTES})")
-    parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS, help="one question a line")
+    parser.add_argument("--notes", type=Path, default=CRD3_NOTES, help=f"the 1× notes (default {CRD3_NOTES})")
+    parser.add_argument("--questions", type=Path, default=CRD3_QUESTIONS, help="one question a line")
     parser.add_argument("--reingest", action="store_true", help="run the incremental ingest even over a kept index")
     args = parser.parse_args(argv)
     try:
@@ -811,23 +766,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import rank_bm25  # noqa: F401
     except ImportError:
-        print("bench/retrieval.py: the baseline needs rank_bm25, which the Oracle itself does not depend on.\n"
+        print("bench.retrieval: the baseline needs rank_bm25, which the Oracle itself does not depend on.\n"
               "Install it into this environment first:  pip install rank_bm25", file=sys.stderr)
         return 2
 
-    os.environ["OLLAMA_HOST"] = f"http://127.0.0.1:{closed_port()}"
-    os.environ["ORACLE_ANNOTATE"] = "false"
+    offline()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     args.notes = args.notes.resolve()
     temporary = args.work is None
     args.work = Path(tempfile.mkdtemp(prefix="oracle-retrieval-bench-")) if temporary else args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
 
-    def say(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
     try:
-        result = asyncio.run(run(args, say))
+        result = asyncio.run(run(args, log))
     finally:
         if temporary:
             shutil.rmtree(args.work, ignore_errors=True)

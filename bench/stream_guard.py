@@ -1,6 +1,6 @@
 """The secret check of a player's answer while the model writes it: its cost on the event loop.
 
-    python bench/stream_guard.py [NOTES_FILE] [--tokens 200,500,1000] [--repeat 5]
+    python -m bench.stream_guard [NOTES_FILE] [--tokens 200,500,1000] [--repeat 5]
 
 A player sees the answer as it is written only while it repeats no game-master-only run of words
 (`oracle/answer/leaks.py`). The model's reply arrives a token at a time and each piece is checked
@@ -18,18 +18,14 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
+from bench.common import CRD3_NOTES, markdown_table
 from oracle.answer.leaks import SecretGuard, StreamCheck
 from oracle.types import GM, PUBLIC, ChunkText
 
-CRD3 = Path("/work/shared/eval/crd3/notes/campaign-log.md")
+DEFAULT_NOTES = CRD3_NOTES / "campaign-log.md"
 
 
 def sessions(path: Path) -> list[str]:
@@ -56,8 +52,8 @@ def run(check, parts: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("notes", nargs="?", type=Path, default=CRD3, help="one Markdown log of '## ' sessions")
+    parser = argparse.ArgumentParser(prog="python -m bench.stream_guard", description=__doc__.split("\n\n")[0])
+    parser.add_argument("notes", nargs="?", type=Path, default=DEFAULT_NOTES, help="one Markdown log of '## ' sessions")
     parser.add_argument("--tokens", default="200,500,1000", help="answer lengths, in streamed pieces")
     parser.add_argument("--repeat", type=int, default=5, help="answers per length (the costliest is shown)")
     args = parser.parse_args()
@@ -70,9 +66,7 @@ def main() -> None:
     public = sorted((c.text for c in chunks if c.visibility == PUBLIC), key=len, reverse=True)[: args.repeat]
     print(f"{len(logs)} sessions, {len(guard.secret_runs):,} secret runs; guard built in {built:.1f} s "
           "(once per ingest, off the loop)\n")
-    print(f"| {'pieces':>6} | {'whole text: total ms':>20} | {'slowest µs':>10} | "
-          f"{'StreamCheck: total ms':>21} | {'slowest µs':>10} |")
-    print(f"|{'-' * 8}|{'-' * 22}|{'-' * 12}|{'-' * 23}|{'-' * 12}|")
+    rows = []
     for tokens in (int(t) for t in args.tokens.split(",")):
         whole, stream = [], []
         for answer in public:
@@ -80,7 +74,8 @@ def main() -> None:
             whole.append(run(guard.leaks, parts))
             stream.append(run(StreamCheck(guard).leaks, parts))
         (w_total, w_worst), (s_total, s_worst) = max(whole), max(stream)
-        print(f"| {tokens:>6} | {w_total:>20.1f} | {w_worst:>10.0f} | {s_total:>21.1f} | {s_worst:>10.0f} |")
+        rows.append([str(tokens), f"{w_total:.1f}", f"{w_worst:.0f}", f"{s_total:.1f}", f"{s_worst:.0f}"])
+    print(markdown_table(["pieces", "whole text: total ms", "slowest µs", "StreamCheck: total ms", "slowest µs"], rows))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
-#!/usr/bin/env python
 """Train the learned fusion (oracle/retrieve/learned.py) on the dev banks, reproducibly.
 
-    PYTHONPATH=. python bench/train_fusion.py [--out oracle/retrieve/fusion_model.json] [--seed 0]
-        [--cache var/fusion-train] [--eval-root /work/shared/eval] [--loco]
+    python -m tools.train_fusion [--out oracle/retrieve/fusion_model.json] [--seed 0]
+        [--cache var/fusion-train] [--eval-root EVAL_DIR] [--loco]
+
+It writes oracle/retrieve/fusion_model.json, which the package ships. --eval-root defaults to the
+shared evaluation data, `EVAL_DIR` of bench/common.py ($ORACLE_EVAL_DIR, else ../shared/eval beside
+the checkout, else /work/shared/eval).
 
 Dev banks only (the shared eval README's splits): LoCoMo conv-26, -30, -41, -42, -43; SciFact train;
-the CRD3 dev bank (bench/crd3_dev.jsonl); the sample campaign's bank (notes/questions.jsonl). Test
+the CRD3 dev bank (bench/data/crd3_dev.jsonl); the sample campaign's bank (notes/questions.jsonl). Test
 splits are never read here.
 
 1. Collect. Each bank's notes are indexed where `oracle eval` keeps them (var/eval/<folder>-<hash>,
@@ -45,12 +48,10 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from oracle.eval import entry_ranks, hit, load_bank, matches, mrr, ndcg, recall  # noqa: E402
-from oracle.retrieve.evidence import FEATURES  # noqa: E402
-from oracle.retrieve.learned import FORMAT, VERSION  # noqa: E402
+from bench.common import DATA_DIR, EVAL_DIR, REPO, SAMPLE_NOTES
+from oracle.eval import hit, load_bank, matches, mrr, ndcg, recall
+from oracle.retrieve.evidence import FEATURES
+from oracle.retrieve.learned import FORMAT, VERSION
 
 LOCOMO_DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 NEGATIVES_FROM_TOP = 20
@@ -78,8 +79,8 @@ def dev_banks(eval_root: Path) -> list[Bank]:
              for c in LOCOMO_DEV]
     banks.append(Bank("scifact", "scifact-train", eval_root / "scifact" / "questions.train.jsonl",
                       eval_root / "scifact" / "notes"))
-    banks.append(Bank("crd3", "crd3-dev", REPO / "bench" / "crd3_dev.jsonl", eval_root / "crd3" / "notes"))
-    banks.append(Bank("sample", "sample", REPO / "notes" / "questions.jsonl", REPO / "notes"))
+    banks.append(Bank("crd3", "crd3-dev", DATA_DIR / "crd3_dev.jsonl", eval_root / "crd3" / "notes"))
+    banks.append(Bank("sample", "sample", SAMPLE_NOTES / "questions.jsonl", SAMPLE_NOTES))
     return banks
 
 
@@ -142,7 +143,7 @@ async def collect(bank: Bank, cache: Path | None, say) -> list[Row]:
     async with Index(settings) as index:
         if not settings.sqlite_path.exists():
             say(f"{bank.name}: indexing {bank.notes} into {settings.data_dir}")
-        await ingest(index, by="bench/train_fusion.py")
+        await ingest(index, by="tools.train_fusion")
         oracle = Oracle(index)
         for q in questions:
             r = await oracle.search(q.question, history=q.history, k=settings.k)
@@ -263,7 +264,7 @@ def model_json(model: dict, seed: int, banks: list[Bank], counts: dict[str, int]
         "mean": [round(float(v), 8) for v in model["mean"]],
         "scale": [round(float(v), 8) for v in model["scale"]],
         "trained": {
-            "by": "bench/train_fusion.py",
+            "by": "tools/train_fusion.py",
             "seed": seed,
             "pairs": f"every relevant candidate against the irrelevant ones in the current fusion's top {NEGATIVES_FROM_TOP}",
             "C": C,
@@ -277,11 +278,11 @@ def model_json(model: dict, seed: int, banks: list[Bank], counts: dict[str, int]
 
 
 async def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tools.train_fusion", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(REPO / "oracle" / "retrieve" / "fusion_model.json"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default=str(REPO / "var" / "fusion-train"), help="collected rows ('' : none)")
-    p.add_argument("--eval-root", default="/work/shared/eval")
+    p.add_argument("--eval-root", default=str(EVAL_DIR), help=f"the shared evaluation data (default {EVAL_DIR})")
     p.add_argument("--loco", action="store_true", help="also print the leave-one-corpus-out table")
     p.add_argument("--collect-only", default="", help="only search these banks (comma-separated) into the cache")
     args = p.parse_args(argv)
@@ -308,7 +309,7 @@ async def main(argv: list[str] | None = None) -> int:
     print(table("dev scores (trained on all four dev corpora)",
                 [(c, d["current"], d["learned"]) for c, d in dev.items()]))
     print("weights (per standardised feature):")
-    for name, w in sorted(zip(FEATURES, model["weights"]), key=lambda t: -abs(t[1])):
+    for name, w in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda t: -abs(t[1])):
         print(f"  {name:<16} {w:+.3f}")
     if args.loco:
         rows = []
