@@ -1,2 +1,2 @@
 """The bot tests' fixtures live in `harness.py` with the helpers; pytest finds them here."""
-from tests.bot.harness import campaign, fake, indexes, oracle_bot, world  # noqa: F401
+from tests.bot.harness import campaign, campaign_model, fake, indexes, oracle_bot, world  # noqa: F401

@@ -3,7 +3,8 @@ against the fake Discord (tests/fakes/discord/), answering from a real index (SQ
 bundled embedding model) with the fake Ollama over real HTTP recording every request.
 
 The campaign (the mini campaign with its GM secrets, plus a `compendium.yaml` of 40 public names and
-one GM-only name, for autocomplete) is ingested once for the module. Each test starts its own fake
+one GM-only name, for autocomplete) is ingested once for the module, embedded by `campaign_model`
+(the deterministic stand-in of the model unless the module says otherwise). Each test starts its own fake
 Discord and its own bot on the module's event loop, with a fresh Oracle and thread history.
 
 The fake Ollama (`Brain`) answers annotation requests (schema with `summary`), rerank requests
@@ -31,9 +32,9 @@ from bot.client import OracleBot
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
 from bot.tables import Table, Tables
+from oracle.campaigns import Campaigns
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
-from oracle.campaigns import Campaigns
 from oracle.journal import Journal
 from oracle.oracle import Oracle
 from oracle.settings import Settings
@@ -168,15 +169,23 @@ class Campaign:
         return [r for r in self.ollama.chat_requests() if r.get("messages") and (what is None or kind(r) == what)]
 
 
+@pytest.fixture(scope="module")
+def campaign_model(quick_embedder):
+    """The model the module's campaign is embedded with: the deterministic stand-in, since the bot's
+    tests judge the bot, not the ranking; a module whose campaign another process ingests with the
+    real model overrides it with `embedder` (and is then `integration`)."""
+    return quick_embedder
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def campaign(tmp_path_factory, embedder):
+async def campaign(tmp_path_factory, campaign_model):
     root = tmp_path_factory.mktemp("bot-campaign")
     notes = write_notes(root / "notes", CAMPAIGN)
     brain = Brain()
     async with FakeOllama(models=[MODEL]) as ollama:
         ollama.responder = brain
-        camp = Campaign(root, notes, ollama, brain, None, embedder)  # type: ignore[arg-type]
-        camp.index = Index(camp.make_settings(), embedder=embedder)
+        camp = Campaign(root, notes, ollama, brain, None, campaign_model)  # type: ignore[arg-type]
+        camp.index = Index(camp.make_settings(), embedder=campaign_model)
         report = await ingest(camp.index)
         assert (12, 0, "", []) == (report.chunks, report.annotations_missing, report.annotation_note, report.skipped)
         yield camp
