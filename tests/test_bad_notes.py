@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from oracle.index.ingest import chunk_all, ingest, scan_notes
+from oracle.index.ingest import ingest
+from oracle.index.scan import chunk_all, scan_notes
 from tests.conftest import write_notes
 
 GOOD = "## Session 1 — Fine\nThe party met Mirela at the Lantern Market.\n"
@@ -20,7 +21,7 @@ def sessions_by_path(settings):
         return {r[0]: r[1] for r in db.execute("SELECT path, group_concat(DISTINCT sessions) FROM chunks GROUP BY path")}
 
 
-async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings, open_index):
+async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings, open_quick_index):
     outside = tmp_path / "outside.md"
     outside.write_text("## Session 99\nSECRET-OUTSIDE must never be read")
     notes = write_notes(tmp_path / "notes", {
@@ -42,7 +43,7 @@ async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings
     })
     os.symlink(outside, notes / "link-out.md")
     settings = make_settings(notes)
-    report = await ingest(open_index(settings))
+    report = await ingest(open_quick_index(settings))
 
     assert {
         "binary.md": "binary file (NUL bytes), not a Markdown note",
@@ -84,7 +85,7 @@ async def test_bad_notes_are_reported_and_good_ones_kept(tmp_path, make_settings
 
     # Fixing a skipped note brings it in; it is no longer reported.
     (notes / "empty.md").write_text("## Session 10\nNow written.")
-    again = await ingest(open_index(settings))
+    again = await ingest(open_quick_index(settings))
     assert ["empty.md"] == again.changed
     assert "empty.md" not in {s.path for s in again.skipped}
     assert ("empty", "[10]") == (labels_by_path(settings)["empty.md"], sessions_by_path(settings)["empty.md"])

@@ -7,7 +7,15 @@ import pytest_asyncio
 
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
-from tests.fakes.ollama_server import EMPTY, CutStream, Delay, HttpError, ModelNotFound, RawBody, TruncatedJson
+from tests.fakes.ollama_server import (
+    EMPTY,
+    CutStream,
+    Delay,
+    HttpError,
+    ModelNotFound,
+    RawBody,
+    TruncatedJson,
+)
 
 BAD_QUESTIONS = [
     "",
@@ -30,11 +38,14 @@ BAD_QUESTIONS = [
 
 
 @pytest_asyncio.fixture
-async def oracle(mini_notes, make_settings, open_index, fake_ollama):
-    settings = make_settings(mini_notes, ollama_host=fake_ollama.url, answer_timeout=2.0, first_words=2.0)
-    index = open_index(settings)
-    await ingest(index)
-    fake_ollama.reset()  # forget the annotation requests of the ingest (GM text is annotated too)
+async def oracle(quick_mini_campaign_annotated, make_settings, open_quick_index, fake_ollama):
+    """The mini campaign, ingested (and annotated, GM text too) once for the session and copied here;
+    no retrieval is judged, so the stand-in model embeds it."""
+    settings = make_settings(quick_mini_campaign_annotated.notes, ollama_host=fake_ollama.url, answer_timeout=2.0,
+                             first_words=2.0)
+    index = open_quick_index(settings)
+    assert 0 == (await ingest(index)).annotations_missing  # the copy is whole: nothing to redo
+    fake_ollama.reset()
     return Oracle(index)
 
 

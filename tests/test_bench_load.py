@@ -1,4 +1,4 @@
-"""bench/load.py: a run whose ingest failed measured nothing, and one whose answers slowed past the
+"""bench.load: a run whose ingest failed measured nothing, and one whose answers slowed past the
 target while notes were indexed says so; both by its exit status."""
 from __future__ import annotations
 

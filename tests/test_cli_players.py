@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
+import oracle.index.index
 from oracle import cli
-from oracle.answer.trace import PLAYER_INCOMPLETE, PLAYER_REASON, PLAYER_RERANK_OFF, Trace
+from oracle.answer.trace import (
+    PLAYER_INCOMPLETE,
+    PLAYER_REASON,
+    PLAYER_RERANK_OFF,
+    Trace,
+)
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import PLAYER_OLLAMA, PLAYER_WINDOW_UNKNOWN, model_name
@@ -47,15 +53,16 @@ POLICY = "players read only sessions, sheets (ORACLE_PLAYER_NOTES); game master 
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory, embedder) -> tuple[Path, Path]:
-    """(notes, data): the vault, ingested once with the session's model."""
+def vault(tmp_path_factory, quick_embedder) -> tuple[Path, Path]:
+    """(notes, data): the vault, ingested once with the session's stand-in model (what a player reads
+    is judged here, not the ranking)."""
     root = tmp_path_factory.mktemp("players")
     notes = write_notes(root / "notes", VAULT)
     settings = Settings(_env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=closed_port_url(),
                         annotate=False, ollama_probe_timeout=2.0)
 
     async def build() -> None:
-        async with Index(settings, embedder=embedder) as index:
+        async with Index(settings, embedder=quick_embedder) as index:
             report = await ingest(index)
             assert {"sessions/Session 4.md"} == {p for p, n in report.secrets.items() if n < 0}
 
@@ -64,7 +71,7 @@ def vault(tmp_path_factory, embedder) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def run(vault, embedder, monkeypatch, tmp_path, capsys):
+def run(vault, quick_embedder, monkeypatch, tmp_path, capsys):
     """`oracle …` against the vault as a player or a game master runs it: (exit code, stdout)."""
     notes, data = vault
     monkeypatch.chdir(tmp_path)  # no developer .env read
@@ -77,7 +84,7 @@ def run(vault, embedder, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("ORACLE_PLAYER_NOTES", "sessions, sheets")  # what the vault already is
     monkeypatch.setenv("ORACLE_GM_NOTES", "TODO.md")
     # The session's model, not one loaded per command.
-    monkeypatch.setattr(cli.common, "Index", lambda settings, **kw: Index(settings, **({"embedder": embedder} | kw)))
+    monkeypatch.setattr(oracle.index.index, "load_embedder", lambda settings: quick_embedder)
 
     def run_(*argv: str) -> tuple[int, str]:
         capsys.readouterr()

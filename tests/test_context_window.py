@@ -2,7 +2,8 @@
 
 The fake Ollama serves each request with its `num_ctx` (2,048 when it sets none), counts the prompt
 with its own tokenizer, and cuts an oversized prompt from the front as the real runner does. Two
-campaigns, each ingested once with the real embedding model and answered end to end:
+campaigns, each ingested once and answered end to end (embedded by the deterministic stand-in of the
+model, tests/fakes/embedder.py: what is judged is every request's size, not which passages rank first):
 - the sample campaign (`notes/`) with every question of its bank, at the default window;
 - the first 30 sessions of the Critical Role log with the dev bank's questions about them, served by
   a model whose own context is 4,096 tokens, so the window is lowered and the prompt must shrink.
@@ -31,13 +32,12 @@ from tests.fakes.ollama_server import FakeModel, FakeOllama, tokenize
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
-# Every test here reads one of two sweeps (a real ingest, then every question of a bank), about 20 s
-# each: leaving one test out would only move its sweep into the next, so the whole module is slow.
-pytestmark = pytest.mark.slow
+# Every test here reads one of two sweeps (an ingest, then every question of a bank): a few seconds
+# each with the stand-in model, so the module is in the quick suite.
 
 MODEL = "qwen2.5:14b"
 CRD3_LOG = SHARED_EVAL / "crd3" / "notes" / "campaign-log.md"
-CRD3_SESSIONS = 30  # the slice ingested: one real-embedder ingest of the whole log takes minutes
+CRD3_SESSIONS = 30  # the slice ingested (one real-embedder ingest of the whole log took minutes)
 
 
 def bank(path: Path, last_session: int | None = None) -> list[dict]:
@@ -97,24 +97,24 @@ async def sweep(notes: Path, data: Path, questions: list[dict], embedder, model:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def sample(tmp_path_factory, embedder):
+async def sample(tmp_path_factory, quick_embedder):
     swept = await sweep(SAMPLE_NOTES, tmp_path_factory.mktemp("sample") / "data", bank(SAMPLE_NOTES / "questions.jsonl"),
-                        embedder, FakeModel(MODEL))
+                        quick_embedder, FakeModel(MODEL))
     yield swept
     await swept.index.close()
     await swept.fake.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def crd3(tmp_path_factory, embedder):
+async def crd3(tmp_path_factory, quick_embedder):
     if not CRD3_LOG.exists():
         pytest.skip(f"{CRD3_LOG} is not on this machine")
     root = tmp_path_factory.mktemp("crd3")
     log = CRD3_LOG.read_text(encoding="utf-8")
     (root / "notes").mkdir()
     (root / "notes" / "campaign-log.md").write_text(log.split(f"\n## Session {CRD3_SESSIONS + 1} ")[0], encoding="utf-8")
-    questions = bank(REPO / "bench" / "crd3_dev.jsonl", CRD3_SESSIONS)
-    swept = await sweep(root / "notes", root / "data", questions, embedder, FakeModel(MODEL, context_length=4096))
+    questions = bank(REPO / "bench" / "data" / "crd3_dev.jsonl", CRD3_SESSIONS)
+    swept = await sweep(root / "notes", root / "data", questions, quick_embedder, FakeModel(MODEL, context_length=4096))
     yield swept
     await swept.index.close()
     await swept.fake.stop()
@@ -129,7 +129,7 @@ def swept(request) -> Swept:
 async def test_the_sweep_asked_every_question_and_the_model_answered(swept):
     assert len(swept.questions) >= (50 if swept.index.settings.notes_dir == SAMPLE_NOTES else 15)
     modes = [a.mode for a in swept.answers]
-    assert modes.count("llm") == len(modes), [(q["id"], a.reason) for q, a in zip(swept.questions, swept.answers)
+    assert modes.count("llm") == len(modes), [(q["id"], a.reason) for q, a in zip(swept.questions, swept.answers, strict=False)
                                               if a.mode != "llm"]
     kinds = [kind(r) for r in swept.fake.chat_requests()]
     assert kinds.count("answer") == len(swept.questions)
@@ -155,7 +155,7 @@ async def test_every_request_carried_the_same_window_and_the_model_loaded_once(s
 
 @module_loop
 async def test_the_estimate_was_never_below_what_the_server_counted(swept):
-    for question, answer in zip(swept.questions, swept.answers):
+    for question, answer in zip(swept.questions, swept.answers, strict=False):
         tokens = answer.trace.tokens
         assert tokens["num_ctx"] == swept.num_ctx
         assert tokens["total"] <= tokens["budget"] == swept.num_ctx - swept.index.settings.answer_tokens

@@ -13,9 +13,16 @@ from oracle.answer.context import Headline
 from oracle.answer.results import Answer
 from oracle.answer.trace import Trace
 from oracle.cli import main
+from oracle.deadline import Deadline
 from oracle.eval import Question
-from oracle.eval_answers import AnswerRecord, abstains, percentile, record, summarise_answers, supported
-from oracle.llm import Deadline
+from oracle.eval_answers import (
+    AnswerRecord,
+    abstains,
+    percentile,
+    record,
+    summarise_answers,
+    supported,
+)
 from oracle.types import Chunk
 from tests.conftest import REPO, request_kind
 from tests.fakes.ollama_server import FakeOllama, cited_responder
@@ -193,6 +200,7 @@ def data(tmp_path_factory):
     return tmp_path_factory.mktemp("answers") / "data"
 
 
+@pytest.mark.integration  # the command line loads the real model
 @pytest.mark.slow  # ingests, annotates and answers the whole sample bank: about 30 s
 def test_eval_answers_over_the_sample_bank_against_the_fake(data, monkeypatch, capsys):
     with FakeOllama(models=["qwen2.5:14b"], responder=scripted) as fake:
@@ -234,6 +242,7 @@ def test_eval_answers_over_the_sample_bank_against_the_fake(data, monkeypatch, c
     assert {"total", "prompt_eval_count"} == set(result["tokens_per_request"])
 
 
+@pytest.mark.integration  # the command line loads the real model
 def test_eval_answers_prints_its_table(data, tmp_path, monkeypatch, capsys):
     bank = tmp_path / "bank.jsonl"
     bank.write_text(

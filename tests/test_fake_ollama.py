@@ -453,7 +453,7 @@ async def test_without_num_ctx_a_long_prompt_is_cut_from_the_front(fake, client,
     assert served.seen.endswith(words(1, start=3099) + " <|im_end|> \n <|im_start|> assistant \n")
     assert not served.fits
     assert fake.truncations == [served.truncated]
-    assert "truncating input prompt limit=2048 prompt=%d keep=4 new=2048" % total in caplog.text
+    assert f"truncating input prompt limit=2048 prompt={total:d} keep=4 new=2048" in caplog.text
 
 
 @pytest.mark.asyncio

@@ -38,8 +38,8 @@ def test_a_missing_index_says_what_to_run(tmp_path, capsys):
     assert (1, True) == (code, "run `oracle ingest` first" in output)
 
 
-async def test_a_lost_chroma_folder_is_refused_then_repaired(mini_notes, make_settings, open_index, tmp_path):
-    first = await ingest(open_index(make_settings(mini_notes)))
+async def test_a_lost_chroma_folder_is_refused_then_repaired(mini_notes, make_settings, open_quick_index, tmp_path):
+    first = await ingest(open_quick_index(make_settings(mini_notes)))
     # The SQLite index without its Chroma folder (Chroma caches an open store per path within a
     # process, so the folder is left behind rather than deleted under it).
     settings = make_settings(mini_notes, data_dir=tmp_path / "moved")
@@ -48,12 +48,12 @@ async def test_a_lost_chroma_folder_is_refused_then_repaired(mini_notes, make_se
         src.backup(dst)  # WAL mode: a file copy could miss the latest commit
 
     with pytest.raises(VectorStoreError) as err:
-        await Oracle(open_index(settings)).search(QUESTION)
+        await Oracle(open_quick_index(settings)).search(QUESTION)
     assert f"holds 0 of the {first.windows_embedded} windows the index names: run `oracle ingest`" in str(err.value)
 
-    report = await ingest(open_index(settings))
+    report = await ingest(open_quick_index(settings))
     assert (first.chunks, first.windows_embedded) == (report.windows_repaired, report.windows_embedded)
-    retrieval = await Oracle(open_index(settings)).search(QUESTION)
+    retrieval = await Oracle(open_quick_index(settings)).search(QUESTION)
     assert "campaign-log › Session 1" == retrieval.paths["semantic"][0].chunk.label
 
 
@@ -89,9 +89,9 @@ async def _answers(index) -> list[list[str]]:
     return out
 
 
-async def test_a_full_disk_stops_the_ingest_and_keeps_the_old_index(mini_notes, make_settings, open_index, small_disk):
+async def test_a_full_disk_stops_the_ingest_and_keeps_the_old_index(mini_notes, make_settings, open_quick_index, small_disk):
     settings = make_settings(mini_notes, data_dir=small_disk / "data")
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     before = await _answers(index)
 
@@ -109,12 +109,12 @@ async def test_a_full_disk_stops_the_ingest_and_keeps_the_old_index(mini_notes, 
 
 
 async def test_a_read_only_data_folder_stops_the_ingest_and_keeps_the_old_index(
-    mini_notes, make_settings, open_index, small_disk
+    mini_notes, make_settings, open_quick_index, small_disk
 ):
     """Linux will not remount a folder read-only while the index holds files open for writing,
     so the read-only view is a second, read-only bind mount of the same folder."""
     settings = make_settings(mini_notes, data_dir=small_disk / "data")
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     before = await _answers(index)
     await index.close()
@@ -127,9 +127,9 @@ async def test_a_read_only_data_folder_stops_the_ingest_and_keeps_the_old_index(
         subprocess.run(["mount", "-o", "remount,ro,bind", str(read_only)], check=True)
         (mini_notes / "sessions" / "Session 7.md").write_text("## Session 7\nThe party rested.")
         with pytest.raises(IngestError) as err:
-            await ingest(open_index(make_settings(mini_notes, data_dir=read_only)))
+            await ingest(open_quick_index(make_settings(mini_notes, data_dir=read_only)))
         assert "the ingest stopped (Read-only file system); the previous index is still served" == str(err.value)
     finally:
         subprocess.run(["umount", "-l", str(read_only)], check=False)
     assert snapshot == {p: p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file()}
-    assert before == await _answers(open_index(settings))
+    assert before == await _answers(open_quick_index(settings))

@@ -10,6 +10,7 @@ import pytest
 from oracle.answer.citations import Citation
 from oracle.answer.results import Answer
 from oracle.journal import Asked, Journal
+from oracle.types import Clearance
 
 pytestmark = pytest.mark.asyncio
 
@@ -29,7 +30,7 @@ async def filled(path) -> tuple[Journal, dict[str, int]]:
     ids["nothing"] = await journal.record(Asked("ask", "zzqx", 2, "Pip"), answer("The notes hold nothing on that.", "not_found"))
     ids["dragon2"] = await journal.record(Asked("followup", "What colour's the dragon", 2, "Pip", history=("who?",)),
                                           answer("Nothing in the notes about its colour."))
-    ids["gm"] = await journal.record(Asked("ask", "who is the true heir?", 3, "GM", gm=True),
+    ids["gm"] = await journal.record(Asked("ask", "who is the true heir?", 3, "GM", clearance=Clearance.GM),
                                      answer("The notes don't say.", "llm"))
     return journal, ids
 
@@ -39,7 +40,7 @@ async def test_unanswered_groups_similar_questions_newest_first(tmp_path):
     async with journal:
         await journal.vote(ids["found"], 2, -1, gm=False)
         groups = await journal.unanswered()
-        players = await journal.unanswered(gm=False)
+        players = await journal.unanswered(clearance=Clearance.PLAYER)
     assert [(g.question, g.asked, sorted(g.why)) for g in groups] == [
         ("who is the true heir?", 1, ["abstained"]),
         ("What colour's the dragon", 2, ["abstained"]),

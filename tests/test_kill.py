@@ -98,6 +98,7 @@ def whole(state: dict) -> None:
     assert set(state["windows"]) <= set(state["chroma"])  # every window SQLite names is stored
 
 
+@pytest.mark.integration  # every process loads the real model
 @pytest.mark.slow  # four ingests in real processes, each killed and completed: about two minutes
 def test_killing_an_ingest_at_any_moment_loses_nothing(tmp_path):
     script = tmp_path / "probe.py"

@@ -1,6 +1,6 @@
 """The core's layers run one way: notes ← index ← retrieve ← answer ← oracle ← cli / eval, with the
-shared base (errors, settings, policy, types, text, tokens, llm) beneath them all, and nothing in the core
-imports Discord or the bot. Read from the source, so a lazy import inside a function counts too.
+shared base (errors, settings, policy, types, text, tokens, llm, offload, deadline, context window)
+beneath them all, and nothing in the core imports Discord or the bot. Read from the source, so a lazy import inside a function counts too.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ CORE = Path(__file__).resolve().parent.parent / "oracle"
 # A module may import its own layer and those below; never one above.
 LAYERS = {
     "errors": 0, "settings": 0, "types": 0, "text": 0, "tokens": 0, "llm": 0, "campaigns": 0, "policy": 0,
+    "deadline": 0, "context_window": 0, "offload": 0,
     "notes": 1,
     "index": 2, "watch": 2, "visibility": 2,
     "retrieve": 3,

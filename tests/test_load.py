@@ -22,7 +22,7 @@ def chunk_ids(settings) -> set[str]:
         return {r[0] for r in db.execute("SELECT id FROM chunks")}
 
 
-async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, open_index, fake_ollama):
+async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, open_quick_index, fake_ollama):
     in_flight = 0
     most = 0
 
@@ -42,7 +42,7 @@ async def test_twenty_questions_during_a_reingest(mini_notes, make_settings, ope
 
     fake_ollama.responder = slow_llm
     settings = make_settings(mini_notes, ollama_host=fake_ollama.url, llm_concurrency=2, search_concurrency=3)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     old = chunk_ids(settings)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from oracle.index.ingest import IngestBusy, ingest
+from oracle.index.ingest import ingest
+from oracle.index.lock import IngestBusy
 from oracle.oracle import Oracle
 from tests.conftest import closed_port_url
 from tests.test_kill import wait_for_lock
@@ -69,11 +70,11 @@ def labels(hits) -> list[str]:
 
 
 async def test_an_ingest_in_another_process_is_found_by_every_path_at_the_next_question(
-    mini_notes, make_settings, open_index, tmp_path
+    real_mini_campaign, make_settings, open_index, tmp_path
 ):
+    mini_notes = real_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
     index = open_index(settings)  # held open all along, as the bot holds it
-    await ingest(index)
     oracle = Oracle(index)
     before = await oracle.search(NEW_QUESTION)  # the dense index is in this process's memory now
     assert "Session 5" not in labels(before.fused)
@@ -117,14 +118,14 @@ PROBE = textwrap.dedent(
 
 
 async def test_an_ingest_here_after_one_elsewhere_leaves_the_index_whole_for_every_process(
-    mini_notes, make_settings, open_index, tmp_path
+    real_mini_campaign, make_settings, open_index, tmp_path
 ):
     """A write through a dense index read before another process wrote it leaves the folder unreadable
     (measured: every later reader crashed). This process ingests right after another did, before any
     question could have read the index afresh; then a new process reads everything."""
+    mini_notes = real_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
     index = open_index(settings)
-    await ingest(index)
     await Oracle(index).search(NEW_QUESTION)  # the dense index is in memory
     # Long sessions: each ingest writes more windows than Chroma keeps unsaved (16), so both save it.
     (mini_notes / "sessions" / "Session 5.md").write_text(NEW_SESSION.lstrip() + long_tail("tide"))
@@ -151,11 +152,11 @@ async def test_an_ingest_here_after_one_elsewhere_leaves_the_index_whole_for_eve
 
 @pytest.mark.slow  # a real ingest long enough to be caught running: about half a minute
 async def test_a_second_ingest_is_refused_while_questions_are_answered_and_the_first_is_then_found(
-    mini_notes, make_settings, open_index, tmp_path
+    real_mini_campaign, make_settings, open_index, tmp_path
 ):
+    mini_notes = real_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
     index = open_index(settings)
-    await ingest(index)
     oracle = Oracle(index)
     await oracle.search(NEW_QUESTION)
     for n in range(10, 40):  # enough text that the other process's ingest takes a while

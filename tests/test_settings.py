@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import pytest
+from pydantic import AliasChoices
 
 from bot.settings import BotSettings
 from oracle.settings import Settings
@@ -9,11 +10,16 @@ from oracle.settings import Settings
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _listed(alias: str | AliasChoices | None) -> str | None:
+    return str(alias.choices[0]) if isinstance(alias, AliasChoices) else alias
+
+
 def test_env_example_lists_every_setting_and_loads():
     example = REPO / ".env.example"
     names = {line.split("=", 1)[0] for line in example.read_text().splitlines() if line and not line.startswith("#")}
     # A retired setting is still read, only to warn that it is: .env.example no longer lists it.
-    aliases = {f.validation_alias for name, f in Settings.model_fields.items() if not name.startswith("retired_")}
+    # A renamed setting's old name is still read, and only its new one (the first choice) is listed.
+    aliases = {_listed(f.validation_alias) for name, f in Settings.model_fields.items() if not name.startswith("retired_")}
     bot_aliases = {field.validation_alias for field in BotSettings.model_fields.values()}
     assert aliases | bot_aliases == names
     assert set() == aliases & bot_aliases  # the core never reads a bot setting (nor the token)
@@ -21,6 +27,13 @@ def test_env_example_lists_every_setting_and_loads():
     defaults = Settings(_env_file=None)
     assert defaults.model_dump(exclude={"chroma_url"}) == loaded.model_dump(exclude={"chroma_url"})
     assert not loaded.chroma_url
+
+
+def test_the_old_name_of_a_renamed_setting_is_still_read(monkeypatch):
+    monkeypatch.setenv("ORACLE_MAX_SUMMARIES", "5")
+    assert Settings(_env_file=None).max_headlines == 5
+    monkeypatch.setenv("ORACLE_MAX_HEADLINES", "7")  # the new name wins
+    assert Settings(_env_file=None).max_headlines == 7
 
 
 def test_environment_overrides(monkeypatch, tmp_path):
@@ -95,7 +108,7 @@ def test_a_retired_setting_is_ignored_with_a_warning_naming_what_replaced_it(mon
 
 
 def test_the_first_words_are_due_within_the_whole_answers_bound(monkeypatch):
-    from oracle.llm import Deadline
+    from oracle.deadline import Deadline
 
     monkeypatch.setenv("ORACLE_ANSWER_TIMEOUT", "20")  # an old .env that lowered it
     deadline = Deadline.of(Settings(_env_file=None))

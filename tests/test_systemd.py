@@ -1,5 +1,5 @@
 """The systemd units in `systemd/` start what the project installs, with arguments it accepts, and
-the README's install ("Running it as a service") makes what they need, in order.
+the install in docs/operations.md ("Running it as a service") makes what they need, in order.
 
 systemd itself is not here: each unit's ExecStart is run from this checkout's virtualenv instead of
 /opt/oracle/.venv, with its paths moved into a temporary folder; where `systemd-analyze` is installed,
@@ -79,7 +79,7 @@ def test_the_timer_starts_the_reingest_service():
 def test_the_chroma_service_serves_its_folder_on_localhost_only(tmp_path):
     service = unit("oracle-chroma.service")["Service"]
     argv = exec_start("oracle-chroma.service")
-    options = dict(zip(argv[2::2], argv[3::2]))
+    options = dict(zip(argv[2::2], argv[3::2], strict=False))
     assert argv[1] == "run" and set(options) == {"--path", "--host", "--port"}
     # No authentication and game-master-only windows inside: never on a public address.
     assert options["--host"] == "127.0.0.1"
@@ -100,9 +100,9 @@ def test_the_chroma_service_serves_its_folder_on_localhost_only(tmp_path):
         server.wait(10)
 
 
-# --- The install: the README's "Running it as a service" and the units agree ----------------------
+# --- The install: docs/operations.md's "Running it as a service" and the units agree ------------
 
-README = REPO / "README.md"
+INSTALL_DOC = REPO / "docs" / "operations.md"
 INSTALL_HEADING = "## Running it as a service"
 CHECKOUT = "/opt/oracle"
 SERVICES = ("oracle-bot.service", "oracle-reingest.service")
@@ -112,7 +112,7 @@ TMP_FOLDERS = ("/tmp", "/var/tmp")
 
 
 def install_section() -> str:
-    text = README.read_text()
+    text = INSTALL_DOC.read_text()
     start = text.index(f"\n{INSTALL_HEADING}\n")
     end = text.find("\n## ", start + 1)
     return text[start:] if end == -1 else text[start:end]
@@ -137,7 +137,7 @@ def install_commands() -> list[list[str]]:
                 else:
                     argv.append(word)
             commands.append(argv)
-    assert commands, f"no shell lines under {INSTALL_HEADING!r} in the README"
+    assert commands, f"no shell lines under {INSTALL_HEADING!r} in {INSTALL_DOC.name}"
     return commands
 
 
@@ -161,7 +161,7 @@ def first(commands: list[list[str]], test) -> int:
     for i, argv in enumerate(commands):
         if test(argv):
             return i
-    raise AssertionError("the README's install has no such line")
+    raise AssertionError("the install in docs/operations.md has no such line")
 
 
 def is_start(argv: list[str]) -> bool:
@@ -183,7 +183,7 @@ def environment_of(name: str) -> dict[str, str]:
 
 
 def environment_file() -> tuple[str, Path]:
-    """The EnvironmentFile= the services read, and the file of this checkout the README installs there."""
+    """The EnvironmentFile= the services read, and the file of this checkout the install puts there."""
     (path,) = {p.lstrip("-") for name in SERVICES for p in service(name)["EnvironmentFile"]}
     for argv in install_commands():
         if argv[0] == "install":
@@ -192,7 +192,7 @@ def environment_file() -> tuple[str, Path]:
                 (source,) = operands[:-1]
                 assert source.startswith(f"{CHECKOUT}/"), f"{path} is installed from {source}, not from the checkout"
                 return path, REPO / source.removeprefix(f"{CHECKOUT}/")
-    raise AssertionError(f"the README never installs {path}")
+    raise AssertionError(f"the install never puts {path} in place")
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -241,7 +241,7 @@ def seconds(span: str) -> float:
     return float(span)
 
 
-def test_the_readme_copies_every_unit_it_starts_from_the_checkout():
+def test_the_install_copies_every_unit_it_starts_from_the_checkout():
     commands = install_commands()
     copy = commands[first(commands, lambda a: a[0] == "cp" and a[-1] == "/etc/systemd/system/")]
     copied = {Path(source).name for source in copy[1:-1]}
@@ -250,7 +250,7 @@ def test_the_readme_copies_every_unit_it_starts_from_the_checkout():
     started = {argv[-1] for argv in commands if is_start(argv)}
     assert {"oracle-bot", "oracle-reingest"} <= started
     for name in started:
-        assert (name if "." in name else f"{name}.service") in copied, f"the README starts {name} without copying it"
+        assert (name if "." in name else f"{name}.service") in copied, f"the install starts {name} without copying it"
     reload_ = first(commands, lambda a: a == ["systemctl", "daemon-reload"])
     assert commands.index(copy) < reload_ < first(commands, is_start)
     # The first ingest runs before the bot, which would otherwise start on an empty index.
@@ -274,7 +274,7 @@ def test_the_checkout_and_virtualenv_are_where_the_units_run_them():
     used = {argv[0] for argv in commands}
     for package, program in (("python3.11", "python3.11"), ("python3.11-venv", "python3.11"), ("git", "git"),
                              ("acl", "setfacl"), ("curl", "curl")):
-        assert program not in used or package in apt, f"the README runs {program} without installing {package}"
+        assert program not in used or package in apt, f"the install runs {program} without installing {package}"
     # The services read no .env there: nothing in the install writes one.
     assert not any(f"{CHECKOUT}/.env" in argv for argv in commands)
 
@@ -285,19 +285,19 @@ def test_the_user_and_every_folder_a_service_writes_are_made_before_it_starts():
     for name in SERVICES:
         s = service(name)
         (user,), (group,) = s["User"], s["Group"]
-        useradd = first(commands, lambda a: a[0] == "useradd" and a[-1] == user)
+        useradd = first(commands, lambda a, user=user: a[0] == "useradd" and a[-1] == user)
         found, _ = options(commands[useradd], "--system")
         assert found.get("--system") and found.get("--shell") == "/usr/sbin/nologin"
         # Its home is a folder it may write (caches under ~/.cache), not the read-only checkout.
         assert found.get("--home-dir") in s["ReadWritePaths"]
         for folder in s["ReadWritePaths"]:
-            made = first(commands, lambda a: a[0] == "install" and options(a, "-d")[1] == [folder])
+            made = first(commands, lambda a, folder=folder: a[0] == "install" and options(a, "-d")[1] == [folder])
             found, _ = options(commands[made], "-d")
             assert found.get("-d") and found.get("-o") == user and found.get("-g") == group, commands[made]
             assert useradd < made < starts
 
 
-def test_the_readme_installs_the_environment_file_readable_by_root_only():
+def test_the_install_puts_the_environment_file_readable_by_root_only():
     commands = install_commands()
     path, template = environment_file()
     assert template.is_file()
@@ -342,8 +342,8 @@ def test_the_vault_is_readable_in_the_services_sandbox():
     _, template = environment_file()
     notes = read_env_file(template)["ORACLE_NOTES_DIR"]
     acl_targets = [argv[-1] for argv in commands if argv[:2] == ["setfacl", "-R"]]
-    assert notes in acl_targets, "the README gives the oracle user no read access to the shipped vault path"
-    assert any(under(t, "/home") for t in acl_targets), "the README shows no vault under /home"
+    assert notes in acl_targets, "the install gives the oracle user no read access to the shipped vault path"
+    assert any(under(t, "/home") for t in acl_targets), "the install shows no vault under /home"
     for name in SERVICES:
         s = service(name)
         (user,) = s["User"]
@@ -393,16 +393,16 @@ def test_a_startup_failure_exits_with_a_status_the_unit_does_not_restart(tmp_pat
 
 
 @pytest.mark.parametrize("name", ["oracle-bot.service", "oracle-reingest.service", "oracle-reingest.timer"])
-def test_the_units_install_comments_are_the_readme_lines(name):
-    readme = install_commands()
+def test_the_units_install_comments_are_the_install_lines(name):
+    install = install_commands()
     lines = [line.removeprefix("#").strip() for line in (UNITS / name).read_text().splitlines()
              if line.startswith("#   ")]
     commands = [argv for line in lines for argv in [shlex.split(line)] if argv[0] in
                 ("useradd", "install", "cp", "systemctl", "journalctl")]
     assert commands, f"{name} shows no install lines"
     for argv in commands:
-        assert argv in readme, (
-            f"{name}'s comment has {shlex.join(argv)!r}, which the README's install does not"
+        assert argv in install, (
+            f"{name}'s comment has {shlex.join(argv)!r}, which the install in docs/operations.md does not"
         )
 
 

@@ -197,7 +197,7 @@ def test_with_player_notes_an_unlisted_note_is_the_game_masters_and_its_handout_
 
 
 def test_an_unlisted_compendium_file_gives_the_game_master_its_entries(tmp_path):
-    from oracle.index.ingest import scan_notes
+    from oracle.index.scan import scan_notes
     from oracle.settings import Settings
     from oracle.types import GM, PUBLIC
 

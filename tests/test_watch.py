@@ -7,11 +7,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from watchfiles import Change
 
 from oracle.index.ingest import ingest
 from oracle.types import IngestReport
 from oracle.watch import NotesFilter, WatchError, watch_notes
-from watchfiles import Change
 
 QUIET = 0.5  # seconds; every piece of an edit below comes sooner than this after the one before
 STEP = 0.2
@@ -62,10 +62,10 @@ class Watching:
         await asyncio.sleep(4 * QUIET)
 
 
-async def test_an_edit_in_pieces_ends_in_exactly_one_reingest(mini_notes, make_settings, open_index):
+async def test_an_edit_in_pieces_ends_in_exactly_one_reingest(quick_mini_campaign, make_settings, open_quick_index):
+    mini_notes = quick_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
-    index = open_index(settings)
-    await ingest(index)
+    index = open_quick_index(settings)
     assert "World: GODS" in labels(settings)
     async with Watching(index) as watching:
         (mini_notes / "sessions" / "Session 5.md").write_text("The party reached the Glass Orchard at dusk.\n")
@@ -93,10 +93,10 @@ async def test_an_edit_in_pieces_ends_in_exactly_one_reingest(mini_notes, make_s
     assert "".join(pieces).strip() == text_of(settings, "Session 6").strip()
 
 
-async def test_hidden_and_temporary_files_are_never_a_change(mini_notes, make_settings, open_index):
+async def test_hidden_and_temporary_files_are_never_a_change(quick_mini_campaign, make_settings, open_quick_index):
+    mini_notes = quick_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
-    index = open_index(settings)
-    await ingest(index)
+    index = open_quick_index(settings)
     async with Watching(index) as watching:
         (mini_notes / ".obsidian" / "workspace.json").write_text("{}")
         (mini_notes / ".git").mkdir()
@@ -113,9 +113,9 @@ async def test_hidden_and_temporary_files_are_never_a_change(mini_notes, make_se
     assert [(["sessions/Session 4.md"])] == [r.changed for r in watching.reports]
 
 
-async def test_a_change_during_a_reingest_brings_one_more_after_it(mini_notes, make_settings, open_index):
+async def test_a_change_during_a_reingest_brings_one_more_after_it(mini_notes, make_settings, open_quick_index):
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     async with Watching(index) as watching:
         (mini_notes / "sessions" / "Session 5.md").write_text("The Glass Orchard.\n")
         await asyncio.wait_for(watching.arrived.wait(), 120)  # the first ingest is a full one: long
@@ -152,8 +152,8 @@ def test_which_paths_are_changes(tmp_path, path, wanted):
     assert not keep(Change.added, str(tmp_path.parent / "elsewhere.md"))
 
 
-async def test_a_missing_folder_is_a_clear_error(make_settings, open_index, tmp_path):
-    index = open_index(make_settings(tmp_path / "nowhere"))
+async def test_a_missing_folder_is_a_clear_error(make_settings, open_quick_index, tmp_path):
+    index = open_quick_index(make_settings(tmp_path / "nowhere"))
     with pytest.raises(WatchError, match="cannot watch the notes folder .*nowhere: it does not exist"):
         await watch_notes(index, quiet=QUIET)
 
@@ -164,7 +164,7 @@ def test_filter_folder_is_resolved(tmp_path):
     assert NotesFilter(link)(Change.added, str(Path(tmp_path) / "a.md"))
 
 
-async def test_every_campaign_of_a_library_is_watched_and_named(tmp_path, make_settings, embedder):
+async def test_every_campaign_of_a_library_is_watched_and_named(tmp_path, make_settings, quick_embedder):
     from oracle.campaigns import Campaign, Campaigns
     from oracle.index.library import Library
     from oracle.watch import watch_campaigns
@@ -173,7 +173,7 @@ async def test_every_campaign_of_a_library_is_watched_and_named(tmp_path, make_s
     notes = {name: write_notes(tmp_path / name, {"sessions/Session 1.md": f"The {name} table met.\n"})
              for name in ("ember", "harbour")}
     campaigns = Campaigns(tuple(Campaign(n, p, tmp_path / "var" / n) for n, p in notes.items()), source=tmp_path / "c.toml")
-    library = await Library.open(make_settings(tmp_path), campaigns, embedder=embedder, worker=False)
+    library = await Library.open(make_settings(tmp_path), campaigns, embedder=quick_embedder, worker=False)
     seen: list[tuple[str, list[str]]] = []
     arrived = asyncio.Event()
 
@@ -209,12 +209,12 @@ def test_a_folder_named_with_a_dot_is_a_change(tmp_path):
     assert not keep(Change.deleted, str(tmp_path / "Session 4.md~"))
 
 
-async def test_a_folder_with_a_dot_renamed_then_moved_out(mini_notes, make_settings, open_index, tmp_path):
+async def test_a_folder_with_a_dot_renamed_then_moved_out(mini_notes, make_settings, open_quick_index, tmp_path):
     arc = mini_notes / "Act 2. The Fall"
     arc.mkdir()
     (arc / "Bridge.md").write_text("# The bridge at Corvel\nThe bridge at Corvel fell in the night.\n")
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     async with Watching(index) as watching:
         arc.rename(mini_notes / "Act 2.5 The Fall")

@@ -23,12 +23,13 @@ import pytest
 import pytest_asyncio
 
 from oracle.answer.prompt import SYSTEM, Turn
+from oracle.answer.trace import PLAYER_REASON
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
-from oracle.oracle import PLAYER_REASON, Oracle
+from oracle.oracle import Oracle
 from oracle.settings import Settings
-from oracle.types import GM, PUBLIC
+from oracle.types import GM, PUBLIC, Clearance
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.conftest import request_kind as kind
 from tests.fakes.ollama_server import (
@@ -203,13 +204,13 @@ def annotation_rows(settings: Settings) -> dict[str, str]:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def campaign(tmp_path_factory, embedder):
+async def campaign(tmp_path_factory, quick_embedder):
     root = tmp_path_factory.mktemp("harbour")
     notes = write_notes(root / "notes", HARBOUR)
     async with FakeOllama(models=[MODEL]) as fake:  # on the module's loop, like every test here
         fake.responder = script()
         settings = settings_for(notes, root / "data", fake.url)
-        index = Index(settings, embedder=embedder)
+        index = Index(settings, embedder=quick_embedder)
         report = await ingest(index)
         assert (0, "") == (report.annotations_missing, report.annotation_note)
         yield Campaign(notes, root / "data", fake, index, chunk_rows(settings), annotation_rows(settings))
@@ -376,8 +377,8 @@ async def test_the_answer_request_holds_eight_fragments_then_the_headlines(campa
 
 
 @module_loop
-async def test_headlines_are_capped_by_max_summaries(campaign, fake):
-    async with campaign.oracle(max_summaries=4) as oracle:
+async def test_headlines_are_capped_by_max_headlines(campaign, fake):
+    async with campaign.oracle(max_headlines=4) as oracle:
         answer = await oracle.ask(QUESTION)
     [request] = requests_of(fake, "answer")
     pool = pool_ids(answer)  # the reranker chose [1]: the fused order
@@ -657,18 +658,18 @@ async def test_a_players_json_names_no_host_and_the_game_masters_keeps_it(campai
     host = closed_port_url()
     async with campaign.oracle(ollama_host=host) as oracle:
         player = await oracle.ask(QUESTION)
-        gm = await oracle.ask(QUESTION, gm=True)
+        gm = await oracle.ask(QUESTION, clearance=Clearance.GM)
     port = host.rsplit(":", 1)[1]
     shown = json.dumps(player.to_json())
     assert [] == re.findall(rf"127\.0\.0\.1|http|localhost|(?<!\d){port}(?!\d)|reachable|Ollama", shown)
     data = player.to_json()
     assert (PLAYER_REASON, PLAYER_REASON, "off") == (
         data["reason"], data["trace"]["reason"], data["trace"]["rerank"]["reason"])
-    assert (f"Ollama is not reachable at {host}", False) == (player.reason, player.gm)  # kept for the log, the journal
+    assert (f"Ollama is not reachable at {host}", False) == (player.reason, player.clearance.gm)  # kept for the log, the journal
     data = gm.to_json()
     assert (f"Ollama is not reachable at {host}",) * 2 == (data["reason"], data["trace"]["reason"])
     assert f"off: Ollama is not reachable at {host}" == data["trace"]["rerank"]["reason"]
-    assert gm.gm and host in gm.text  # the game master reads the reason in the answer too
+    assert gm.clearance.gm and host in gm.text  # the game master reads the reason in the answer too
 
 
 @module_loop
@@ -743,10 +744,10 @@ async def test_an_empty_question_costs_no_call(campaign, fake, question):
 
 
 @module_loop
-async def test_a_question_that_finds_nothing_costs_no_call(tmp_path, embedder, campaign, fake):
+async def test_a_question_that_finds_nothing_costs_no_call(tmp_path, quick_embedder, campaign, fake):
     """Every note is the GM's: a player's search finds nothing, so no LLM call; the GM's finds it."""
     notes = write_notes(tmp_path / "notes", {"gm/Plans.md": MINI_CAMPAIGN["gm/Plans.md"]})
-    index = Index(settings_for(notes, tmp_path / "data", fake.url), embedder=embedder)
+    index = Index(settings_for(notes, tmp_path / "data", fake.url), embedder=quick_embedder)
     try:
         await ingest(index)
         fake.reset()
@@ -757,7 +758,7 @@ async def test_a_question_that_finds_nothing_costs_no_call(tmp_path, embedder, c
         assert "The notes hold nothing on that." == answer.text
         assert ([], []) == (fake.requests, answer.trace.fused)
 
-        answer = await oracle.ask("Who will betray the Hollow King?", gm=True)
+        answer = await oracle.ask("Who will betray the Hollow King?", clearance=Clearance.GM)
         # One candidate: nothing to rerank, one call.
         assert ("llm", 1, 1) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
         assert "nothing to rerank" == answer.trace.rerank["reason"]
@@ -797,7 +798,7 @@ async def test_a_player_question_never_sends_a_secret(campaign, fake, failure):
                                               ("Who does the compass belong to?", "SECRET-COMPASS")])
 async def test_the_gm_gets_the_secret_in_context(campaign, fake, question, marker):
     async with campaign.oracle() as oracle:
-        answer = await oracle.ask(question, gm=True)
+        answer = await oracle.ask(question, clearance=Clearance.GM)
     [request] = requests_of(fake, "answer")
     assert marker in request["messages"][-1]["content"]
     secret = [c for c in answer.fragments if marker in c.text]
@@ -811,7 +812,7 @@ async def test_the_gm_gets_the_secret_in_context(campaign, fake, question, marke
 CLI_NOTES = dict(MINI_CAMPAIGN) | {
     f"sessions/Session {n}.md": session_file(n, event) for n, event in enumerate(EVENTS[:6], 10)
 }
-JSON_KEYS = {"answer", "mode", "reason", "citations", "fragments", "summaries", "trace"}
+JSON_KEYS = {"version", "answer", "mode", "reason", "citations", "fragments", "headlines", "trace"}
 
 
 def start_cli(root: Path, host: str, question: str) -> subprocess.Popen:
@@ -836,6 +837,7 @@ def finish(process: subprocess.Popen) -> tuple[int, dict, str]:
     return process.returncode, json.loads(stdout), stderr
 
 
+@pytest.mark.integration  # the command line, in a process of its own, loads the real model
 def test_oracle_ask_json_on_the_command_line(tmp_path):
     fake = FakeOllama(models=[MODEL]).run_in_thread()
     try:
@@ -870,6 +872,7 @@ def test_oracle_ask_json_on_the_command_line(tmp_path):
     assert "off" == data["trace"]["rerank"]["reason"]  # no annotations without Ollama
 
 
+@pytest.mark.integration  # the command line loads the real model
 def test_oracle_ask_prints_the_answer_as_the_model_writes_it(tmp_path, monkeypatch, capfd):
     from oracle import cli
 
@@ -965,9 +968,9 @@ async def test_status_says_the_window_was_lowered_and_the_model_is_loaded(campai
     finally:
         fake.add_model(FakeModel(MODEL))
     reason = f"lowered from ORACLE_NUM_CTX=16384: {MODEL} serves at most 8192 tokens"
-    assert before["context"] == {"num_ctx": 8192, "configured": 16384, "answer_tokens": 1024, "model_limit": 8192,
+    assert before.context == {"num_ctx": 8192, "configured": 16384, "answer_tokens": 1024, "model_limit": 8192,
                                  "reason": reason}
-    assert after["model_loaded"] == {"loaded": True, "context_length": 8192, "reason": ""}
+    assert after.model_loaded == {"loaded": True, "context_length": 8192, "reason": ""}
     [load] = fake.chat_requests()
     assert (load["messages"], load["options"], load["keep_alive"]) == ([], {"num_ctx": 8192}, KEEP_ALIVE)
 

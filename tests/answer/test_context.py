@@ -93,7 +93,7 @@ def test_at_most_max_summaries_in_order():
 @pytest.mark.parametrize("k, max_summaries", [(1, 0), (3, 2), (8, 16), (5, 40)])
 def test_k_and_max_summaries(k, max_summaries):
     ranked = [chunk(n) for n in range(1, 31)]
-    context = pack_context(ranked, notes_for(ranked), k=k, max_summaries=max_summaries)
+    context = pack_context(ranked, notes_for(ranked), k=k, max_headlines=max_summaries)
     assert ids(ranked[:k]) == ids(context.fragments)
     assert ids(ranked[k : k + max_summaries]) == [s.chunk.id for s in context.headlines]
 

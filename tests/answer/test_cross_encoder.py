@@ -86,13 +86,13 @@ def own_scores(path: Path, pairs: list[tuple[str, str]]) -> list[float]:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def harbour(tmp_path_factory, embedder):
+async def harbour(tmp_path_factory, quick_embedder):
     root = tmp_path_factory.mktemp("ce-harbour")
     notes = write_notes(root / "notes", NOTES)
     async with FakeOllama(models=[MODEL], responder=responder) as fake:
         settings = Settings(_env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
                             model=MODEL, ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=5.0)
-        index = Index(settings, embedder=embedder)
+        index = Index(settings, embedder=quick_embedder)
         report = await ingest(index)
         assert 0 == report.annotations_missing
         yield index, fake

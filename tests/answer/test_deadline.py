@@ -20,8 +20,10 @@ import time
 import pytest
 
 from oracle import cli
-from oracle.llm import LLM, Deadline, LLMError, StreamCut
-from oracle.oracle import PLAYER_REASON
+from oracle.answer.trace import PLAYER_REASON
+from oracle.deadline import Deadline
+from oracle.llm import LLM, LLMError, StreamCut
+from oracle.types import Clearance
 from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's fixtures)
     CLI_NOTES,
     MODEL,
@@ -135,7 +137,7 @@ async def test_an_ollama_that_answers_after_minutes_gives_the_passages_at_the_de
     async with campaign.oracle(first_words=2.0) as oracle:
         with caplog.at_level("WARNING", logger="oracle.oracle"):
             player = await oracle.ask(QUESTION)
-            gm = await oracle.ask(QUESTION, gm=True)
+            gm = await oracle.ask(QUESTION, clearance=Clearance.GM)
 
     reason = "the model did not start answering within 2 s (ORACLE_FIRST_WORDS_SECONDS)"
     assert ("passages", reason, "passages", reason) == (player.mode, player.reason, gm.mode, gm.reason)
@@ -172,7 +174,7 @@ async def test_a_stream_that_stalls_mid_answer_is_cut_after_the_token_gap_with_i
     fake.responder = script(answer=stalled)
     async with campaign.oracle(token_gap=1.0) as oracle:
         player = await oracle.ask(QUESTION)
-        gm = await oracle.ask(QUESTION, gm=True)
+        gm = await oracle.ask(QUESTION, clearance=Clearance.GM)
 
     players, gms = requests_of(fake, "answer")
     label = fragment_headers(players)[0][0]
@@ -209,7 +211,7 @@ async def test_the_whole_answer_ends_at_the_answer_timeout_on_a_whole_sentence(c
 
     fake.responder = script(answer=endless)
     async with campaign.oracle(first_words=1.0, token_gap=5.0, answer_timeout=3.0) as oracle:
-        answer = await oracle.ask(QUESTION, gm=True)
+        answer = await oracle.ask(QUESTION, clearance=Clearance.GM)
 
     [request] = requests_of(fake, "answer")
     label = fragment_headers(request)[0][0]
@@ -226,7 +228,7 @@ async def test_the_wait_for_a_model_slot_counts_against_the_deadline(campaign, f
         for _ in range(2):  # both slots (ORACLE_LLM_CONCURRENCY) held by questions that never end
             await oracle.llm_slots.acquire()
         try:
-            answer = await oracle.ask(QUESTION, gm=True)
+            answer = await oracle.ask(QUESTION, clearance=Clearance.GM)
         finally:
             for _ in range(2):
                 oracle.llm_slots.release()
@@ -242,7 +244,7 @@ async def test_a_recap_keeps_the_same_deadline(campaign, fake):
     fake.slow = MINUTES
     async with campaign.oracle(first_words=1.0) as oracle:
         player = await oracle.recap("12")
-        gm = await oracle.recap("12", gm=True)
+        gm = await oracle.recap("12", clearance=Clearance.GM)
     reason = "the model did not start answering within 1 s (ORACLE_FIRST_WORDS_SECONDS)"
     assert ("passages", "passages", reason) == (player.mode, gm.mode, gm.reason)
     assert player.text.startswith(f"The Oracle could not write the recap ({PLAYER_REASON}). Session 12 in the notes:")
@@ -260,6 +262,7 @@ def cli_env(host: str, **settings: str) -> dict[str, str]:
                   "ORACLE_OLLAMA_PROBE_TIMEOUT": "2", **settings}
 
 
+@pytest.mark.integration  # the command line, in processes of its own, loads the real model
 @pytest.mark.parametrize(
     "first_words",
     [pytest.param("2", id="first_words=2"),
@@ -292,6 +295,7 @@ def test_oracle_ask_against_a_slow_ollama_gives_the_passages_at_the_deadline(tmp
     assert (["rerank", "answer"], asked) == ([kind(r) for r in asked], abandoned), data["trace"]["rerank"]
 
 
+@pytest.mark.integration  # the command line loads the real model
 def test_oracle_ask_prints_that_the_model_is_still_loading(tmp_path, monkeypatch, capfd):
     write_notes(tmp_path / "notes", CLI_NOTES)
     monkeypatch.chdir(tmp_path)  # no developer .env read

@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from oracle.answer.excerpts import Sentence, choose_excerpts, content_terms, idf, query_terms, split_sentences
+from oracle.answer.excerpts import (
+    Sentence,
+    choose_excerpts,
+    content_terms,
+    idf,
+    query_terms,
+    split_sentences,
+)
 from oracle.types import Chunk
 
 NOTE = """# Session 4 — The Night Market

@@ -11,9 +11,10 @@ import json
 import pytest
 
 from oracle.answer.citations import Citation
+from oracle.answer.recap import opening_lines, pick_session
 from oracle.index.ingest import ingest
-from oracle.oracle import Oracle, opening_lines, pick_session
-from oracle.types import Chunk
+from oracle.oracle import Oracle
+from oracle.types import Chunk, Clearance
 from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
 
 SECRETS = ("SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR")
@@ -46,7 +47,7 @@ def test_opening_lines_skip_the_heading_and_stop_after_enough_words():
 
 @pytest.mark.asyncio
 async def test_recap_retells_public_text_for_players_and_everything_for_the_gm(
-    tmp_path, fake_ollama, make_settings, open_index
+    tmp_path, fake_ollama, make_settings, open_quick_index
 ):
     def respond(request: dict):
         if request_kind(request) == "annotate":
@@ -54,14 +55,14 @@ async def test_recap_retells_public_text_for_players_and_everything_for_the_gm(
         return "Mirela crossed the Weeping Bridge [campaign-log › Session 3]."
 
     fake_ollama.responder = respond
-    index = open_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN), ollama_host=fake_ollama.url))
+    index = open_quick_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN), ollama_host=fake_ollama.url))
     await ingest(index)
     oracle = Oracle(index)
     fake_ollama.requests.clear()
     player = await oracle.recap("3")
     player_request = json.dumps(fake_ollama.chat_requests())
     fake_ollama.requests.clear()
-    gm = await oracle.recap("3", gm=True)
+    gm = await oracle.recap("3", clearance=Clearance.GM)
     gm_request = json.dumps(fake_ollama.chat_requests())
     last = await oracle.recap()
     missing = await oracle.recap("99")
@@ -74,8 +75,8 @@ async def test_recap_retells_public_text_for_players_and_everything_for_the_gm(
 
 
 @pytest.mark.asyncio
-async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening(tmp_path, make_settings, open_index):
-    index = open_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN)))
+async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening(tmp_path, make_settings, open_quick_index):
+    index = open_quick_index(make_settings(write_notes(tmp_path / "notes", MINI_CAMPAIGN)))
     await ingest(index)
     recap = await Oracle(index).recap("1")
     assert recap.mode == "passages"
@@ -88,9 +89,9 @@ async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening
 
 
 @pytest.mark.asyncio
-async def test_cited_lines_are_read_with_the_readers_clearance(tmp_path, make_settings, open_index):
+async def test_cited_lines_are_read_with_the_readers_clearance(tmp_path, make_settings, open_quick_index):
     notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
-    index = open_index(make_settings(notes))
+    index = open_quick_index(make_settings(notes))
     await ingest(index)
     oracle = Oracle(index)
     lines = (notes / "sessions/campaign-log.md").read_text().splitlines()
@@ -98,8 +99,8 @@ async def test_cited_lines_are_read_with_the_readers_clearance(tmp_path, make_se
     session = Citation("Session 1", "sessions/campaign-log.md", secret_line - 2, secret_line)
     heir = Citation("World: The_True_Heir", "world/The_True_Heir.md", 1, 6)
     gone = Citation("Session 77", "sessions/none.md", 1, 2)
-    as_player = await oracle.cited([session, heir, gone], gm=False)
-    as_gm = await oracle.cited([session, heir, gone], gm=True)
+    as_player = await oracle.cited([session, heir, gone], clearance=Clearance.PLAYER)
+    as_gm = await oracle.cited([session, heir, gone], clearance=Clearance.GM)
     assert as_player[0].text.splitlines() == [
         "The party met Brother Aldous, the Candle Monk, in the Lantern Market of Greyhaven.",
         "Aldous sold Mirela a brass compass that always points at the drowned bell."]

@@ -17,8 +17,9 @@ import bot.reingest
 from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
 from bot.streaming import WRITING_MARK
 from oracle.index.index import Index
-from oracle.index.ingest import IngestLock
+from oracle.index.lock import IngestLock
 from oracle.settings import Settings
+from oracle.types import Clearance
 from tests.bot.harness import (
     ERROR_SENTENCE,
     MODEL,
@@ -94,7 +95,7 @@ async def test_ask_end_to_end_as_a_player(world, fake, oracle_bot, tmp_path):
     assert rows(history, "SELECT thread_id, guild_id, channel_id, owner_id FROM threads") == [
         (thread_id, fake.guild_id, fake.channel_id, fake.player.id)
     ]
-    assert rows(history, "SELECT role, content FROM turns WHERE thread_id = %d ORDER BY id" % thread_id) == [
+    assert rows(history, f"SELECT role, content FROM turns WHERE thread_id = {thread_id:d} ORDER BY id") == [
         ("user", question), ("assistant", expected)
     ]
 
@@ -364,10 +365,10 @@ async def test_autocomplete_offers_at_most_25_names_and_never_a_gm_only_one(worl
     public_zarn = [n for n in PUBLIC_NAMES if n.startswith("Zarn ")]
     assert [c["value"] for c in zarn] == public_zarn[:25]
     assert ZARN_GM not in [c["value"] for c in zarn]  # even to a game master: anyone may be watching
-    assert ZARN_GM in await oracle_bot.oracle.dossiers.names("zar", gm=True, limit=25)  # it is there for GM answers
+    assert ZARN_GM in await oracle_bot.oracle.dossiers.names("zar", clearance=Clearance.GM, limit=25)  # it is there for GM answers
 
     assert await fake.autocomplete("oracle who", {"name": "Lost"}, member=fake.gm) == []
-    assert await oracle_bot.oracle.dossiers.names("Lost", gm=True) == ["The True Heir"]  # "the Lost Prince"
+    assert await oracle_bot.oracle.dossiers.names("Lost", clearance=Clearance.GM) == ["The True Heir"]  # "the Lost Prince"
     assert await fake.autocomplete("oracle who", {"name": "old w"}) == [
         {"name": "Brother Aldous", "value": "Brother Aldous"}
     ]

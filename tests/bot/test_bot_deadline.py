@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from bot.formatting import PROGRESS
-from oracle.oracle import PLAYER_REASON
+from oracle.answer.trace import PLAYER_REASON
 from tests.bot.harness import MODEL, QUESTION, first_label, run, spy, start_bot
 from tests.conftest import request_kind as kind
 from tests.fakes.ollama_server import FakeModel, FakeOllama
@@ -46,7 +46,7 @@ async def test_an_ollama_that_answers_after_minutes_gets_the_passages_at_the_dea
         world.ollama.slow = 0.0
 
     reason = "the model did not start answering within 2 s (ORACLE_FIRST_WORDS_SECONDS)"
-    assert [("passages", reason, False), ("passages", reason, True)] == [(a.mode, a.reason, a.gm) for a in answers]
+    assert [("passages", reason, False), ("passages", reason, True)] == [(a.mode, a.reason, a.clearance.gm) for a in answers]
     assert [e.body["content"] for e in player.edits][:3] == [
         PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"]]
     # The player reads the passages, marked, and no host; the game master reads why.

@@ -64,7 +64,7 @@ def test_paragraphs_are_kept_whole():
     for piece in pieces:
         assert piece.startswith("Paragraph ") and piece.endswith("again.")
     # Greedy: a piece never leaves out a next paragraph that would still have fitted.
-    for piece, after in zip(pieces, pieces[1:]):
+    for piece, after in zip(pieces, pieces[1:], strict=False):
         assert len(piece) + 2 + len(after.split("\n\n")[0]) > MESSAGE_LIMIT
 
 

@@ -12,7 +12,13 @@ import pytest
 
 from tests.bot.harness import QUESTION, bot_messages, run, spy
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.integration]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def campaign_model(embedder):
+    """The real model: `oracle ingest` in the other process embeds with it, into the same collection."""
+    return embedder
 
 NEW_SESSION = """## Session 5 — The Flooded Vault
 Beneath the Saltmarsh chapel the party waded into a flooded vault. Teodric pried a glass heron from

@@ -25,8 +25,8 @@ import pytest_asyncio
 
 import bot.reingest
 from bot.__main__ import run as run_bot
-from bot.client import OracleBot
 from bot.answering import MOVED
+from bot.client import OracleBot
 from bot.history import ThreadHistory
 from bot.settings import BotSettings
 from bot.tables import Tables, open_table
@@ -35,6 +35,7 @@ from oracle.index.ingest import ingest
 from oracle.index.library import Library
 from oracle.index.seam import Embeddings
 from oracle.settings import Settings
+from oracle.types import Clearance
 from tests.bot.harness import (
     MODEL,
     QUESTION,
@@ -80,7 +81,7 @@ class World:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory, embedder):
+async def world(tmp_path_factory, quick_embedder):
     root = tmp_path_factory.mktemp("campaigns")
     write_notes(root / "notes" / "tuesday", MINI_CAMPAIGN)
     write_notes(root / "notes" / "friday", FRIDAY)
@@ -88,7 +89,7 @@ async def world(tmp_path_factory, embedder):
     brain = Brain()
     async with FakeOllama(models=[MODEL]) as ollama:
         ollama.responder = brain
-        yield World(root, ollama, brain, Embeddings(embedder))
+        yield World(root, ollama, brain, Embeddings(quick_embedder))
 
 
 @pytest.fixture
@@ -366,7 +367,7 @@ async def test_watching_reingests_a_changed_campaign_once_and_tells_its_players(
         await asyncio.sleep(1.0)  # nothing more comes
         table = client.tables.get("friday")
         async with table.index.snapshot() as store:
-            labels = {t.label for t in await store.titles(["public"])}
+            labels = {t.label for t in await store.titles(Clearance.PLAYER)}
     try:
         said = [m.content for m in fake.messages(server.announce)]
         assert said == ["📜 New in the notes: Session 3 — The Storm"]

@@ -76,9 +76,10 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, NamedTuple
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
 from aiohttp import web
 
@@ -443,7 +444,7 @@ def _cancelling() -> bool:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -679,7 +680,7 @@ class FakeOllama:
             model = self.models.get(name)
             if model is None:
                 continue
-            expires = datetime.fromtimestamp(expiry if expiry is not None else now + 10**9, timezone.utc)
+            expires = datetime.fromtimestamp(expiry if expiry is not None else now + 10**9, UTC)
             running.append({
                 "name": name, "model": name, "size": 9_000_000_000, "digest": model.digest(),
                 "details": model.details(), "expires_at": expires.isoformat().replace("+00:00", "Z"),
@@ -790,7 +791,7 @@ class FakeOllama:
                     total -= len(rendered[start])
                     rendered[start] = []
                 start += 1
-            dropped = sum(1 for m, r in zip(messages, rendered) if not r and m.get("role") != "system")
+            dropped = sum(1 for m, r in zip(messages, rendered, strict=False) if not r and m.get("role") != "system")
             tokens = [t for r in rendered for t in r] + REPLY_OPENING
             prompt_tokens = sum(len(r) for r in render_chatml(messages)) + len(REPLY_OPENING)
         else:

@@ -6,9 +6,10 @@ import sqlite3
 import pytest
 
 from oracle.index.annotate import PROMPT_VERSION
-from oracle.index.ingest import IngestBusy, IngestLock, ingest
+from oracle.index.ingest import ingest
+from oracle.index.lock import IngestBusy, IngestLock
 from oracle.index.store import StoreError
-from oracle.types import GM, PUBLIC, Window
+from oracle.types import GM, PUBLIC, EmbeddingWindow
 
 
 def rows(settings, sql, params=()):
@@ -26,9 +27,9 @@ async def chroma_state(index):
     return ids
 
 
-async def test_ingest_builds_every_store(mini_notes, make_settings, open_index):
+async def test_ingest_builds_every_store(mini_notes, make_settings, open_quick_index):
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     report = await ingest(index)
 
     assert (sorted(report.added), report.changed, report.removed) == (
@@ -83,13 +84,13 @@ async def test_windows_fit_the_model(mini_notes, make_settings, open_index, embe
     covered = set(" ".join(w.text.split("\n", 1)[1] for w in windows).split())
     assert set(chunk.text.split()) <= covered
     # A search reads the chunk off the window id, never from Chroma's metadata.
-    assert all(Window.chunk_of(w.id) == chunk.id == w.chunk_id for w in windows)
-    assert Window.chunk_of(Window.make_id("notes/a:b.md#2", 7)) == "notes/a:b.md#2"
+    assert all(EmbeddingWindow.chunk_of(w.id) == chunk.id == w.chunk_id for w in windows)
+    assert EmbeddingWindow.chunk_of(EmbeddingWindow.make_id("notes/a:b.md#2", 7)) == "notes/a:b.md#2"
 
 
-async def test_compendium_from_frontmatter_and_proper_nouns(mini_notes, make_settings, open_index):
+async def test_compendium_from_frontmatter_and_proper_nouns(mini_notes, make_settings, open_quick_index):
     settings = make_settings(mini_notes)
-    await ingest(open_index(settings))
+    await ingest(open_quick_index(settings))
     aliases = rows(settings, "SELECT e.name, a.alias, a.visibility FROM aliases a JOIN entities e ON e.id = a.entity_id")
     assert ("Brother Aldous", "Old Wick", PUBLIC) in aliases
     assert ("Mirela Vane", "Mira", PUBLIC) in aliases
@@ -102,9 +103,9 @@ async def test_compendium_from_frontmatter_and_proper_nouns(mini_notes, make_set
     assert ("Session 4", PUBLIC) in mentions and ("campaign-log › Session 1", PUBLIC) in mentions
 
 
-async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_index, fake_ollama):
+async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_quick_index, fake_ollama):
     settings = make_settings(mini_notes, ollama_host=fake_ollama.url)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     first = await ingest(index)
     chats = len(fake_ollama.chat_requests())
     assert first.chunks == chats == first.annotations_done
@@ -117,14 +118,14 @@ async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_i
 
 
 async def test_the_generation_stamp_changes_with_what_an_ingest_commits_and_only_then(
-    mini_notes, make_settings, open_index
+    mini_notes, make_settings, open_quick_index
 ):
     """Every process reads the dense index again when the stamp changes (docs/processes.md): a
     reingest that changed nothing leaves it, so the bot reopens nothing after a quiet timer run."""
     from oracle.oracle import Oracle
 
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     store = await index.store()
     first = await store.generation()
@@ -150,9 +151,9 @@ async def test_the_generation_stamp_changes_with_what_an_ingest_commits_and_only
     assert [1] == reopened
 
 
-async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, open_index, fake_ollama):
+async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, open_quick_index, fake_ollama):
     settings = make_settings(mini_notes, ollama_host=fake_ollama.url)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     before = dict(rows(settings, "SELECT id, label FROM chunks WHERE visibility = 'public'"))
     windows_before = {r[0] for r in rows(settings, "SELECT id FROM windows")}
@@ -173,9 +174,9 @@ async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, o
     assert windows_after == await chroma_state(index)
 
 
-async def test_deleting_a_file_leaves_nothing_behind(mini_notes, make_settings, open_index):
+async def test_deleting_a_file_leaves_nothing_behind(mini_notes, make_settings, open_quick_index):
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     gone = {r[0] for r in rows(settings, "SELECT id FROM chunks WHERE path = 'sessions/Session 4.md'")}
     assert gone
@@ -196,10 +197,10 @@ class Crash(Exception):
 
 @pytest.mark.parametrize("stage, done", [("scan", 0), ("embed", 1), ("commit", 0), ("commit", 1)])
 async def test_an_interrupted_ingest_leaves_a_whole_index_and_the_next_run_completes(
-    stage, done, mini_notes, make_settings, open_index
+    stage, done, mini_notes, make_settings, open_quick_index
 ):
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await ingest(index)
     snapshot = rows(settings, "SELECT id, text FROM chunks ORDER BY id")
     mentions = rows(settings, "SELECT * FROM mentions ORDER BY entity_id, chunk_id")
@@ -245,9 +246,9 @@ async def test_a_second_ingest_is_refused(mini_notes, make_settings):
         pass
 
 
-async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_settings, open_index, fake_ollama):
+async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_settings, open_quick_index, fake_ollama):
     down = make_settings(mini_notes)
-    first = await ingest(open_index(down))
+    first = await ingest(open_quick_index(down))
     assert 0 == first.annotations_done
 
     fake_ollama.responder = lambda request: {
@@ -256,7 +257,7 @@ async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_setti
                      {"name": "Invented Dragon", "aliases": [], "kind": "creature"}],
     }
     up = make_settings(mini_notes, ollama_host=fake_ollama.url)
-    second = await ingest(open_index(up))
+    second = await ingest(open_quick_index(up))
     assert (second.chunks, 0) == (second.annotations_done, second.annotations_missing)
     assert 0 == second.windows_embedded
     cached = rows(up, "SELECT count(*) FROM annotations WHERE model = ? AND prompt_version = ?", (up.model, PROMPT_VERSION))
@@ -269,13 +270,13 @@ async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_setti
     assert "Invented Dragon" not in names  # not in any chunk: dropped
 
 
-async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_path):
+async def test_chroma_server_by_url(mini_notes, make_settings, open_quick_index, tmp_path):
     from tests.chroma_server import ChromaServer
 
     with ChromaServer(tmp_path / "server") as chroma:
         url = chroma.url
         settings = make_settings(mini_notes, chroma_url=url)
-        index = open_index(settings)
+        index = open_quick_index(settings)
         report = await ingest(index)
         assert report.windows_embedded > 0
         assert not settings.chroma_path.exists()  # nothing embedded on disk: it all went to the server
@@ -293,6 +294,8 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_index, tmp_p
 
 
 async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):
+    # The real model: the fused order before and after the migration is compared, and it rests on
+    # the dense ranking (the stand-in's ranks part at the old labels).
     from oracle.index.schema import SCHEMA_VERSION
     from oracle.index.store import Store
     from oracle.oracle import Oracle

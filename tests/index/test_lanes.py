@@ -9,10 +9,11 @@ import time
 
 import pytest
 
+import oracle.answer.writer as writer_mod
 import oracle.index.ingest as ingest_mod
-import oracle.oracle as oracle_mod
+import oracle.index.scan as scan_mod
 from oracle.index.ingest import ingest
-from oracle.index.seam import INGEST_LANE, QUESTION_LANE, ingest_step, question_step
+from oracle.offload import INGEST_LANE, QUESTION_LANE, ingest_step, question_step
 from oracle.oracle import Oracle
 
 ASKED = contextvars.ContextVar("asked", default="")
@@ -66,17 +67,17 @@ def recording(threads: list[str], fn):
     return wrapped
 
 
-async def test_an_ingest_and_a_question_use_their_lanes(monkeypatch, make_settings, mini_notes, open_index, fake_ollama):
+async def test_an_ingest_and_a_question_use_their_lanes(monkeypatch, make_settings, mini_notes, open_quick_index, fake_ollama):
     threads: list[str] = []
-    for name in ("scan_notes", "chunk_all", "chunk_refs"):
-        monkeypatch.setattr(ingest_mod, name, recording(threads, getattr(ingest_mod, name)))
-    index = open_index(make_settings(mini_notes, ollama_host=fake_ollama.url, model="qwen2.5:14b"))
+    for module, name in ((scan_mod, "scan_notes"), (scan_mod, "chunk_all"), (ingest_mod, "chunk_refs")):
+        monkeypatch.setattr(module, name, recording(threads, getattr(module, name)))
+    index = open_quick_index(make_settings(mini_notes, ollama_host=fake_ollama.url, model="qwen2.5:14b"))
     await ingest(index)
     assert 3 == len(threads) and all(t.startswith(INGEST_LANE.name) for t in threads)
 
     threads.clear()
     for name in ("fit_answer_prompt", "_checked"):
-        monkeypatch.setattr(oracle_mod, name, recording(threads, getattr(oracle_mod, name)))
+        monkeypatch.setattr(writer_mod, name, recording(threads, getattr(writer_mod, name)))
     answer = await Oracle(index).ask("Who ambushed Mirela at the ford?")
     assert answer.text
     assert 2 == len(threads) and all(t.startswith(QUESTION_LANE.name) for t in threads)

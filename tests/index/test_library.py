@@ -7,9 +7,11 @@ import asyncio
 import pytest
 
 from oracle.campaigns import Campaign, Campaigns, CampaignsError
-from oracle.index.ingest import IngestBusy, ingest
+from oracle.index.ingest import ingest
 from oracle.index.library import Library
+from oracle.index.lock import IngestBusy
 from oracle.oracle import Oracle
+from oracle.types import Clearance
 from tests.conftest import MINI_CAMPAIGN, write_notes
 
 # Campaign B: its own world, its own secret.
@@ -52,10 +54,23 @@ def two_campaigns(tmp_path):
     ), source=tmp_path / "campaigns.toml")
 
 
+async def open_library(two_campaigns, make_settings, model, tmp_path):
+    settings = make_settings(tmp_path / "unused", reranker="none")
+    return await Library.open(settings, two_campaigns, embedder=model, worker=False)
+
+
 @pytest.fixture
 async def library(two_campaigns, make_settings, embedder, tmp_path):
-    settings = make_settings(tmp_path / "unused", reranker="none")
-    library = await Library.open(settings, two_campaigns, embedder=embedder, worker=False)
+    """Over the real model: for the tests that judge what a search finds."""
+    library = await open_library(two_campaigns, make_settings, embedder, tmp_path)
+    yield library
+    await library.close()
+
+
+@pytest.fixture
+async def quick_library(two_campaigns, make_settings, quick_embedder, tmp_path):
+    """Over the deterministic stand-in of the model: for the tests that judge no retrieval."""
+    library = await open_library(two_campaigns, make_settings, quick_embedder, tmp_path)
     yield library
     await library.close()
 
@@ -65,7 +80,8 @@ def texts(retrieval) -> str:
     return " ".join(h.chunk.text for h in hits)
 
 
-async def test_campaigns_share_the_model_and_ollama_but_not_the_index(library):
+async def test_campaigns_share_the_model_and_ollama_but_not_the_index(quick_library):
+    library = quick_library
     ember, harbour = library.index("ember"), library.index("harbour")
     assert await ember.embedder() is await harbour.embedder()
     assert ("qwen2.5:14b", "qwen2.5:7b") == (ember.llm.model, harbour.llm.model)
@@ -83,15 +99,15 @@ async def test_a_campaigns_secrets_never_reach_another_campaign(library):
     ember, harbour = Oracle(library.index("ember")), Oracle(library.index("harbour"))
     for question in ["Who will Dunstan Vale betray?", "Who is the lost prince?", "SECRET-PLANS SECRET-HEIR Pip"]:
         # Campaign B's game master (and so B's players) search B's index alone: nothing of A.
-        b_gm = texts(await harbour.search(question, gm=True))
+        b_gm = texts(await harbour.search(question, clearance=Clearance.GM))
         assert [] == [s for s in SECRETS_OF_A if s in b_gm]
         assert "Dunstan" not in b_gm and "Mirela" not in b_gm
         # A's players never read A's secrets; A's game master does (the check can fail).
-        assert [] == [s for s in SECRETS_OF_A if s in texts(await ember.search(question, gm=False))]
-    assert "SECRET-PLANS" in texts(await ember.search("Who will Dunstan Vale betray?", gm=True))
-    assert "SECRET-KRAKEN" not in texts(await ember.search("green flame kraken eye", gm=True))
-    assert "SECRET-KRAKEN" in texts(await harbour.search("green flame kraken eye", gm=True))
-    dossier = await harbour.dossiers.who("Dunstan Vale", gm=True)
+        assert [] == [s for s in SECRETS_OF_A if s in texts(await ember.search(question, clearance=Clearance.PLAYER))]
+    assert "SECRET-PLANS" in texts(await ember.search("Who will Dunstan Vale betray?", clearance=Clearance.GM))
+    assert "SECRET-KRAKEN" not in texts(await ember.search("green flame kraken eye", clearance=Clearance.GM))
+    assert "SECRET-KRAKEN" in texts(await harbour.search("green flame kraken eye", clearance=Clearance.GM))
+    dossier = await harbour.dossiers.who("Dunstan Vale", clearance=Clearance.GM)
     assert dossier is None  # A's names are not in B's Compendium
 
 
@@ -107,14 +123,15 @@ async def test_a_reingest_of_one_campaign_while_another_answers_twenty_questions
         ingest(library.index("ember"), by="the test"), *(ask(q) for q, _ in asked)
     )
     assert 7 == len(report.added)  # a full first ingest of A
-    for (question, label), answer in zip(asked, answers):
+    for (question, label), answer in zip(asked, answers, strict=False):
         cited = [c.label for c in answer.citations]
         assert label in cited, (question, cited)
         assert not any(s in answer.text for s in SECRETS_OF_A)
         assert all(c.path in {p for p in HARBOUR} for c in answer.citations), answer.citations
 
 
-async def test_one_ingest_per_campaign_at_a_time_and_campaigns_side_by_side(library):
+async def test_one_ingest_per_campaign_at_a_time_and_campaigns_side_by_side(quick_library):
+    library = quick_library
     ember, harbour = library.index("ember"), library.index("harbour")
     results = await asyncio.gather(ingest(ember), ingest(ember), ingest(harbour), return_exceptions=True)
     busy = [r for r in results[:2] if isinstance(r, IngestBusy)]

@@ -5,11 +5,13 @@ import copy
 import logging
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+
+if TYPE_CHECKING:  # imported where used: torch would load when the quick suite collects this file
+    from sentence_transformers import SentenceTransformer
 
 from oracle.index.embed import Embedder
 from oracle.index.query_encoder import OnnxQueryEncoder, QueryEncoderUnavailable
@@ -89,6 +91,9 @@ def _with_model(embedder: Embedder, model: SentenceTransformer) -> Embedder:
 
 
 def test_a_pipeline_it_does_not_export_stays_on_torch(embedder, caplog):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+
     transformer = embedder.model[0]
     cls_pooled = SentenceTransformer(
         modules=[transformer, Pooling(embedder.dim, pooling_mode="cls"), Normalize()], device="cpu"

@@ -28,10 +28,10 @@ def test_writes_larger_than_a_batch_keep_every_row_and_its_visibility(tmp_path):
     assert store.count() == n
     assert store.all_ids() == set(ids)
     stored_ids, chunk_ids, stored = store.vectors()
-    by_id = dict(zip(stored_ids, stored))
-    assert all(np.allclose(by_id[i], v, atol=1e-6) for i, v in zip(ids, vectors))
-    assert dict(zip(stored_ids, chunk_ids)) == {i: m["chunk_id"] for i, m in zip(ids, metadatas)}
-    public = {i for i, m in zip(ids, metadatas) if m["visibility"] == "public"}
+    by_id = dict(zip(stored_ids, stored, strict=False))
+    assert all(np.allclose(by_id[i], v, atol=1e-6) for i, v in zip(ids, vectors, strict=False))
+    assert dict(zip(stored_ids, chunk_ids, strict=False)) == {i: m["chunk_id"] for i, m in zip(ids, metadatas, strict=False)}
+    public = {i for i, m in zip(ids, metadatas, strict=False) if m["visibility"] == "public"}
     assert set(store.vectors(visibility="public")[0]) == public
     assert {h.window_id for h in store.query(vectors[0], n, visibility="public")} == public
 
@@ -50,8 +50,8 @@ def test_an_upsert_replaces_rows_across_batches(tmp_path):
 
     assert store.count() == n
     stored_ids, _, stored = store.vectors()
-    by_id = dict(zip(stored_ids, stored))
-    assert all(np.allclose(by_id[i], v, atol=1e-6) for i, v in zip(ids, second))
+    by_id = dict(zip(stored_ids, stored, strict=False))
+    assert all(np.allclose(by_id[i], v, atol=1e-6) for i, v in zip(ids, second, strict=False))
 
 
 def hnsw_settings(store: VectorStore) -> list[dict]:

@@ -16,7 +16,7 @@ from oracle.index.library import Library
 from oracle.index.worker import EmbedWorker
 from oracle.oracle import Oracle
 from oracle.settings import BUNDLED_EMBED_MODEL
-from oracle.types import GM, PUBLIC
+from oracle.types import GM, PUBLIC, Clearance
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +36,7 @@ async def vectors_by_id(index) -> dict[str, np.ndarray]:
     out = {}
     for visibility in (PUBLIC, GM):
         ids, _, matrix = await vectors.vectors(visibility=visibility)
-        out |= dict(zip(ids, matrix))
+        out |= dict(zip(ids, matrix, strict=False))
     return out
 
 
@@ -85,12 +85,12 @@ async def test_a_reingest_through_the_worker_stores_the_very_vectors_of_the_proc
         # Embedded there, written from here: the ingest's process alone writes the campaign's folder.
         assert sum(written_here) == sum(written_there) == here.windows_embedded > 0
         assert (here.windows_embedded, here.chunks, here.entities) == (there.windows_embedded, there.chunks, there.entities)
-        for visibilities in ((PUBLIC,), (PUBLIC, GM)):
+        for clearance in Clearance:
             stores = [await i.store() for i in (in_process.index("here"), library.index("worker"))]
-            mine_names, their_names = [await s.entity_names(visibilities) for s in stores]
+            mine_names, their_names = [await s.entity_names(clearance) for s in stores]
             assert mine_names == their_names and mine_names
-            assert [await stores[0].entity(e.entity_id, visibilities) for e in mine_names] == [
-                await stores[1].entity(e.entity_id, visibilities) for e in their_names
+            assert [await stores[0].entity(e.entity_id, clearance) for e in mine_names] == [
+                await stores[1].entity(e.entity_id, clearance) for e in their_names
             ]
         for visibility in (PUBLIC, GM):  # each window in the collection of its visibility, as here
             here_ids, there_ids = [

@@ -1,7 +1,12 @@
 """A note's own name, unique in the vault, and the session numbers its game master gave it."""
 import pytest
 
-from oracle.notes.names import Names, number_ranges, sessions_from_filename, sessions_from_frontmatter
+from oracle.notes.names import (
+    Names,
+    number_ranges,
+    sessions_from_filename,
+    sessions_from_frontmatter,
+)
 
 
 @pytest.mark.parametrize(

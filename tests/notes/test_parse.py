@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from oracle.notes import secrets as secrets_module
+from oracle.notes.chunking import chunk_note
 from oracle.notes.parse import (
     NoteError,
     decode,
@@ -13,7 +14,6 @@ from oracle.notes.parse import (
     render_wikilinks,
     split_frontmatter,
 )
-from oracle.notes.chunking import chunk_note
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM, PUBLIC, Link, Secret
 

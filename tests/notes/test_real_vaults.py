@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import pytest
 
-from oracle.index.ingest import read_notes
+from oracle.index.scan import read_notes
 from oracle.notes.chunking import chunk_note
 from oracle.notes.decode import NoteError, decode
 from oracle.notes.embeds import Vault

@@ -1,7 +1,7 @@
 """A session's recap of the one before does not crowd out the session it retells."""
 from oracle.notes.chunking import chunk_note
 from oracle.retrieve.copies import is_copy, sources_first
-from oracle.retrieve.results import Hit
+from oracle.retrieve.retrieval import Hit
 from oracle.types import Note
 
 RECAP = "## Recap\nLast time the party bargained with Captain Paij for passage to Darktow."

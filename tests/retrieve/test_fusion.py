@@ -246,4 +246,4 @@ def test_rrf_properties(rankings, limit):
         expected_ranks = {path: ids_.index(f.id) + 1 for path, ids_ in rankings.items() if f.id in ids_}
         assert expected_ranks == dict(f.ranks)
         assert pytest.approx(sum(1 / (60 + r) for r in expected_ranks.values())) == f.score
-    assert all(a.score >= b.score for a, b in zip(everything, everything[1:]))
+    assert all(a.score >= b.score for a, b in zip(everything, everything[1:], strict=False))

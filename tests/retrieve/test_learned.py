@@ -18,12 +18,25 @@ from oracle.index.ingest import ingest
 from oracle.index.store import Store
 from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatch
-from oracle.retrieve.evidence import FEATURES, Terms, build_features, path_features, query_stems, question_terms
+from oracle.retrieve.evidence import (
+    FEATURES,
+    Terms,
+    build_features,
+    path_features,
+    query_stems,
+    question_terms,
+)
 from oracle.retrieve.fusion import Fused, dbsf
 from oracle.retrieve.keyword import TermCounts
-from oracle.retrieve.learned import DEFAULT_MODEL, FORMAT, VERSION, LearnedRanker, load_ranker
+from oracle.retrieve.learned import (
+    DEFAULT_MODEL,
+    FORMAT,
+    VERSION,
+    LearnedRanker,
+    load_ranker,
+)
 from oracle.settings import Settings
-from oracle.types import Chunk
+from oracle.types import Chunk, Clearance
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -195,7 +208,7 @@ async def test_evidence_over_a_real_index(mini):
     chunks = {h.chunk.id: h.chunk for hits in search.paths.values() for h in hits}
     session1 = next(cid for cid in ev.ids if chunks[cid].label == "campaign-log › Session 1")
     gods = next(cid for cid in ev.ids if chunks[cid].label == "World: GODS")
-    rows = {cid: dict(zip(FEATURES, row)) for cid, row in zip(ev.ids, ev.features)}
+    rows = {cid: dict(zip(FEATURES, row, strict=False)) for cid, row in zip(ev.ids, ev.features, strict=False)}
 
     # Every candidate of every path, in the current fusion's order.
     assert set(chunks) == set(ev.ids)
@@ -258,7 +271,7 @@ async def test_term_counts_remember_what_they_read(mini, monkeypatch):
 async def test_entity_heading_and_references_over_a_real_index(mini):
     search = await oracle_for(mini, fusion="learned").search("What does Mirela trust?")
     chunks = {h.chunk.id: h.chunk for hits in search.paths.values() for h in hits}
-    rows = {chunks[cid].label: dict(zip(FEATURES, row)) for cid, row in zip(search.evidence.ids, search.evidence.features)}
+    rows = {chunks[cid].label: dict(zip(FEATURES, row, strict=False)) for cid, row in zip(search.evidence.ids, search.evidence.features, strict=False)}
 
     assert 1.0 == rows["Sheet: Mirela_Vane"]["entity_in_head"]
     assert 0.0 == rows["campaign-log › Session 2"]["entity_in_head"]  # mentions her, is not about her by name
@@ -275,7 +288,7 @@ async def test_learned_fusion_orders_search_by_the_model(mini, tmp_path):
     assert "Sheet: Mirela_Vane" == learned.fused[0].chunk.label
     # The order is the model's score over the evidence, ties in the current fusion's order.
     ranker = LearnedRanker.load(path)
-    scores = dict(zip(learned.evidence.ids, ranker.score(learned.evidence.features)))
+    scores = dict(zip(learned.evidence.ids, ranker.score(learned.evidence.features), strict=False))
     expected = sorted(learned.evidence.ids, key=lambda cid: (-round(scores[cid], 9), learned.evidence.ids.index(cid)))
     assert expected[: mini.settings.fused_pool] == [h.chunk.id for h in learned.fused]
     assert pytest.approx([scores[h.chunk.id] for h in learned.fused]) == [h.score for h in learned.fused]
@@ -320,7 +333,7 @@ async def test_the_current_fusion_is_the_order_the_features_start_from(mini):
 
 
 def test_training_is_reproducible_from_the_same_rows_and_seed():
-    train_fusion = pytest.importorskip("bench.train_fusion")
+    train_fusion = pytest.importorskip("tools.train_fusion")
     pytest.importorskip("sklearn")
     rng = np.random.default_rng(7)
 
@@ -353,9 +366,9 @@ async def test_eval_reports_the_fused_stage_beside_the_final_one(mini, tmp_path)
     path = tmp_path / "sheets-first.json"
     path.write_text(json.dumps(model_data({"kind_sheet": 5.0, "fused_rr": 1.0})))
     questions = [Question("q1", "Who is Mirela?", ("Sheet: Mirela_Vane",)), Question("q2", "Who ambushed them at the ford?", ("Session 2",))]
-    learned = await run_eval(oracle_for(mini, fusion="learned", fusion_model=path), questions, gm=False, k=8)
+    learned = await run_eval(oracle_for(mini, fusion="learned", fusion_model=path), questions, clearance=Clearance.PLAYER, k=8)
     fallback = await run_eval(oracle_for(mini, fusion="learned", fusion_model=tmp_path / "absent.json"), questions,
-                              gm=False, k=8)
+                              clearance=Clearance.PLAYER, k=8)
 
     assert "learned" == learned["fusion"]
     assert "dbsf, no learned model" == fallback["fusion"]

@@ -9,7 +9,7 @@ from oracle.index.ingest import ingest
 from oracle.notes.refs import chunk_refs, own_keys, references
 from oracle.oracle import Oracle
 from oracle.retrieve.linked import linked_path
-from oracle.types import GM, PUBLIC
+from oracle.types import PUBLIC, Clearance
 from tests.conftest import write_notes
 
 # ---------------------------------------------------------------------------------------------
@@ -105,9 +105,8 @@ async def _linked_index(tmp_path, make_settings, open_index, **overrides):
 
 async def _labels(index, ids, seeds, gm=False, limit=8, candidates=()):
     by_id = {cid: label for label, cid in ids.items()}
-    visibilities = (PUBLIC, GM) if gm else (PUBLIC,)
     async with index.snapshot() as store:
-        found = await linked_path(store, [ids[s] for s in seeds], visibilities, limit, candidates)
+        found = await linked_path(store, [ids[s] for s in seeds], Clearance.of(gm), limit, candidates)
     return [by_id[cid] for cid, _ in found]
 
 

@@ -18,9 +18,9 @@ from oracle.index.store import VisibleAlias
 from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatcher, entity_path, mention_weight
 from oracle.retrieve.keyword import common_words, fts_query, fts_terms, keyword_path
-from oracle.retrieve.results import Retrieval
+from oracle.retrieve.retrieval import Retrieval
 from oracle.settings import Settings
-from oracle.types import GM, PUBLIC
+from oracle.types import GM, PUBLIC, Clearance
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -105,7 +105,7 @@ HOSTILE = [
 async def test_no_question_breaks_the_search(mini, question):
     oracle = Oracle(mini)
     for gm in (False, True):
-        result = await oracle.search(question, gm=gm)
+        result = await oracle.search(question, clearance=Clearance.of(gm))
         assert question == result.question
     match = fts_query(question)
     if match:
@@ -172,13 +172,13 @@ async def test_terms_in_most_chunks_are_left_out_of_the_keyword_query(tmp_path, 
     # Asked first without them: enough chunks found, and they are the full question's best.
     question = "What did the party do with the ledger?"
     weights = (settings.fts_head_weight, 1.0)
-    full = [(r.chunk_id, r.score) for r in await store.keyword_search(fts_query(question), (PUBLIC,), 16, weights)]
+    full = [(r.chunk_id, r.score) for r in await store.keyword_search(fts_query(question), Clearance.PLAYER, 16, weights)]
     assert len(full) == 6 and {"Session 2", "Session 4"} == {
         c.label for c in await store.chunks_by_ids([cid for cid, _ in full[:2]])
     }
-    assert [cid for cid, _ in await keyword_path(store, question, (PUBLIC,), 2, weights)] == [cid for cid, _ in full[:2]]
+    assert [cid for cid, _ in await keyword_path(store, question, Clearance.PLAYER, 2, weights)] == [cid for cid, _ in full[:2]]
     # Too few: the full question ranks the tail by the common terms, as it always did.
-    assert await keyword_path(store, question, (PUBLIC,), 16, weights) == full
+    assert await keyword_path(store, question, Clearance.PLAYER, 16, weights) == full
 
     # Nothing but common terms: they are searched after all.
     assert len((await Oracle(index).search("the party")).paths["keyword"]) == 6
@@ -282,7 +282,7 @@ def test_a_title_alone_names_the_one_entity_it_ends():
 @module_loop
 async def test_a_title_alone_respects_visibility(mini):
     # "the Lost Prince" is a GM-only alias: its last word names nobody for a player.
-    assert [e.name for e in (await Oracle(mini).search("who is the prince?", gm=True)).entities] == ["The True Heir"]
+    assert [e.name for e in (await Oracle(mini).search("who is the prince?", clearance=Clearance.GM)).entities] == ["The True Heir"]
     assert (await Oracle(mini).search("who is the prince?")).entities == []
 
 
@@ -326,10 +326,10 @@ async def test_entity_counts_are_kept_per_index_and_clearance(tmp_path, make_set
     oracle = Oracle(index)
     question = "What did Kestrel and Orsolya Brandt talk about?"
     await oracle.search(question)
-    matcher, stats = await oracle.matchers.lookup(False)
+    matcher, stats = await oracle.matchers.lookup(Clearance.PLAYER)
     ids = {e.name: e.entity_id for e in matcher.find(question)}
     assert (10, {ids["Kestrel"]: 10, ids["Orsolya Brandt"]: 1}) == (stats.total, stats.df)
-    assert (await oracle.matchers.lookup(False))[1] is stats  # the same index: read once
+    assert (await oracle.matchers.lookup(Clearance.PLAYER))[1] is stats  # the same index: read once
 
     write_notes(notes, {
         "sessions/Session 11.md": "Orsolya Brandt came back with the map.",
@@ -337,9 +337,9 @@ async def test_entity_counts_are_kept_per_index_and_clearance(tmp_path, make_set
     })
     await ingest(index)
     player = await oracle.search(question)
-    await oracle.search(question, gm=True)
-    matcher, new = await oracle.matchers.lookup(False)
-    gm_matcher, gm = await oracle.matchers.lookup(True)
+    await oracle.search(question, clearance=Clearance.GM)
+    matcher, new = await oracle.matchers.lookup(Clearance.PLAYER)
+    gm_matcher, gm = await oracle.matchers.lookup(Clearance.GM)
     orsolya = next(e.entity_id for e in matcher.find(question) if e.name == "Orsolya Brandt")
     # The game master's Compendium is another, with ids of its own.
     gm_orsolya = next(e.entity_id for e in gm_matcher.find(question) if e.name == "Orsolya Brandt")
@@ -348,7 +348,7 @@ async def test_entity_counts_are_kept_per_index_and_clearance(tmp_path, make_set
     assert (10, 1) == (stats.total, stats.df[ids["Orsolya Brandt"]])  # the old index's, left alone
     # The kept counts give what counting afresh gives.
     store = await index.store()
-    fresh = await entity_path(store, player.entities, (PUBLIC,), 16)
+    fresh = await entity_path(store, player.entities, Clearance.PLAYER, 16)
     assert [(h.chunk.id, h.score) for h in player.paths["entity"]] == [tuple(x) for x in fresh]
     assert "Session 11" in labels(player.paths["entity"])
 
@@ -383,7 +383,7 @@ async def test_entity_scores_are_the_documented_sum(mini):
     expected = entity_scores_by_hand(mini.settings, weights)
 
     async def entity_scores(limit):
-        rows = await store.mention_scores([mention_weight(*w) for w in weights], (PUBLIC,), limit)
+        rows = await store.mention_scores([mention_weight(*w) for w in weights], Clearance.PLAYER, limit)
         return [(r.chunk_id, r.score) for r in rows]
 
     got = await entity_scores(40)
@@ -460,7 +460,7 @@ async def test_a_dense_hit_whose_chunk_sqlite_lacks_is_dropped(mini_notes, make_
     assert gone in {h.chunk_id for h in await vectors.query(await embedder.encode_query(question), 40)}
 
     for gm in (False, True):
-        result = await Oracle(index).search(question, gm=gm)
+        result = await Oracle(index).search(question, clearance=Clearance.of(gm))
         assert gone not in {h.chunk.id for _, h in every_hit(result)}
         assert gone not in json.dumps(result.to_json())
         assert result.paths["semantic"]  # the other chunks are still found
@@ -484,7 +484,7 @@ async def test_a_player_never_sees_a_gm_chunk(mini, chunk_table, marker):
     assert any(marker in text for _, visibility, text in chunk_table.values() if visibility == GM)
     oracle = Oracle(mini)
     for question in PROBES[marker]:
-        result = await oracle.search(question, gm=False)
+        result = await oracle.search(question, clearance=Clearance.PLAYER)
         assert result.fused
         for where, hit in every_hit(result):
             assert PUBLIC == hit.chunk.visibility, (question, where)
@@ -500,7 +500,7 @@ async def test_a_player_never_sees_a_gm_chunk(mini, chunk_table, marker):
 async def test_the_gm_finds_each_secret(mini, chunk_table, marker):
     [secret_id] = [cid for cid, (_, visibility, text) in chunk_table.items() if marker in text]
     assert GM == chunk_table[secret_id][1]
-    result = await Oracle(mini).search(PROBES[marker][0], gm=True)
+    result = await Oracle(mini).search(PROBES[marker][0], clearance=Clearance.GM)
     assert secret_id in [h.chunk.id for h in result.fused][:3]
 
 
@@ -548,7 +548,7 @@ async def test_a_follow_up_naming_an_entity_is_not_expanded(mini):
 async def test_each_path_returns_at_most_its_depth(mini, k, gm):
     visible = 12 if gm else 8
     depth = max(2 * k, k + 5)
-    result = await Oracle(mini).search("Mirela Saltmarsh compass candle ledger monk", k=k, gm=gm)
+    result = await Oracle(mini).search("Mirela Saltmarsh compass candle ledger monk", k=k, clearance=Clearance.of(gm))
     assert {"keyword", "semantic", "entity"} == set(result.paths)
     for name, hits in result.paths.items():
         assert len(hits) <= depth, name

@@ -31,7 +31,7 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
-from oracle.types import PUBLIC
+from oracle.types import Clearance
 from tests.conftest import quick_settings
 from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_adversary import assert_clean
@@ -260,7 +260,7 @@ async def test_the_game_master_finds_every_secret(deployed):
     oracle = deployed.oracle
     missing = []
     for canary in [*CANARIES, *UNMARKED]:
-        found = await oracle.search(f"what about {canary}?", gm=True)
+        found = await oracle.search(f"what about {canary}?", clearance=Clearance.GM)
         if not any(canary in h.chunk.text for h in found.pool):
             missing.append(canary)
     assert [] == missing
@@ -272,9 +272,9 @@ async def test_alias_only_notes_name_their_people(deployed):
     master always (`GM Notes/The Gull Queen.md` makes Mother Saffi the Gull Queen); for players
     only while the note is one they read."""
     oracle = deployed.oracle
-    saffi = await oracle.dossiers.who("Mother Saffi", gm=True)
+    saffi = await oracle.dossiers.who("Mother Saffi", clearance=Clearance.GM)
     assert saffi is not None and "gull queen" in json.dumps(saffi.to_json()).casefold()
-    bran = await oracle.dossiers.who("Bran", gm=True)
+    bran = await oracle.dossiers.who("Bran", clearance=Clearance.GM)
     assert bran is not None and "lockjaw" in json.dumps(bran.to_json()).casefold()
     player = await oracle.dossiers.who("Bran")
     assert player is not None
@@ -376,7 +376,7 @@ async def test_no_secret_reaches_a_player_through_recap_sources_status_or_announ
     told are new."""
     oracle, leaks = deployed.oracle, deployed.leaks()
     async with deployed.index.snapshot() as store:
-        titles = await store.titles([PUBLIC])
+        titles = await store.titles(Clearance.PLAYER)
     leaks.check([(t.label, t.title) for t in titles], "recap autocomplete, announcements")
     labels = {t.label for t in titles if t.label.startswith("Session ")}
     assert {"Session 1", "Session 2", "Session 3"} == labels
@@ -388,15 +388,16 @@ async def test_no_secret_reaches_a_player_through_recap_sources_status_or_announ
     last = await oracle.recap(None)
     assert "Session 4" not in json.dumps(last.to_json())
     places = {Citation(h.chunk.label, h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-              for w in [*CANARIES, *UNMARKED] for h in (await oracle.search(f"what about {w}?", gm=True)).pool}
-    cited = await oracle.cited(sorted(places, key=str), gm=False)
+              for w in [*CANARIES, *UNMARKED] for h in (await oracle.search(f"what about {w}?", clearance=Clearance.GM)).pool}
+    cited = await oracle.cited(sorted(places, key=str), clearance=Clearance.PLAYER)
     leaks.check([c.text for c in cited], "show sources")
-    status = await index_status(deployed.index, gm=False)
-    leaks.check(status, "status")
-    assert (3, "1–3") == (status["sessions"], status["session_numbers"])
-    gm = await index_status(deployed.index)
+    status = await index_status(deployed.index, clearance=Clearance.PLAYER)
+    leaks.check(status.to_json(), "status")
+    assert (3, "1–3") == (status.stats.sessions, status.stats.session_numbers)
+    gm = (await index_status(deployed.index)).stats
     # Public sessions, and the prep of Session 4: numbered as the game master numbered them.
-    assert (3, 1, "1–4") == (gm["sessions"], gm["sessions_gm_only"], gm["session_numbers"])
+    assert gm.gm is not None
+    assert (3, 1, "1–4") == (gm.sessions, gm.gm.sessions_gm_only, gm.session_numbers)
     leaks.assert_none()
 
 

@@ -15,9 +15,12 @@ import pytest
 import pytest_asyncio
 
 from oracle.answer.prompt import Turn
+from oracle.answer.trace import PLAYER_REASON
+from oracle.answer.writer import WITHHELD
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
-from oracle.oracle import PLAYER_REASON, WITHHELD, Oracle
+from oracle.oracle import Oracle
+from oracle.types import Clearance
 from tests.conftest import quick_settings, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 
@@ -157,7 +160,7 @@ async def test_a_player_never_sees_a_secret_through_a_link(campaign, embedder):
         linked = {True: set(), False: set()}
         for question in [*PROBES.values(), "Who escorted Lady Maren Thorne to the border fort?"]:
             for gm in (False, True):
-                retrieval = await Oracle(narrow).search(question, k=1, gm=gm)
+                retrieval = await Oracle(narrow).search(question, k=1, clearance=Clearance.of(gm))
                 linked[gm] |= {h.chunk.path for h in retrieval.linked}
                 if not gm:
                     assert_no_secret(retrieval.to_json(), "notes linked to the results")
@@ -171,7 +174,7 @@ async def test_a_player_never_sees_a_secret_through_a_link(campaign, embedder):
 @pytest.mark.parametrize("marker", sorted(PROBES))
 async def test_a_game_master_finds_every_secret(campaign, marker):
     index, _, _ = campaign
-    retrieval = await Oracle(index).search(PROBES[marker], gm=True)
+    retrieval = await Oracle(index).search(PROBES[marker], clearance=Clearance.GM)
     assert any(marker in h.chunk.text for h in retrieval.fused[:8]), f"{marker} not found with clearance"
 
 
@@ -182,7 +185,7 @@ async def test_the_compendium_keeps_secret_names_from_players(campaign):
     for name in SECRET_NAMES:
         assert await oracle.dossiers.who(name) is None
         assert [] == [n for n in await oracle.dossiers.names(name.split()[0]) if MARKER.search(n)]
-        assert await oracle.dossiers.who(name, gm=True) is not None
+        assert await oracle.dossiers.who(name, clearance=Clearance.GM) is not None
     everything = await oracle.dossiers.names("", limit=1000)
     assert_no_secret(everything, "autocomplete")
     dossier = await oracle.dossiers.who("Osric Vane")
@@ -201,7 +204,7 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign, repeated):
     index, fake, _ = campaign
     fake.responder = lambda request: annotation_or_answer(request) if request.get("format") else repeated
     oracle = Oracle(index)
-    before = (await index_status(oracle.index))["withheld"]["count"]
+    before = (await index_status(oracle.index)).gm.withheld.count
     shown: list[str] = []
 
     async def show(text: str) -> None:
@@ -218,10 +221,11 @@ async def test_an_answer_repeating_secret_text_is_withheld(campaign, repeated):
     assert "drowned heir walks" not in answer.text
     assert [] == re.findall(r"withh|game.master|secret", json.dumps(answer.to_json()), re.I)
     # The game master's status says what was withheld, and why.
-    withheld = (await index_status(oracle.index))["withheld"]
-    assert before + 1 == withheld["count"]
-    assert ("What do the bells mean?", WITHHELD) == (withheld["last"][0]["question"], withheld["last"][0]["reason"])
-    assert "withheld" not in await index_status(oracle.index, gm=False)
+    withheld = (await index_status(oracle.index)).gm.withheld
+    assert before + 1 == withheld.count
+    assert ("What do the bells mean?", WITHHELD) == (withheld.last[0].question, withheld.last[0].reason)
+    player = await index_status(oracle.index, clearance=Clearance.PLAYER)
+    assert player.gm is None and "withheld" not in player.to_json()
 
 
 async def test_a_removed_secret_leaves_no_trace(tmp_path, make_settings, open_index, fake_ollama):

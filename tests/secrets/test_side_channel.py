@@ -24,13 +24,13 @@ from oracle.oracle import Oracle
 from oracle.retrieve.keyword import TermCounts, common_words
 from oracle.retrieve.linked import linked_path
 from oracle.settings import Settings
-from oracle.types import GM, PUBLIC
+from oracle.types import Clearance
 from tests.conftest import closed_port_url, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
-PLAYER = (PUBLIC,)
-EVERYONE = (PUBLIC, GM)
+PLAYER = Clearance.PLAYER
+EVERYONE = Clearance.GM
 
 PUBLIC_NOTES = {
     "sessions/Session 1.md": """
@@ -130,7 +130,7 @@ async def searches(index: Index, *, gm: bool) -> dict[str, str]:
     for fusion in ("dbsf", "learned"):
         oracle = oracle_for(index, fusion)
         for question in QUESTIONS:
-            result = (await oracle.search(question, gm=gm)).to_json()
+            result = (await oracle.search(question, clearance=Clearance.of(gm))).to_json()
             assert ("evidence" in result) == (fusion == "learned")
             out[f"{fusion}: {question}"] = json.dumps(without_timings(result), sort_keys=True, ensure_ascii=False)
     return out
@@ -259,13 +259,13 @@ async def test_the_statistics_count_what_the_reader_reads(campaign):
     # Common words (in over half the chunks), which the keyword path asks last: "harbor" is in 3 of
     # 7 public chunks and 13 of 17 in all, "party" in 4 of 7 public ones and no GM one.
     words = ["harbor", "tessel", "ilsa", "party"]
-    assert {"tessel", "party"} == await common_words(store, words, visibilities=PLAYER)
+    assert {"tessel", "party"} == await common_words(store, words, clearance=PLAYER)
     assert {"tessel", "party"} == await common_words(store, words)  # a player's, unless told otherwise
-    assert {"harbor", "tessel", "ilsa"} == await common_words(store, words, visibilities=EVERYONE)
+    assert {"harbor", "tessel", "ilsa"} == await common_words(store, words, clearance=EVERYONE)
     # A player's total and counts: never the game master's.
     assert await store.term_docs(["harbor"]) == {"harbor": 3}
     with pytest.raises(ValueError, match="term counts"):
-        await common_words(store, words, visibilities=PLAYER, counts=TermCounts(store, EVERYONE))
+        await common_words(store, words, clearance=PLAYER, counts=TermCounts(store, EVERYONE))
 
 
 @module_loop

@@ -25,6 +25,7 @@ from oracle.answer.prompt import Turn
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
+from oracle.types import Clearance
 from tests.conftest import quick_settings, request_kind, write_notes
 from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_secrets import annotation_or_answer
@@ -211,7 +212,7 @@ async def test_a_player_never_sees_a_secret_of_a_real_vault(vault, marker):
 @pytest.mark.parametrize("marker", sorted(PROBES))
 async def test_the_game_master_finds_each_secret(vault, marker):
     index, _, _ = vault
-    retrieval = await Oracle(index).search(PROBES[marker], gm=True)
+    retrieval = await Oracle(index).search(PROBES[marker], clearance=Clearance.GM)
     assert any(marker in h.chunk.text for h in retrieval.pool), marker
 
 
@@ -245,11 +246,11 @@ async def test_public_names_never_reveal_a_secret_name_or_alias(vault, name):
 async def test_the_game_master_sees_the_secret_side(vault):
     index, _, _ = vault
     oracle = Oracle(index)
-    masked = await oracle.dossiers.who("Aldric", gm=True)
+    masked = await oracle.dossiers.who("Aldric", clearance=Clearance.GM)
     assert ("The Masked Lord", {"Aldric", "Lord Vesper"}) == (masked.name, {"Aldric", "Lord Vesper"} & set(masked.aliases))
-    assert "Hidden Hand" == (await oracle.dossiers.who("Hidden Hand", gm=True)).name
-    assert "Crimson Veil" == (await oracle.dossiers.who("Crimson Veil", gm=True)).name
-    assert (await oracle.dossiers.who("Baron Skell", gm=True)) is not None  # extracted from a GM chunk
+    assert "Hidden Hand" == (await oracle.dossiers.who("Hidden Hand", clearance=Clearance.GM)).name
+    assert "Crimson Veil" == (await oracle.dossiers.who("Crimson Veil", clearance=Clearance.GM)).name
+    assert (await oracle.dossiers.who("Baron Skell", clearance=Clearance.GM)) is not None  # extracted from a GM chunk
     for name in SECRET_NAMES:
         assert await oracle.dossiers.who(name) is None, name
         assert [] == [n for n in await oracle.dossiers.names(name.split()[0]) if MARKER.search(n)]
@@ -260,13 +261,15 @@ async def test_the_game_master_sees_the_secret_side(vault):
 async def test_status_counts_public_and_gm_only_sessions_apart(vault):
     index, _, _ = vault
     oracle = Oracle(index)
-    player = await index_status(oracle.index, gm=False)
-    assert 4 == player["sessions"]
-    assert_no_secret(player, "a player's status")
-    assert {"notes_dir", "withheld", "sessions_gm_only", "chunks_by_visibility"}.isdisjoint(player)
-    assert "host" not in player["ollama"]
+    player = await index_status(oracle.index, clearance=Clearance.PLAYER)
+    assert 4 == player.stats.sessions
+    assert_no_secret(player.to_json(), "a player's status")
+    assert {"notes_dir", "withheld", "sessions_gm_only", "chunks_by_visibility"}.isdisjoint(player.to_json())
+    assert player.gm is None and player.stats.gm is None
+    assert "host" not in player.ollama
     gm = await index_status(oracle.index)
-    assert (4, 1) == (gm["sessions"], gm["sessions_gm_only"])
+    assert gm.stats.gm is not None
+    assert (4, 1) == (gm.stats.sessions, gm.stats.gm.sessions_gm_only)
 
 
 @module_loop
@@ -292,6 +295,7 @@ async def test_ingest_reports_the_secrets_of_each_file_and_why(vault):
             ("sessions/Session 3.md", "line 9"), ("sessions/Session 3.md", "line 10")} == warnings  # \\%%, unclosed
 
 
+@pytest.mark.integration  # the command line loads the real model
 def test_oracle_who_and_status_on_the_command_line(tmp_path, monkeypatch, capsys):
     """What a game master runs to check what players see: `oracle who NAME [--gm] --json`."""
     from oracle.cli import main

@@ -61,7 +61,7 @@ class Commands:
             else:
                 node_types = [2, 1][-len(path):] if path else []
             options = self._leaf_options(schema, values, focused, resolved)
-            for part, kind in reversed(list(zip(path, node_types))):
+            for part, kind in reversed(list(zip(path, node_types, strict=False))):
                 options = [{"type": kind, "name": part, "options": options}]
         data: dict[str, Any] = {
             "id": cmd["id"] if cmd else str(self._ids.next()),

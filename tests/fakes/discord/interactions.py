@@ -23,8 +23,9 @@ import asyncio
 import copy
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .constants import (
     APPLICATION_COMMAND,

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Self
 
 from .constants import (
@@ -39,7 +39,7 @@ from .constants import (
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 class _Snowflakes:

@@ -20,8 +20,9 @@ import json
 import math
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -389,7 +390,7 @@ class Rest:
     async def _handle_attachment(self, request: web.Request) -> web.Response:
         attachment_id = request.match_info["attachment_id"]
         for msg in self._messages.values():
-            for attachment, f in zip(msg.data["attachments"], msg.files):
+            for attachment, f in zip(msg.data["attachments"], msg.files, strict=False):
                 if attachment["id"] == attachment_id:
                     return web.Response(body=f.data, content_type=f.content_type or "application/octet-stream")
         return web.Response(status=404)

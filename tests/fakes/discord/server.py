@@ -5,7 +5,8 @@ the concerns of this package together, and ``run_client`` to run a real discord.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import discord
 import discord.gateway
@@ -195,7 +196,7 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, 
                 raise TimeoutError(f"FakeDiscord: timed out after {timeout}s waiting for {what}")
             try:
                 await asyncio.wait_for(self._changed.wait(), min(remaining, 0.05))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
 
