@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from bench.common import EVAL_DIR
 from oracle.index import embed as embed_module
 from oracle.index.embed import Embedder
 from oracle.index.index import Index
@@ -43,16 +44,9 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_NOTES = REPO / "notes"
 
 
-def _shared_eval() -> Path:
-    """The shared evaluation corpora: beside the checkout (as CI lays it out), else where the
-    workplace keeps them. Tests that need them fail when neither holds them: they are not optional."""
-    for root in (REPO.parent / "shared", Path("/work/shared")):
-        if (root / "eval").is_dir():
-            return root / "eval"
-    return REPO.parent / "shared" / "eval"
-
-
-SHARED_EVAL = _shared_eval()
+# The shared evaluation corpora, from the one setting the benchmarks read (ORACLE_EVAL_DIR, else beside
+# the checkout as CI lays it out). Tests that need them fail when they are missing: they are not optional.
+SHARED_EVAL = EVAL_DIR
 
 
 def request_kind(request: dict) -> str:
