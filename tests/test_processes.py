@@ -3,8 +3,11 @@ a timer, `oracle watch`) is found by every path of an index a process already ho
 holds it) at its next question; two ingests of one campaign never run at once, the second told why;
 and a process that reads while another writes, or writes after another wrote, leaves the index whole.
 
-The other process is the real command line (`python -m oracle.cli ingest`); the index held open is
-the test's own, with the real SQLite, Chroma and embedding model. docs/processes.md has the design.
+The other process is the real command line, with the hashed stand-in for the model
+(tests/fakes/hashed_cli.py); the index held open is the test's own, with the real SQLite and Chroma
+and the same stand-in. What is judged is what each process reads of the other's writes, not which
+passages a model ranks first: a question naming a new session's words finds it first on every path
+once it is read. docs/processes.md has the design.
 """
 from __future__ import annotations
 
@@ -22,9 +25,10 @@ from oracle.index.ingest import ingest
 from oracle.index.lock import IngestBusy
 from oracle.oracle import Oracle
 from tests.conftest import closed_port_url
+from tests.fakes.hashed_cli import PACE
 from tests.test_kill import wait_for_lock
 
-pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parent.parent
 
 NEW_SESSION = """
 ## Session 5 — The Flooded Vault
@@ -38,15 +42,21 @@ The party camped in an orchard of burnt apple trees east of Greyhaven. A scarecr
 taught Pip a riddle about seven lanterns before it crumbled into rust.
 """
 LATER_QUESTION = "Who taught Pip a riddle in the burnt orchard?"
+# In the long sessions' own rare words: their windows are mostly a repeated tail, which outweighs a
+# question's few words for the bag-of-words stand-in. What is judged there is that every window is
+# read back and found by its own vector; these only show the new sessions among the first found.
+NEW_WORDS = "Teodric glass heron silt drowned pearls"
+LATER_WORDS = "scarecrow iron wire riddle crumbled rust"
 
 
-def cli_env() -> dict[str, str]:
+def cli_env(embed_seconds: float = 0.0) -> dict[str, str]:
     return {**os.environ, "OLLAMA_HOST": closed_port_url(), "ORACLE_OLLAMA_PROBE_TIMEOUT": "2",
-            "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+            "PYTHONPATH": str(ROOT), PACE: str(embed_seconds)}
 
 
 def cli_ingest(notes: Path, data: Path, cwd: Path) -> list[str]:
-    return [sys.executable, "-m", "oracle.cli", "ingest", "--notes", str(notes), "--data", str(data), "--json"]
+    return [sys.executable, "-m", "tests.fakes.hashed_cli", "ingest", "--notes", str(notes), "--data", str(data),
+            "--json"]
 
 
 async def ingest_elsewhere(notes: Path, data: Path, cwd: Path) -> dict:
@@ -70,11 +80,11 @@ def labels(hits) -> list[str]:
 
 
 async def test_an_ingest_in_another_process_is_found_by_every_path_at_the_next_question(
-    real_mini_campaign, make_settings, open_index, tmp_path
+    quick_mini_campaign, make_settings, open_quick_index, tmp_path
 ):
-    mini_notes = real_mini_campaign.notes  # ingested once for the session, copied here
+    mini_notes = quick_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
-    index = open_index(settings)  # held open all along, as the bot holds it
+    index = open_quick_index(settings)  # held open all along, as the bot holds it
     oracle = Oracle(index)
     before = await oracle.search(NEW_QUESTION)  # the dense index is in this process's memory now
     assert "Session 5" not in labels(before.fused)
@@ -98,10 +108,11 @@ PROBE = textwrap.dedent(
     import asyncio, json, sys
     from pathlib import Path
     from oracle import Index, Oracle, Settings
+    from tests.fakes.embedder import HashEmbedder
 
     async def main():
         settings = Settings(_env_file=None, notes_dir=Path(sys.argv[1]), data_dir=Path(sys.argv[2]))
-        async with Index(settings) as index:
+        async with Index(settings, embedder=HashEmbedder()) as index:
             oracle = Oracle(index)
             found = {}
             for question in json.loads(sys.argv[3]):
@@ -118,14 +129,14 @@ PROBE = textwrap.dedent(
 
 
 async def test_an_ingest_here_after_one_elsewhere_leaves_the_index_whole_for_every_process(
-    real_mini_campaign, make_settings, open_index, tmp_path
+    quick_mini_campaign, make_settings, open_quick_index, tmp_path
 ):
     """A write through a dense index read before another process wrote it leaves the folder unreadable
     (measured: every later reader crashed). This process ingests right after another did, before any
     question could have read the index afresh; then a new process reads everything."""
-    mini_notes = real_mini_campaign.notes  # ingested once for the session, copied here
+    mini_notes = quick_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     await Oracle(index).search(NEW_QUESTION)  # the dense index is in memory
     # Long sessions: each ingest writes more windows than Chroma keeps unsaved (16), so both save it.
     (mini_notes / "sessions" / "Session 5.md").write_text(NEW_SESSION.lstrip() + long_tail("tide"))
@@ -139,24 +150,23 @@ async def test_an_ingest_here_after_one_elsewhere_leaves_the_index_whole_for_eve
     script.write_text(PROBE)
     done = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, str(script), str(mini_notes), str(settings.data_dir), json.dumps([NEW_QUESTION, LATER_QUESTION])],
+        [sys.executable, str(script), str(mini_notes), str(settings.data_dir), json.dumps([NEW_WORDS, LATER_WORDS])],
         capture_output=True, text=True, env=cli_env(), cwd=tmp_path, timeout=300,
     )
     assert 0 == done.returncode, done.stderr[-2000:]
     probe = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "Session 5" == probe["found"][NEW_QUESTION][0]
-    assert "Session 6" == probe["found"][LATER_QUESTION][0]
+    assert "Session 5" in probe["found"][NEW_WORDS]
+    assert "Session 6" in probe["found"][LATER_WORDS]
     assert (probe["windows"], []) == (await (await index.store()).window_count(), probe["unfound"])
-    assert "Session 6" == labels((await Oracle(index).search(LATER_QUESTION)).paths["semantic"])[0]
+    assert "Session 6" in labels((await Oracle(index).search(LATER_WORDS)).paths["semantic"])[:3]
 
 
-@pytest.mark.slow  # a real ingest long enough to be caught running: about half a minute
 async def test_a_second_ingest_is_refused_while_questions_are_answered_and_the_first_is_then_found(
-    real_mini_campaign, make_settings, open_index, tmp_path
+    quick_mini_campaign, make_settings, open_quick_index, tmp_path
 ):
-    mini_notes = real_mini_campaign.notes  # ingested once for the session, copied here
+    mini_notes = quick_mini_campaign.notes  # ingested once for the session, copied here
     settings = make_settings(mini_notes)
-    index = open_index(settings)
+    index = open_quick_index(settings)
     oracle = Oracle(index)
     await oracle.search(NEW_QUESTION)
     for n in range(10, 40):  # enough text that the other process's ingest takes a while
@@ -167,7 +177,7 @@ async def test_a_second_ingest_is_refused_while_questions_are_answered_and_the_f
 
     first = subprocess.Popen(  # noqa: ASYNC220 - started at once; every wait on it is off the loop
         cli_ingest(mini_notes, settings.data_dir, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=cli_env(), cwd=tmp_path,
+        text=True, env=cli_env(embed_seconds=0.01), cwd=tmp_path,
     )
     try:
         await asyncio.to_thread(wait_for_lock, settings.lock_path, first)
