@@ -1,0 +1,173 @@
+"""The bot's decisions around an answer (`bot.answering`, `bot.tables`) against small doubles
+(tests/bot/doubles.py): who gets a game master's answer where, who is told to wait, what is said
+before the notes are indexed, and where a thread for follow-ups can be opened and what the asker is
+told when it cannot. The whole flow, through the fake Discord: test_bot.py, test_table.py."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bot.answering import NO_THREAD, Answering, no_thread_reason
+from bot.delivery import InteractionReply
+from bot.formatting import thread_name
+from bot.history import ThreadHistory
+from bot.questions import Questions
+from bot.settings import BotSettings
+from bot.tables import Table, Tables
+from oracle.answer.prompt import Turn
+from oracle.campaigns import Campaign, Campaigns
+from oracle.types import Clearance
+from tests.bot.doubles import (
+    Calls,
+    ForumChannel,
+    Interaction,
+    Member,
+    Message,
+    TextChannel,
+    Thread,
+    VoiceChannel,
+    http_error,
+)
+
+TUESDAY, FRIDAY, TUESDAY_GM, ELSEWHERE = 10, 30, 20, 99  # channel ids
+
+
+def tables(campaigns: list[Campaign], *, several: bool, **settings) -> Tables:
+    source = Path("campaigns.toml") if several else None
+    bot_settings = BotSettings(_env_file=None, token="fake-token", **({"gm_roles": ["gm"]} | settings))
+    # Routing and game masters read only the campaign: no index, Oracle or journal is opened.
+    return Tables(Campaigns(tuple(campaigns), source),
+                  [Table(c, None, None, None) for c in campaigns], bot_settings)  # type: ignore[arg-type]
+
+
+def host(tables: Tables, history: ThreadHistory | None = None) -> SimpleNamespace:
+    """What `Answering` uses of the bot (`answering.OracleHost`)."""
+    return SimpleNamespace(settings=tables.settings, tables=tables, history=history, questions=Questions(4), user=None)
+
+
+SINGLE = [Campaign("default", Path("notes"))]
+SEVERAL = [Campaign("tuesday", Path("tuesday"), channels=(TUESDAY,), gm_roles=("gm",), gm_channels=(TUESDAY_GM,)),
+           Campaign("friday", Path("friday"), channels=(FRIDAY,), gm_roles=("dm",))]
+
+
+@pytest.mark.parametrize(("where", "why"), [
+    (lambda: TextChannel(Calls(), TUESDAY), None),
+    (lambda: Thread(11, ForumChannel(12)), "this is a forum post, and a post cannot hold threads of its own"),
+    (lambda: Thread(11, TextChannel(Calls(), TUESDAY)), "this is already a thread"),
+    (lambda: VoiceChannel(13), "a voice channel's chat cannot hold threads"),
+    (lambda: ForumChannel(12), "this kind of channel cannot hold threads"),
+], ids=["text channel", "forum post", "thread", "voice chat", "forum"])
+def test_where_a_thread_can_be_opened_is_known_before_asking_discord(where, why):
+    reason = no_thread_reason(where())
+    assert reason == why if why is None else reason.startswith(why)
+
+
+@pytest.mark.parametrize(("member", "channel", "private", "clearance"), [
+    (dict(roles=["player"]), TUESDAY, True, Clearance.PLAYER),  # a player, even privately
+    (dict(roles=["GM"]), TUESDAY, False, Clearance.PLAYER),  # a game master's public answer: players read it
+    (dict(roles=["gm"]), TUESDAY, True, Clearance.GM),
+    (dict(roles=["gm"]), TUESDAY_GM, False, Clearance.GM),  # only game masters read it
+    (dict(roles=[], manage_server=True), TUESDAY_GM, True, Clearance.PLAYER),  # with several, only the roles count
+    (dict(roles=["gm"]), FRIDAY, True, Clearance.PLAYER),  # Tuesday's game master is a player on Friday
+])
+def test_a_game_masters_answer_only_where_only_game_masters_read_it(member, channel, private, clearance):
+    calls = Calls()
+    served = tables(SEVERAL, several=True)
+    interaction = Interaction(calls, Member(calls, 5, **member), TextChannel(calls, channel))
+    table = served.route(interaction.channel) or served.get("tuesday")
+    assert clearance == Answering(host(served)).clearance(interaction, table, private)  # type: ignore[arg-type]
+
+
+def test_with_one_campaign_managing_the_server_makes_a_game_master():
+    calls = Calls()
+    served = tables(SINGLE, several=False)
+    admin = Interaction(calls, Member(calls, 5, manage_server=True), TextChannel(calls, ELSEWHERE))
+    table = served.route(admin.channel)
+    assert table is not None
+    assert Clearance.GM == Answering(host(served)).clearance(admin, table, True)  # type: ignore[arg-type]
+
+
+def test_a_campaign_asked_about_outside_its_channels_answers_privately():
+    calls = Calls()
+    served = tables(SEVERAL, several=True)
+    answering = Answering(host(served))  # type: ignore[arg-type]
+    tuesday = served.get("tuesday")
+    in_friday = Interaction(calls, Member(calls, 5), TextChannel(calls, FRIDAY))
+    in_a_tuesday_thread = Interaction(calls, Member(calls, 5), Thread(11, TextChannel(calls, TUESDAY)))
+    assert (True, False) == (answering.elsewhere(in_friday, tuesday), answering.elsewhere(in_a_tuesday_thread, tuesday))
+
+
+@pytest.mark.parametrize(("campaigns", "several", "roles", "fix"), [
+    (SINGLE, False, ["gm"], "a game master (role gm, or Manage Server) can run `/oracle reingest`"),
+    (SINGLE, False, [], "a member with Manage Server can run `/oracle reingest`"),
+    (SEVERAL, True, ["gm"], "a game master (role gm) can run `/oracle reingest`"),
+    ([Campaign("friday", Path("friday"), channels=(FRIDAY,), gm_roles=())], True, [],
+     "the bot's host can run `oracle ingest --campaign friday`"),
+])
+def test_before_the_first_ingest_the_asker_is_told_who_can_index_the_notes(campaigns, several, roles, fix):
+    served = tables(campaigns, several=several, gm_roles=roles)
+    said = Answering(host(served)).not_indexed(next(iter(served)))  # type: ignore[arg-type]
+    assert said == f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {fix}."
+
+
+async def test_a_burst_is_answered_at_once_then_one_waits_shown_and_a_flood_is_dropped():
+    served = tables(SINGLE, several=False, flood_burst=1, flood_seconds=0.2, flood_waiting=1)
+    answering = Answering(host(served))  # type: ignore[arg-type]
+    shown: list[int] = []
+
+    async def wait(n: int) -> None:
+        shown.append(n)
+
+    assert await answering.take_turn(5, lambda: wait(1))
+    second = asyncio.ensure_future(answering.take_turn(5, lambda: wait(2)))
+    await asyncio.sleep(0.05)
+    assert not await answering.take_turn(5, lambda: wait(3))  # one already waits: dropped, nothing shown
+    assert await answering.take_turn(6, lambda: wait(4))  # another member is counted apart
+    assert await second and [2] == shown
+
+
+@pytest.fixture
+async def history(tmp_path):
+    opened = await ThreadHistory.open(tmp_path / "threads.sqlite")
+    yield opened
+    await opened.close()
+
+
+async def open_thread(history: ThreadHistory, channel_id: int, error=None) -> tuple[Calls, Message]:
+    """An answer posted in `channel_id` (Tuesday's channel, or a forum post), then its thread asked for."""
+    calls = Calls()
+    served = tables(SEVERAL, several=True)
+    channel = TextChannel(calls, channel_id) if channel_id != 12 else Thread(11, ForumChannel(12))
+    interaction = Interaction(calls, Member(calls, 5), channel)
+    answer = Message(calls, channel, "The Candle Monk.")
+    if error is not None:
+        calls.errors.append(error)
+    await Answering(host(served, history)).open_thread(  # type: ignore[arg-type]
+        interaction, InteractionReply(interaction, private=False), served.get("tuesday"), answer,  # type: ignore[arg-type]
+        "Who sold the compass?", "Who sold the compass?", SimpleNamespace(text="The Candle Monk."))  # type: ignore[arg-type]
+    return calls, answer
+
+
+async def test_a_thread_is_opened_on_the_answer_and_remembers_its_campaign_and_first_turn(history):
+    calls, answer = await open_thread(history, TUESDAY)
+    assert [("create_thread", answer.id, thread_name("Who sold the compass?"))] == [
+        (s.call, s.target, s.content) for s in calls]
+    assert "tuesday" == await history.campaign_of(answer.id)
+    assert [Turn("user", "Who sold the compass?"), Turn("assistant", "The Candle Monk.")] == \
+        await history.turns(answer.id, 6)
+
+
+@pytest.mark.parametrize(("channel", "error", "why"), [
+    (TUESDAY, http_error(50013, 403, "Missing Permissions"),
+     "the Oracle may not create public threads in this channel (a server admin can grant it *Create Public Threads*)"),
+    (TUESDAY, http_error(0, 500, "Internal Server Error"), "Discord refused it (Internal Server Error)"),
+    (12, None, "this is a forum post, and a post cannot hold threads of its own"),
+], ids=["no permission", "server error", "forum post"])
+async def test_where_no_thread_opens_the_answer_stays_and_the_asker_alone_is_told_why(history, channel, error, why):
+    calls, answer = await open_thread(history, channel, error)
+    told = calls.of("followup")
+    assert [(NO_THREAD.format(why=why), True)] == [(s.content, s.fields["ephemeral"]) for s in told]
+    assert [] == calls.of("edit") and await history.campaign_of(answer.id) is None
