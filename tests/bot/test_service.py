@@ -41,6 +41,13 @@ class Service:
         self.root, self.ollama, self.brain = root, ollama, brain
         self.notes = root / "notes"
         self.data = root / "data"
+        self.stand_in_data = root / "data-stand-in"  # the same notes indexed by the stand-in model
+
+    def no_model(self) -> dict[str, str]:
+        """For the tests that end before any question: the bot loads the hashed stand-in for the
+        model (tests/fakes/hashed_cli.py) in seconds, with no embedding worker, and reads the index
+        the stand-in built."""
+        return {"ORACLE_TEST_STAND_IN": "1", "ORACLE_EMBED_WORKER": "false", "ORACLE_DATA_DIR": str(self.stand_in_data)}
 
     def env(self, fake_api: str, fake_ws: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ORACLE_", "DISCORD_", "OLLAMA_"))}
@@ -67,6 +74,13 @@ async def service(tmp_path_factory) -> AsyncIterator[Service]:
         )
         out, err = await asyncio.wait_for(ingest.communicate(), 300)
         assert ingest.returncode == 0, err.decode()[-2000:]
+        stand_in = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.fakes.hashed_cli", "ingest", cwd=REPO,
+            env=served.env("http://127.0.0.1:9/api/v10", "ws://127.0.0.1:9/", **served.no_model()),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(stand_in.communicate(), 300)
+        assert stand_in.returncode == 0, err.decode()[-2000:]
         yield served
 
 
@@ -163,7 +177,7 @@ async def test_sigterm_tells_the_question_under_way_closes_the_gateway_and_exits
 
 async def test_a_server_that_refuses_the_commands_is_one_sentence_with_the_invite_and_exit_2(world):
     async with FakeDiscord() as fake, bot_process(world, fake.api_url, fake.ws_url,
-                                                   DISCORD_GUILD_ID=str(fake.guild_id + 999)) as bot:
+                                                   DISCORD_GUILD_ID=str(fake.guild_id + 999), **world.no_model()) as bot:
         assert await bot.exit_code(STARTUP) == 2, bot.log[-3000:]
     errors = [line for line in bot.lines if " ERROR " in line]
     assert len(errors) == 1, bot.log[-3000:]
@@ -198,7 +212,7 @@ async def test_an_answer_that_outlives_the_interaction_token_is_posted_in_the_ch
 
 async def test_discord_unreachable_at_start_is_one_line_then_retries(world):
     port = free_port()  # nothing listens there
-    async with bot_process(world, f"http://127.0.0.1:{port}/api/v10", f"ws://127.0.0.1:{port}/") as bot:
+    async with bot_process(world, f"http://127.0.0.1:{port}/api/v10", f"ws://127.0.0.1:{port}/", **world.no_model()) as bot:
         first = await bot.wait_for_line("cannot reach Discord")
         assert "trying again in 2 s" in first
         await bot.wait_for_line("trying again in 4 s", 30)
@@ -209,7 +223,7 @@ async def test_discord_unreachable_at_start_is_one_line_then_retries(world):
 
 async def test_a_missing_notes_folder_is_one_sentence_and_exit_2(world, tmp_path):
     async with bot_process(world, "http://127.0.0.1:9/api/v10", "ws://127.0.0.1:9/",
-                           ORACLE_NOTES_DIR=str(tmp_path / "vault")) as bot:
+                           ORACLE_NOTES_DIR=str(tmp_path / "vault"), **world.no_model()) as bot:
         assert await bot.exit_code() == 2
     assert [line for line in bot.lines if " ERROR " in line] == [
         line for line in bot.lines if f"the notes folder {tmp_path / 'vault'} does not exist" in line]

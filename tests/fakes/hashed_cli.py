@@ -1,6 +1,7 @@
 """`python -m tests.fakes.hashed_cli ARGS`: the real command line (`oracle ARGS`) with the hashed
 stand-in for the model (tests/fakes/embedder.py), for the tests of processes that judge no retrieval
-(an ingest killed at any moment, an ingest found by another process).
+(an ingest killed at any moment, an ingest found by another process). `use_stand_in()` does the same
+for another entry point (the bot's, tests/bot/run_bot.py).
 
 Such a process loads no torch and no model, so it starts in about a second instead of several, and
 burns no CPU while it "embeds": `ORACLE_TEST_EMBED_SECONDS` (default 0) is slept per window
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from oracle.cli import main
-from oracle.index import index
+from oracle.index import index, library
 from oracle.settings import Settings
 from tests.fakes.embedder import HashEmbedder
 
@@ -49,6 +50,14 @@ def load_stand_in(settings: Settings) -> HashEmbedder:
     return PacedEmbedder(float(os.environ.get(PACE, "0")), Path(log) if log else None)
 
 
+def use_stand_in() -> None:
+    """Every model this process loads is the stand-in: each index loads it through `load_embedder`,
+    and a `Library` opened whole (the bot's) too. The embedding worker loads the real one: turn it
+    off (ORACLE_EMBED_WORKER=false) with the stand-in."""
+    index.load_embedder = load_stand_in
+    library.load_embedder = load_stand_in
+
+
 if __name__ == "__main__":
-    index.load_embedder = load_stand_in  # every index of this process loads its model through it
+    use_stand_in()
     sys.exit(main(sys.argv[1:]))
