@@ -16,12 +16,14 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from oracle import cli
 from oracle.answer.trace import PLAYER_REASON
 from oracle.deadline import Deadline
+from oracle.index import index as index_module
 from oracle.llm import LLM, LLMError, StreamCut
 from oracle.types import Clearance
 from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's fixtures)
@@ -38,7 +40,10 @@ from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's
 )
 from tests.conftest import request_kind as kind
 from tests.conftest import write_notes
+from tests.fakes.hashed_cli import load_stand_in
 from tests.fakes.ollama_server import FakeModel, FakeOllama, Reply, Stall
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MINUTES = 600.0  # the slow mode's wait before the first byte: ten minutes
 ASK = [{"role": "user", "content": "What happened to the archduke?"}]
@@ -256,13 +261,16 @@ async def test_a_recap_keeps_the_same_deadline(campaign, fake):
 # The command line
 
 
+# The command line on the hashed stand-in for the model (tests/fakes/hashed_cli.py): what is judged
+# is when the passages come instead of an answer, not which ones.
+
+
 def cli_env(host: str, **settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ORACLE_", "OLLAMA_"))}
     return env | {"OLLAMA_HOST": host, "ORACLE_MODEL": MODEL, "HF_HUB_OFFLINE": "1",
-                  "ORACLE_OLLAMA_PROBE_TIMEOUT": "2", **settings}
+                  "ORACLE_OLLAMA_PROBE_TIMEOUT": "2", "PYTHONPATH": str(ROOT), **settings}
 
 
-@pytest.mark.integration  # the command line, in processes of its own, loads the real model
 @pytest.mark.parametrize(
     "first_words",
     [pytest.param("2", id="first_words=2"),
@@ -276,10 +284,10 @@ def test_oracle_ask_against_a_slow_ollama_gives_the_passages_at_the_deadline(tmp
     try:
         fake.responder = script()
         env = cli_env(fake.url, **settings)
-        subprocess.run([sys.executable, "-m", "oracle.cli", "ingest", *where], cwd=tmp_path, env=env, check=True,
+        subprocess.run([sys.executable, "-m", "tests.fakes.hashed_cli", "ingest", *where], cwd=tmp_path, env=env, check=True,
                        capture_output=True, timeout=300)
         fake.slow = MINUTES  # from now on, nothing for ten minutes
-        done = subprocess.run([sys.executable, "-m", "oracle.cli", "ask", QUESTION, *where, "--json"], cwd=tmp_path,
+        done = subprocess.run([sys.executable, "-m", "tests.fakes.hashed_cli", "ask", QUESTION, *where, "--json"], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=300, check=False)
         asked = [r for r in fake.chat_requests() if r["messages"] and kind(r) != "annotate"]
         abandoned = left_from_a_thread(fake, 2)
@@ -295,8 +303,8 @@ def test_oracle_ask_against_a_slow_ollama_gives_the_passages_at_the_deadline(tmp
     assert (["rerank", "answer"], asked) == ([kind(r) for r in asked], abandoned), data["trace"]["rerank"]
 
 
-@pytest.mark.integration  # the command line loads the real model
 def test_oracle_ask_prints_that_the_model_is_still_loading(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(index_module, "load_embedder", load_stand_in)
     write_notes(tmp_path / "notes", CLI_NOTES)
     monkeypatch.chdir(tmp_path)  # no developer .env read
     for name in [k for k in os.environ if k.startswith(("ORACLE_", "OLLAMA_"))]:
