@@ -32,11 +32,14 @@ import pytest_asyncio
 
 from bench.common import EVAL_DIR
 from oracle.index import embed as embed_module
+from oracle.index import index as index_module
+from oracle.index import library as library_module
 from oracle.index.embed import Embedder
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.settings import Settings
 from oracle.types import IngestReport
+from tests.fakes import hashed_cli
 from tests.fakes.embedder import HashEmbedder
 from tests.fakes.ollama_server import FakeOllama
 
@@ -166,6 +169,14 @@ def embedder() -> Embedder:
 def quick_embedder() -> HashEmbedder:
     """The deterministic stand-in (tests/fakes/embedder.py): for tests that judge no retrieval."""
     return HashEmbedder()
+
+
+@pytest.fixture
+def quick_command_line(monkeypatch) -> None:
+    """The command line run in this process (`oracle.cli.main`) loads the stand-in instead of the
+    model, as `python -m tests.fakes.hashed_cli` does in a process of its own."""
+    monkeypatch.setattr(index_module, "load_embedder", hashed_cli.load_stand_in)
+    monkeypatch.setattr(library_module, "load_embedder", hashed_cli.load_stand_in)
 
 
 @pytest.fixture

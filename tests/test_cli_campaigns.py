@@ -67,8 +67,7 @@ def test_a_bad_campaigns_file_stops_every_command_with_its_line(env, tmp_path, c
         assert (1, True) == (code, f"{bad}, line 3: unknown key 'chanels'" in err), err
 
 
-@pytest.mark.integration  # the command line loads the real model
-def test_ingest_takes_every_campaign_and_search_names_one(campaigns_file, tmp_path, capsys):
+def test_ingest_takes_every_campaign_and_search_names_one(campaigns_file, tmp_path, capsys, quick_command_line):
     code, out, _ = cli(capsys, "ingest", "--json")
     assert 0 == code
     reports = json.loads(out)["campaigns"]
@@ -85,8 +84,7 @@ def test_ingest_takes_every_campaign_and_search_names_one(campaigns_file, tmp_pa
     assert set(fused) <= {"Session 1", "Session 2", "Session 3", "Sheet: Odile_Marsh"}
 
 
-@pytest.mark.integration  # the command line loads the real model
-def test_the_default_campaign_is_todays_single_campaign(env, tmp_path, capsys):
+def test_the_default_campaign_is_todays_single_campaign(env, tmp_path, capsys, quick_command_line):
     notes = write_notes(tmp_path / "notes", HARBOUR)
     env.setenv("ORACLE_NOTES_DIR", str(notes))
     code, out, _ = cli(capsys, "ingest", "--campaign", "default", "--json")
@@ -94,8 +92,7 @@ def test_the_default_campaign_is_todays_single_campaign(env, tmp_path, capsys):
     assert (tmp_path / "var" / "oracle.sqlite3").exists()  # ORACLE_DATA_DIR itself, as before
 
 
-@pytest.mark.integration  # the command line loads the real model
-async def test_oracle_watch_prints_each_reingest(campaigns_file, tmp_path, capsys):
+async def test_oracle_watch_prints_each_reingest(campaigns_file, tmp_path, capsys, quick_command_line):
     args = parser().parse_args(["watch", "--campaign", "harbour", "--quiet", "0.3", "--json"])
     task = asyncio.create_task(cmd_watch(args))
 
@@ -118,8 +115,7 @@ async def test_oracle_watch_prints_each_reingest(campaigns_file, tmp_path, capsy
         await asyncio.gather(task, return_exceptions=True)
 
 
-@pytest.mark.integration  # the command line loads the real model
-def test_an_ingest_that_never_finished_is_no_index(env, tmp_path, capsys):
+def test_an_ingest_that_never_finished_is_no_index(env, tmp_path, capsys, quick_command_line):
     """A missing notes folder is said as such and leaves nothing behind. A first ingest that stopped
     before its one write leaves an index file with nothing in it: `status` says so, and a question
     ingests first instead of answering from nothing."""

@@ -23,7 +23,6 @@ import pytest
 from oracle import cli
 from oracle.answer.trace import PLAYER_REASON
 from oracle.deadline import Deadline
-from oracle.index import index as index_module
 from oracle.llm import LLM, LLMError, StreamCut
 from oracle.types import Clearance
 from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's fixtures)
@@ -40,7 +39,6 @@ from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's
 )
 from tests.conftest import request_kind as kind
 from tests.conftest import write_notes
-from tests.fakes.hashed_cli import load_stand_in
 from tests.fakes.ollama_server import FakeModel, FakeOllama, Reply, Stall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -303,8 +301,7 @@ def test_oracle_ask_against_a_slow_ollama_gives_the_passages_at_the_deadline(tmp
     assert (["rerank", "answer"], asked) == ([kind(r) for r in asked], abandoned), data["trace"]["rerank"]
 
 
-def test_oracle_ask_prints_that_the_model_is_still_loading(tmp_path, monkeypatch, capfd):
-    monkeypatch.setattr(index_module, "load_embedder", load_stand_in)
+def test_oracle_ask_prints_that_the_model_is_still_loading(tmp_path, monkeypatch, capfd, quick_command_line):
     write_notes(tmp_path / "notes", CLI_NOTES)
     monkeypatch.chdir(tmp_path)  # no developer .env read
     for name in [k for k in os.environ if k.startswith(("ORACLE_", "OLLAMA_"))]:
