@@ -1,5 +1,9 @@
 """The bot answers while `oracle ingest` runs in another process (a shell, the reingest timer): its
-next answer cites the session that ingest added, found by its semantic path as by its keyword path."""
+next answer cites the session that ingest added, found by its semantic path as by its keyword path.
+
+Both processes embed with the hashed stand-in for the model (the bot's module campaign already does;
+the other process is tests/fakes/hashed_cli.py): what is judged is that the bot reads what the other
+process wrote, and a question in the new session's words finds it first on every path."""
 from __future__ import annotations
 
 import asyncio
@@ -15,11 +19,6 @@ from tests.bot.harness import QUESTION, bot_messages, run, spy
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="module")
-def campaign_model(embedder):
-    """The real model: `oracle ingest` in the other process embeds with it, into the same collection."""
-    return embedder
-
 NEW_SESSION = """## Session 5 — The Flooded Vault
 Beneath the Saltmarsh chapel the party waded into a flooded vault. Teodric pried a glass heron from
 the silt; its eyes were two drowned pearls. The heron sang one note when Mirela touched it.
@@ -28,9 +27,10 @@ NEW_QUESTION = "What did Teodric pry out of the silt in the flooded vault?"
 
 
 async def oracle_ingest(notes: Path, data: Path, ollama: str, cwd: Path) -> dict:
-    """The real command line, in a process of its own, against the same fake Ollama as the bot."""
+    """The real command line on the stand-in, in a process of its own, against the same fake Ollama as
+    the bot."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "oracle.cli", "ingest", "--notes", str(notes), "--data", str(data), "--json",
+        sys.executable, "-m", "tests.fakes.hashed_cli", "ingest", "--notes", str(notes), "--data", str(data), "--json",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=cwd,
         env={**os.environ, "OLLAMA_HOST": ollama, "ORACLE_OLLAMA_PROBE_TIMEOUT": "5",
              "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
