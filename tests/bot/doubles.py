@@ -78,14 +78,30 @@ class Message:
                                         fail_if_not_exists=fail_if_not_exists)
 
 
-class TextChannel(discord.TextChannel):
-    """A server's text channel (in a category or not)."""
+class Plain:
+    """A double's repr and str: discord.py's read attributes a double does not have."""
 
-    def __init__(self, calls: Calls, id: int, category_id: int | None = None) -> None:  # noqa: A002
+    id: int
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}>"
+
+    __str__ = __repr__
+
+
+class TextChannel(Plain, discord.TextChannel):
+    """A server's text channel (in a category or not), which the members `seen_by` may view."""
+
+    def __init__(self, calls: Calls, id: int, category_id: int | None = None, *,  # noqa: A002
+                 seen_by: Iterable[int] = ()) -> None:
         self.calls = calls
         self.id = id
         self.category_id = category_id
         self.name = f"channel-{id}"
+        self.seen_by = set(seen_by)
+
+    def permissions_for(self, obj: Any, /) -> discord.Permissions:
+        return discord.Permissions(view_channel=obj.id in self.seen_by)
 
     async def send(self, content: str | None = None, **fields: Any) -> Message:  # type: ignore[override]
         self.calls.made("send", self.id, content, **fields)
@@ -97,19 +113,35 @@ class TextChannel(discord.TextChannel):
         return message
 
 
-class ForumChannel(discord.ForumChannel):
+class CategoryChannel(Plain, discord.CategoryChannel):
+    """A category and the channels in it."""
+
+    channels: list[Any] = []  # type: ignore[assignment]  # noqa: RUF012  (replaces the property reading the guild)
+
+    def __init__(self, id: int, channels: list[Any]) -> None:  # noqa: A002
+        self.id = id
+        self.channels = channels
+
+
+def guild(*places: Any) -> Any:
+    """A server holding these channels and categories (and what the categories hold)."""
+    found = {p.id: p for p in places} | {c.id: c for p in places for c in getattr(p, "channels", [])}
+    return SimpleNamespace(id=1, get_channel=found.get)
+
+
+class ForumChannel(Plain, discord.ForumChannel):
     def __init__(self, id: int) -> None:  # noqa: A002
         self.id = id
         self.category_id = None
 
 
-class VoiceChannel(discord.VoiceChannel):
+class VoiceChannel(Plain, discord.VoiceChannel):
     def __init__(self, id: int) -> None:  # noqa: A002
         self.id = id
         self.category_id = None
 
 
-class Thread(discord.Thread):
+class Thread(Plain, discord.Thread):
     """A thread or a forum's post: its parent is the channel or forum it was opened in."""
 
     parent: Any = None  # replaces the property that reads the guild's cache
@@ -126,7 +158,7 @@ class Role:
     name: str
 
 
-class Member(discord.Member):
+class Member(Plain, discord.Member):
     """A server member: their roles and whether they may manage the server; direct messages to them
     are recorded."""
 
@@ -136,8 +168,10 @@ class Member(discord.Member):
     roles: list[Role] = []  # type: ignore[assignment]  # noqa: RUF012
     guild_permissions: discord.Permissions = discord.Permissions.none()  # type: ignore[assignment]
 
-    def __init__(self, calls: Calls, id: int, *, roles: Iterable[str] = (), manage_server: bool = False) -> None:  # noqa: A002
+    def __init__(self, calls: Calls, id: int, *, roles: Iterable[str] = (), manage_server: bool = False,  # noqa: A002
+                 guild: Any = None) -> None:
         self.calls = calls
+        self.guild = guild
         self.id = id
         self.display_name = f"member {id}"
         self.roles = [Role(900 + n, name) for n, name in enumerate(roles)]

@@ -22,6 +22,7 @@ from oracle.campaigns import Campaign, Campaigns
 from oracle.types import Clearance
 from tests.bot.doubles import (
     Calls,
+    CategoryChannel,
     ForumChannel,
     Interaction,
     Member,
@@ -29,6 +30,7 @@ from tests.bot.doubles import (
     TextChannel,
     Thread,
     VoiceChannel,
+    guild,
     http_error,
 )
 
@@ -98,6 +100,39 @@ def test_a_campaign_asked_about_outside_its_channels_answers_privately():
     in_friday = Interaction(calls, Member(calls, 5), TextChannel(calls, FRIDAY))
     in_a_tuesday_thread = Interaction(calls, Member(calls, 5), Thread(11, TextChannel(calls, TUESDAY)))
     assert (True, False) == (answering.elsewhere(in_friday, tuesday), answering.elsewhere(in_a_tuesday_thread, tuesday))
+
+
+def test_a_member_sees_the_campaigns_of_the_channels_they_can_view():
+    calls = Calls()
+    tuesday = TextChannel(calls, TUESDAY, seen_by=[5, 6])
+    friday = TextChannel(calls, FRIDAY, seen_by=[6])
+    gm_room = TextChannel(calls, TUESDAY_GM, seen_by=[7])  # Tuesday's game masters' channel
+    served = tables(SEVERAL, several=True)
+    server = guild(tuesday, friday, gm_room)
+    seen = {member: [t.name for t in served.visible_to(Member(calls, member, guild=server))] for member in (5, 6, 7, 8)}
+    assert {5: ["tuesday"], 6: ["tuesday", "friday"], 7: ["tuesday"], 8: []} == seen
+    assert f"<#{TUESDAY}>" == served.where(Member(calls, 5, guild=server))  # where it answers, not the GM room
+    assert "no channel you can see" == served.where(Member(calls, 8, guild=server))
+    assert [] == served.visible_to(SimpleNamespace(id=5))  # not a member of the server: no campaign
+
+
+def test_a_category_is_seen_through_its_own_campaigns_channels():
+    calls = Calls()
+    # Friday answers in a whole category: one hidden channel of its own, and Tuesday's channel,
+    # which everyone sees. Seeing the category's other campaign's channel shows no Friday.
+    hidden = TextChannel(calls, 31, category_id=40, seen_by=[])
+    tuesday = TextChannel(calls, TUESDAY, category_id=40, seen_by=[5])
+    campaigns = [SEVERAL[0], Campaign("friday", Path("friday"), channels=(40,), gm_roles=("dm",))]
+    served = tables(campaigns, several=True)
+    member = Member(calls, 5, guild=guild(CategoryChannel(40, [hidden, tuesday])))
+    assert ["tuesday"] == [t.name for t in served.visible_to(member)]
+    hidden.seen_by.add(5)
+    assert ["tuesday", "friday"] == [t.name for t in served.visible_to(member)]
+
+
+def test_the_single_campaign_is_everyones():
+    served = tables(SINGLE, several=False)
+    assert ["default"] == [t.name for t in served.visible_to(SimpleNamespace(id=5))]
 
 
 @pytest.mark.parametrize(("campaigns", "several", "roles", "fix"), [
