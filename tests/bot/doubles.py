@@ -53,16 +53,28 @@ class Calls(list[Sent]):
         return [s for s in self if s.call == call]
 
 
-class Message:
-    """A message the bot posted: it can be edited and start a thread."""
+class Plain:
+    """A double's repr and str: discord.py's read attributes a double does not have."""
+
+    id: int
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}>"
+
+    __str__ = __repr__
+
+
+class Message(Plain, discord.Message):
+    """A message (the bot's, unless `author` says whose): it can be edited and start a thread."""
 
     _ids = iter(range(5000, 10**9))
 
-    def __init__(self, calls: Calls, channel: Any, content: str | None) -> None:
+    def __init__(self, calls: Calls, channel: Any, content: str | None, author: Any = None) -> None:
         self.calls = calls
         self.id = next(self._ids)
         self.channel = channel
         self.content = content
+        self.author = author
 
     async def edit(self, content: str | None = None, **fields: Any) -> Message:
         self.calls.made("edit", self.id, content, **fields)
@@ -76,17 +88,6 @@ class Message:
     def to_reference(self, *, fail_if_not_exists: bool = True) -> discord.MessageReference:
         return discord.MessageReference(message_id=self.id, channel_id=self.channel.id,
                                         fail_if_not_exists=fail_if_not_exists)
-
-
-class Plain:
-    """A double's repr and str: discord.py's read attributes a double does not have."""
-
-    id: int
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.id}>"
-
-    __str__ = __repr__
 
 
 class TextChannel(Plain, discord.TextChannel):

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.answering import NO_THREAD, Answering, no_thread_reason
+from bot.answering import MOVED, NO_THREAD, Answering, no_thread_reason
 from bot.delivery import InteractionReply
 from bot.formatting import thread_name
 from bot.history import ThreadHistory
@@ -206,3 +206,60 @@ async def test_where_no_thread_opens_the_answer_stays_and_the_asker_alone_is_tol
     told = calls.of("followup")
     assert [(NO_THREAD.format(why=why), True)] == [(s.content, s.fields["ephemeral"]) for s in told]
     assert [] == calls.of("edit") and await history.campaign_of(answer.id) is None
+
+
+class Heard(Answering):
+    """`Answering` with its follow-up recorded instead of answered (the answer itself is test_bot.py's)."""
+
+    def __init__(self, host) -> None:
+        super().__init__(host)
+        self.followed: list[tuple[str, str]] = []
+
+    async def follow_up(self, message, table, question: str) -> None:
+        self.followed.append((table.name, question))
+
+
+def thread_message(calls: Calls, channel, text: str, *, bot: bool = False, reply_to: int | None = None,
+                   mentions: tuple = ()) -> SimpleNamespace:
+    async def reply(content: str) -> None:
+        calls.made("reply", channel.id, content)
+
+    referenced = Message(calls, channel, "an earlier message", author=SimpleNamespace(id=reply_to)) if reply_to else None
+    return SimpleNamespace(
+        author=SimpleNamespace(id=5, bot=bot), channel=channel, content=text, mentions=list(mentions),
+        role_mentions=[], reply=reply,
+        reference=SimpleNamespace(resolved=referenced) if referenced else None)
+
+
+@pytest.mark.parametrize(("text", "kind", "followed"), [
+    ("and then what?", {}, [("tuesday", "and then what?")]),
+    ("thanks!", {}, []),  # table talk
+    ("and then what?", {"bot": True}, []),  # another bot's message
+    ("!r 1d20", {}, []),  # another bot's command
+    ("and then what?", {"reply_to": 6}, []),  # a reply to another member
+], ids=["question", "thanks", "another bot", "a command", "a reply to a member"])
+async def test_in_an_oracle_thread_only_questions_for_it_are_followed_up(history, text, kind, followed):
+    calls = Calls()
+    answering = Heard(host(tables(SEVERAL, several=True), history))
+    thread = Thread(11, TextChannel(calls, TUESDAY))
+    await history.add_thread(thread.id, 1, TUESDAY, 5, "tuesday")
+    await answering.thread_message(thread_message(calls, thread, text, **kind))  # type: ignore[arg-type]
+    assert (followed, []) == (answering.followed, list(calls))
+
+
+async def test_a_thread_that_is_not_the_oracles_or_not_a_thread_is_left_alone(history):
+    calls = Calls()
+    answering = Heard(host(tables(SEVERAL, several=True), history))
+    members_thread = Thread(12, TextChannel(calls, TUESDAY))  # never opened by the Oracle
+    await answering.thread_message(thread_message(calls, members_thread, "and then what?"))  # type: ignore[arg-type]
+    await answering.thread_message(thread_message(calls, TextChannel(calls, TUESDAY), "and then what?"))  # type: ignore[arg-type]
+    assert ([], []) == (answering.followed, list(calls))
+
+
+async def test_a_thread_whose_channel_now_belongs_to_another_campaign_says_so_and_answers_nothing(history):
+    calls = Calls()
+    answering = Heard(host(tables(SEVERAL, several=True), history))
+    thread = Thread(11, TextChannel(calls, FRIDAY))  # opened when its channel was Tuesday's
+    await history.add_thread(thread.id, 1, FRIDAY, 5, "tuesday")
+    await answering.thread_message(thread_message(calls, thread, "and then what?"))  # type: ignore[arg-type]
+    assert ([], [("reply", MOVED)]) == (answering.followed, [(s.call, s.content) for s in calls])
