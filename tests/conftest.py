@@ -32,8 +32,6 @@ import pytest_asyncio
 
 from bench.common import EVAL_DIR
 from oracle.index import embed as embed_module
-from oracle.index import index as index_module
-from oracle.index import library as library_module
 from oracle.index.embed import Embedder
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
@@ -173,8 +171,8 @@ def quick_embedder() -> HashEmbedder:
 def quick_command_line(monkeypatch) -> None:
     """The command line run in this process (`oracle.cli.main`) loads the stand-in instead of the
     model, as `python -m tests.fakes.hashed_cli` does in a process of its own."""
-    monkeypatch.setattr(index_module, "load_embedder", hashed_cli.load_stand_in)
-    monkeypatch.setattr(library_module, "load_embedder", hashed_cli.load_stand_in)
+    for module in hashed_cli.LOADERS:
+        monkeypatch.setattr(module, "load_embedder", hashed_cli.load_stand_in)
 
 
 @pytest.fixture

@@ -50,12 +50,15 @@ def load_stand_in(settings: Settings) -> HashEmbedder:
     return PacedEmbedder(float(os.environ.get(PACE, "0")), Path(log) if log else None)
 
 
+# The modules whose `load_embedder` loads a process's model: each index's, and a `Library` opened
+# whole (the bot's). The embedding worker loads the real one: turn it off (ORACLE_EMBED_WORKER=false).
+LOADERS = (index, library)
+
+
 def use_stand_in() -> None:
-    """Every model this process loads is the stand-in: each index loads it through `load_embedder`,
-    and a `Library` opened whole (the bot's) too. The embedding worker loads the real one: turn it
-    off (ORACLE_EMBED_WORKER=false) with the stand-in."""
-    index.load_embedder = load_stand_in
-    library.load_embedder = load_stand_in
+    """Every model this process loads is the stand-in."""
+    for module in LOADERS:
+        module.load_embedder = load_stand_in
 
 
 if __name__ == "__main__":
