@@ -15,6 +15,7 @@ from discord import app_commands
 
 from oracle.answer.prompt import Turn
 from oracle.answer.results import Answer
+from oracle.index.index import PolicyChanged
 from oracle.index.status import is_indexed
 from oracle.journal import Asked
 from oracle.types import Clearance
@@ -305,6 +306,9 @@ class Answering:
             if shown is not None:
                 await table.journal.shown_in(answer_id, thread.id, shown.id)
             await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+        except PolicyChanged as exc:  # the index is refused to players until the notes are ingested again
+            self.flood.refund(message.author.id)
+            await message.reply(str(exc))
         except Exception:
             self.flood.refund(message.author.id)
             log.exception("follow-up %r in thread %s failed", question, thread.id)

@@ -7,6 +7,8 @@ import logging
 
 import discord
 
+from oracle.index.index import PolicyChanged
+
 log = logging.getLogger(__name__)
 
 FAILED = "Something went wrong answering that; the game master can find the details in the log."
@@ -20,7 +22,7 @@ async def report_failure(interaction: discord.Interaction, error: BaseException)
     """Answer a failed interaction (a command of the tree, a button) privately with one sentence:
     the `UserError`'s own, else `FAILED` with the details in the log."""
     original = getattr(error, "original", error)
-    if isinstance(original, UserError):
+    if isinstance(original, (UserError, PolicyChanged)):  # sentences written for whoever asked
         message = str(original)
     else:
         what = interaction.command.qualified_name if interaction.command else interaction.data and \

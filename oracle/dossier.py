@@ -79,12 +79,14 @@ class Dossiers:
 
     async def names(self, query: str, *, clearance: Clearance = Clearance.PLAYER, limit: int = 25) -> list[str]:
         """Compendium names for autocomplete: at most `limit`, visible to this reader only."""
+        await self.index.check_policy(clearance)
         store = await self.index.store()
         rows = await store.entity_names(clearance)
         return [name for _, name in rank_names(query, rows, limit)]
 
     async def who(self, name: str, *, clearance: Clearance = Clearance.PLAYER) -> Dossier | None:
         """The dossier of the entity a name (or alias, or a near miss) points at."""
+        await self.index.check_policy(clearance)
         store = await self.index.store()
         matcher, _ = await self.matchers.lookup(clearance, store)
         candidates = matcher.by_norm.get(normalize(name)) or []

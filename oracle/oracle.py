@@ -69,7 +69,9 @@ class Oracle:
         k: int | None = None,
         store: Store | None = None,
     ) -> Retrieval:
-        """Retrieval alone. `store`: the snapshot of the question it is part of, else one of its own."""
+        """Retrieval alone. `store`: the snapshot of the question it is part of, else one of its own.
+        Raises PolicyChanged for a player when the index was built under another policy."""
+        await self.index.check_policy(clearance)
         vectors = await self.index.vectors()
         embedder = await self.index.embedder()  # loaded once per process, not a cost of the question
         k = k or self.settings.k
@@ -163,6 +165,7 @@ class Oracle:
         """"Previously on…": the last session (or the one `session` names: "12", "Session 12", a word
         of its title) retold from the text its reader may read, cited like an answer. Without the
         model, the session's annotation and opening lines as passages."""
+        await self.index.check_policy(clearance)
         deadline = Deadline.of(self.settings)
         started = time.perf_counter()
         stage, show_text = _stager(on_stage), _shower(on_text, f"recap {session or ''}")

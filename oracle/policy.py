@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 
+from .lexicon import DEFAULT as DEFAULT_LANGUAGE
+from .marks import Marks, marks_of, name_words
 from .types import GM, PUBLIC, Visibility
 
-# Words that make a folder or file name look like the game master's, as whole words of the name.
-GM_NAME_WORDS = frozenset({
-    "gm", "gms", "dm", "dms", "secret", "secrets", "spoiler", "spoilers", "private", "hidden", "prep",
-    "planning", "todo", "todos",
-})
-GM_NAME_PHRASES = ("game master", "dungeon master", "gamemaster", "dungeonmaster", "to do")
-# Words a played session's title may carry as part of its story (`Session 13 - The Abbot's Secret`).
-NARRATIVE_WORDS = frozenset({"secret", "secrets", "hidden", "private"})
-_SESSION_TITLE = re.compile(r"^\s*(?:session|sesi[oó]n|episode|chapter)\s*\d+\b|^\s*\d{1,4}\s*[-–—.:]\s", re.I)
-HEADING_GM_WORDS = GM_NAME_WORDS - NARRATIVE_WORDS - {"planning"}
-HEADING_GM_PHRASES = tuple(p for p in GM_NAME_PHRASES if p != "to do")
-# Headings whose section is the game master's, down to the next heading of the same or a higher level.
+AUTO = "auto"  # ORACLE_LANGUAGE: read the vault's own language
+
+# Headings whose section is the game master's, down to the next heading of the same or a higher level,
+# besides every heading whose words mark it (`oracle.marks`): the default of ORACLE_GM_HEADINGS.
 DEFAULT_GM_HEADINGS = (
     "GM", "DM", "GM Notes", "DM Notes", "GM Only", "DM Only", "GM Secrets", "DM Secrets", "Game Master Notes",
     "Dungeon Master Notes", "Prep", "Session Prep", "Planning", "Secrets", "Secret", "Secrets and Clues",
@@ -48,24 +43,6 @@ _SPOILER_WARNING = re.compile(
 # The rule of a note kept only because the allowlist does not name it: an embed in a note the game
 # master publishes may still show its sections (he chose to show them).
 UNLISTED = "not listed in ORACLE_PLAYER_NOTES"
-
-
-def name_words(name: str) -> list[str]:
-    """The words of a file or folder name: `Z - DM Only` → z, dm, only; `_gm` → gm; `GM-only` → gm, only."""
-    return [w for w in re.split(r"[^0-9a-z]+", name.casefold()) if w]
-
-
-def gm_word_in(name: str) -> str:
-    """The game master's word a name carries, or ""."""
-    words = name_words(name)
-    for word in words:
-        if word in GM_NAME_WORDS:
-            return word
-    joined = " ".join(words)
-    for phrase in GM_NAME_PHRASES:
-        if re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", joined):
-            return phrase
-    return ""
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -110,12 +87,15 @@ class Glob:
 
     @cached_property
     def _regex(self) -> re.Pattern[str]:
-        text = self.pattern.strip().replace("\\", "/").lstrip("/")
+        # Composed: a name typed with composed accents matches the same name stored decomposed on disk
+        # (macOS, some sync tools), and the other way round.
+        text = unicodedata.normalize("NFC", self.pattern).strip().replace("\\", "/").lstrip("/")
         while text.startswith("./"):
             text = text[2:]
         return _glob_regex(text.rstrip("/") or "**")
 
     def matches(self, path: str) -> bool:
+        path = unicodedata.normalize("NFC", path)
         parts = PurePosixPath(path).parts
         candidates = [path] + ["/".join(parts[:n]) for n in range(1, len(parts))]
         if not path.lower().endswith(".md"):
@@ -143,11 +123,14 @@ class Decision:
 @dataclass(frozen=True)
 class Policy:
     """The game master's choice of who reads what. Empty: every note is public unless it is marked,
-    or looks like GM material."""
+    or looks like GM material. Marks are read in `language` (ORACLE_LANGUAGE), or with "auto" in
+    the vault's own once it is known (`speaking`)."""
 
     player_notes: tuple[str, ...] = ()
     gm_notes: tuple[str, ...] = ()
     gm_headings: tuple[str, ...] = DEFAULT_GM_HEADINGS
+    language: str = AUTO
+    spoken: str = field(default=DEFAULT_LANGUAGE, compare=False)  # the vault's language, when `language` is auto
 
     @cached_property
     def _players(self) -> tuple[Glob, ...]:
@@ -158,13 +141,19 @@ class Policy:
         return _globs(self.gm_notes)
 
     @cached_property
-    def headings(self) -> frozenset[str]:
-        return frozenset(normalize_heading(h) for h in self.gm_headings if normalize_heading(h))
+    def marks(self) -> Marks:
+        return marks_of(self.spoken if self.language == AUTO else self.language, self.gm_headings)
+
+    def speaking(self, code: str) -> Policy:
+        """This policy reading a vault written in `code` (the setting wins when it names a language)."""
+        return self if code == self.spoken else replace(self, spoken=code)
 
     @property
     def key(self) -> str:
-        """Changes whenever a note's visibility could: an index built under another policy is re-read."""
-        raw = repr((sorted(self.player_notes), sorted(self.gm_notes), sorted(self.headings), POLICY_VERSION))
+        """Changes whenever a note's visibility could: an index built under another policy is re-read,
+        and a process under another policy does not serve its players from it."""
+        raw = repr((sorted(self.player_notes), sorted(self.gm_notes), sorted(self.marks.headings), self.language,
+                    POLICY_VERSION))
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def describe(self) -> str:
@@ -184,7 +173,7 @@ class Policy:
         for glob in self._gm:
             if glob.matches(path):
                 return Decision(GM, f"ORACLE_GM_NOTES: {glob.pattern}")
-        gm_folder = next((f for f in PurePosixPath(path).parts[:-1] if f.casefold() in GM_FOLDERS), None)
+        gm_folder = next((f for f in PurePosixPath(path).parts[:-1] if is_gm_folder(f)), None)
         if gm_folder is not None:  # the documented GM folders hold even inside an allowlisted one
             return Decision(GM, f"folder {gm_folder!r} is a game master's folder")
         if self._players:
@@ -192,7 +181,7 @@ class Policy:
                 if glob.matches(path):
                     return Decision(PUBLIC, f"ORACLE_PLAYER_NOTES: {glob.pattern}")
             return Decision(GM, UNLISTED)
-        return looks_like_gm(path, text)
+        return looks_like_gm(path, text, self.marks)
 
     def unmatched(self, paths: Sequence[str]) -> list[str]:
         """Patterns that match no note: most likely a typo, which would hide or show more than meant."""
@@ -202,27 +191,35 @@ class Policy:
         return out
 
 
-POLICY_VERSION = "3"
+POLICY_VERSION = "4"
+
+
+def is_gm_folder(name: str) -> bool:
+    """A folder of the documented GM names (`gm/`, `_GM`, `01 - Secrets`), numbering and case dropped."""
+    words = [w for w in name_words(name) if not w.isdigit()]
+    return len(words) == 1 and words[0] in GM_FOLDERS
 
 
 def in_templates(path: str) -> bool:
     """A note in a templates folder: a form to fill in, whose names and aliases are placeholders."""
-    return any(folder.casefold() in TEMPLATE_FOLDERS for folder in PurePosixPath(path).parts[:-1])
+    return any(_is_templates(folder) for folder in PurePosixPath(path).parts[:-1])
 
 
-def looks_like_gm(path: str, text: str = "") -> Decision:
+def _is_templates(folder: str) -> bool:
+    return " ".join(name_words(folder)) in TEMPLATE_FOLDERS
+
+
+def looks_like_gm(path: str, text: str, marks: Marks) -> Decision:
     """With no allowlist: a note that looks like the game master's is his (see the module docstring)."""
     parts = PurePosixPath(path).parts
     for folder in parts[:-1]:
-        word = gm_word_in(folder)
+        word = marks.name(folder)
         if word:
             return Decision(GM, f"folder {folder!r} is named like GM material ({word})", True)
-        if folder.casefold() in TEMPLATE_FOLDERS:
+        if _is_templates(folder):
             return Decision(GM, f"folder {folder!r} holds templates", True)
     stem = PurePosixPath(path).stem
-    word = gm_word_in(stem)
-    if word in NARRATIVE_WORDS and _SESSION_TITLE.match(stem):
-        word = ""  # "Session 37 - Secrets of Brokenveil Peak" is a played session's title
+    word = marks.name(stem, session_title=marks.lexicon.session_titled(stem))
     if word:
         return Decision(GM, f"file name {stem!r} is named like GM material ({word})", True)
     if _TEMPLATER_TAG.search(text):
@@ -240,36 +237,3 @@ def _opening(text: str) -> str:
         if line:
             return re.sub(r"^(?:#{1,6}\s+|>\s*(?:\[![^\]]*\][-+]?\s*)?)", "", line).strip(" *_")
     return ""
-
-
-_HEADING_NUMBER = re.compile(r"^(?:\d+|[ivx]+|[a-z])[.):]\s+", re.I)
-
-
-def normalize_heading(text: str) -> str:
-    """A heading's words as a list entry is compared with them: markup, numbering and case dropped
-    (`### 4. **Secrets and Clues**:` → `secrets and clues`)."""
-    text = re.sub(r"%%.*?%%", " ", text)
-    text = re.sub(r"[*_`~=]+", "", text).strip()
-    text = _HEADING_NUMBER.sub("", text)
-    text = text.replace("&", "and")
-    return " ".join(re.split(r"[^\w']+", text.casefold())).strip()
-
-
-def gm_heading(text: str, headings: frozenset[str]) -> str:
-    """The list entry a heading opens a GM section with, or "": the heading is an entry, or an entry
-    followed by a colon or a dash and more words (`DM Notes: Pointing to the island`), or the GM word
-    its words carry (`Prep work TODO` → prep)."""
-    raw = re.sub(r"[*_`~]+", "", text).strip()
-    raw = _HEADING_NUMBER.sub("", raw)
-    head = re.split(r"\s*(?::|\s[-–—]\s|\()", raw, maxsplit=1)[0]
-    for candidate in (normalize_heading(text), normalize_heading(head)):
-        if candidate in headings:
-            return candidate
-    # Fail closed on a heading no list names but whose words are the game master's ("Prep work TODO",
-    # "GM Tips"). Words that also tell stories or titles do not count alone: "The Secret Door",
-    # "Planning the Heist", "there is still much to do".
-    words = name_words(raw)
-    joined = " ".join(words)
-    return next((w for w in words if w in HEADING_GM_WORDS), "") or next(
-        (p for p in HEADING_GM_PHRASES if re.search(rf"(?:^| ){p}(?: |$)", joined)), ""
-    )

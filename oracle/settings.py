@@ -14,7 +14,8 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .policy import DEFAULT_GM_HEADINGS, Policy
+from .lexicon import languages
+from .policy import AUTO, DEFAULT_GM_HEADINGS, Policy
 
 FusionMethod = Literal["rrf", "weighted_rrf", "dbsf", "learned"]
 RerankerChoice = Literal["llm", "cross-encoder", "none"]
@@ -24,22 +25,9 @@ BUNDLED_EMBED_MODEL = "bundled:all-MiniLM-L6-v2"
 
 log = logging.getLogger(__name__)
 
-DEFAULT_FOLDER_KINDS = {
-    "sheets": "sheet",
-    "characters": "sheet",
-    "pcs": "sheet",
-    "npcs": "sheet",
-    "world": "world",
-    "lore": "world",
-    "locations": "world",
-    "places": "world",
-    "factions": "world",
-    "organizations": "world",
-    "organisations": "world",
-    "gods": "world",
-    "deities": "world",
-    "sessions": "session",
-}
+# Folder names of characters and places are read from every language's word lists
+# (`oracle/lexicon/*.toml`), numbering and decoration dropped; ORACLE_FOLDER_KINDS adds to them.
+DEFAULT_FOLDER_KINDS: dict[str, str] = {}
 
 
 class Settings(BaseSettings):
@@ -86,6 +74,8 @@ class Settings(BaseSettings):
     folder_kinds: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=lambda: dict(DEFAULT_FOLDER_KINDS), validation_alias="ORACLE_FOLDER_KINDS"
     )
+    # The language the notes are written in (`oracle/lexicon/`): "auto" reads it from the notes.
+    language: str = Field(AUTO, validation_alias="ORACLE_LANGUAGE")
 
     # Retrieval (measured defaults: docs/decisions.md, docs/measuring.md).
     k: int = Field(8, validation_alias="ORACLE_K", ge=1, le=40)
@@ -180,6 +170,14 @@ class Settings(BaseSettings):
     def _list(cls, value: object) -> object:
         return parse_list(value)
 
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        value = value.strip().casefold()
+        if value != AUTO and value not in languages():
+            raise ValueError(f"{value!r} is not a language the Oracle has word lists for: auto, {', '.join(languages())}")
+        return value
+
     @field_validator("fusion_model", mode="before")
     @classmethod
     def _empty_is_shipped(cls, value: object) -> object:
@@ -197,7 +195,7 @@ class Settings(BaseSettings):
 
     @property
     def policy(self) -> Policy:
-        return Policy(tuple(self.player_notes), tuple(self.gm_notes), tuple(self.gm_headings))
+        return Policy(tuple(self.player_notes), tuple(self.gm_notes), tuple(self.gm_headings), self.language)
 
     @property
     def sqlite_path(self) -> Path:

@@ -78,6 +78,8 @@ class Note:
     rule: str = ""  # why the note has its visibility ("" for a public note no rule names)
     name: str = ""  # unique in the vault (see notes/names.py); the stem when not given
     sessions: tuple[int, ...] = ()  # the sessions the note records, as its game master numbered them
+    entity: bool = False  # a character, place or thing of its own (notes/conventions.py): the Compendium takes its name
+    public_marks: tuple[tuple[int, str], ...] = ()  # (line, what) players read that carries a mark's word (notes/looks.py)
 
 
 @dataclass(frozen=True)
@@ -191,11 +193,13 @@ class IngestReport:
     chunks: int = 0
     windows_embedded: int = 0
     windows_repaired: int = 0  # chunks whose lost dense windows were embedded again
+    windows_reused: int = 0  # windows stored again from a chunk that left with the same text (a new policy)
     annotations_done: int = 0
     annotations_missing: int = 0
     annotation_note: str = ""
     entities: int = 0
     seconds: float = 0.0
+    vault: dict = field(default_factory=dict)  # what the Oracle made of the vault (`index.report.VaultReport`)
 
     def to_json(self) -> dict:
         return {
@@ -214,6 +218,7 @@ class IngestReport:
             "chunks": self.chunks,
             "windows_embedded": self.windows_embedded,
             "windows_repaired": self.windows_repaired,
+            "windows_reused": self.windows_reused,
             "annotations": {
                 "done": self.annotations_done,
                 "missing": self.annotations_missing,
@@ -221,6 +226,7 @@ class IngestReport:
             },
             "entities": self.entities,
             "seconds": round(self.seconds, 3),
+            "vault": self.vault,
         }
 
 

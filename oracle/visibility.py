@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import OracleError
-from .index.scan import read_notes
-from .notes.embeds import Vault
+from .index.scan import read_notes, vault_of
 from .notes.parse import NoteError, parse_note
+from .notes.suggest import Suggestion, propose
 from .settings import Settings
-from .types import PUBLIC
+from .types import GM, PUBLIC
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def note_visibility(settings: Settings, paths: Sequence[str] = (), *, players_te
     found = read_notes(root)
     wanted = [_relative(root, p) for p in paths]
     policy = settings.policy
-    vault = Vault(found.files, policy, found.reals)
+    vault = vault_of(found, settings)
 
     def listed(rel: str) -> bool:
         return not wanted or any(_under(rel, w) for w in wanted)
@@ -129,8 +129,7 @@ def note_visibility(settings: Settings, paths: Sequence[str] = (), *, players_te
         if not listed(rel):
             continue
         try:
-            note = parse_note(rel, data, settings.folder_kinds, real_path=found.reals.get(rel), policy=policy,
-                              vault=vault)
+            note = parse_note(rel, data, settings.folder_kinds, real_path=found.reals.get(rel), vault=vault)
         except NoteError as exc:
             skipped.append(SkippedFile(rel, str(exc)))
             continue
@@ -154,6 +153,17 @@ def note_visibility(settings: Settings, paths: Sequence[str] = (), *, players_te
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         unmatched=tuple(policy.unmatched(list(found.files))),
     )
+
+
+def suggest_policy(settings: Settings) -> Suggestion:
+    """A policy proposed from the notes folder's own folders (`notes/suggest.py`), whatever policy is
+    set now: the notes are read as if none were."""
+    bare = settings.model_copy(update={"player_notes": [], "gm_notes": []})
+    report = note_visibility(bare)
+    found = read_notes(bare.notes_dir)
+    hubs = {rel: data.decode("utf-8", "replace") for rel, data in found.files.items() if "/" not in rel}
+    readers = {n.path: PUBLIC if n.players else GM for n in report.notes}
+    return propose(vault_of(found, bare).conventions, readers, hubs)
 
 
 def _relative(root: Path, raw: str) -> str:

@@ -58,8 +58,10 @@ def vault(tmp_path_factory, quick_embedder) -> tuple[Path, Path]:
     is judged here, not the ranking)."""
     root = tmp_path_factory.mktemp("players")
     notes = write_notes(root / "notes", VAULT)
+    # The policy the commands run under (`run`): an index built under another one is refused to players.
     settings = Settings(_env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=closed_port_url(),
-                        annotate=False, ollama_probe_timeout=2.0)
+                        annotate=False, ollama_probe_timeout=2.0, player_notes=["sessions", "sheets"],
+                        gm_notes=["TODO.md"])
 
     async def build() -> None:
         async with Index(settings, embedder=quick_embedder) as index:

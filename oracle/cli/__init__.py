@@ -94,6 +94,8 @@ def parser() -> argparse.ArgumentParser:
     visibility.add_argument("paths", nargs="*", metavar="PATH",
                             help="only these files or folders (relative to the notes folder, or inside it)")
     common(visibility)
+    visibility.add_argument("--suggest", action="store_true",
+                            help="propose ORACLE_PLAYER_NOTES / ORACLE_GM_NOTES from the vault's own folders, to check and paste")
     visibility.add_argument("--players", action="store_true",
                             help="print the notes as players read them (--json: their text, line for line)")
     return p

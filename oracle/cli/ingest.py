@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..errors import OracleError
 from ..index.ingest import ingest
+from ..index.report import VaultReport
 from ..types import INGEST_STAGES, IngestProgress, IngestReport
 from ..watch import WatchError, watch_notes
 from .common import chosen, console, out
@@ -116,7 +117,8 @@ def print_ingest_report(report: IngestReport) -> None:
     table.add_row("files added / changed / removed / unchanged",
                   f"{len(report.added)} / {len(report.changed)} / {len(report.removed)} / {report.unchanged}")
     table.add_row("chunks in the index", str(report.chunks))
-    table.add_row("windows embedded", str(report.windows_embedded))
+    table.add_row("windows embedded", str(report.windows_embedded)
+                  + (f" ({report.windows_reused} more stored again unchanged)" if report.windows_reused else ""))
     table.add_row("annotations done / missing", f"{report.annotations_done} / {report.annotations_missing}")
     table.add_row("entities", str(report.entities))
     table.add_row("seconds", f"{report.seconds:.1f}")
@@ -130,6 +132,18 @@ def print_ingest_report(report: IngestReport) -> None:
     for path, secrets in report.secrets.items():
         rule = report.rules.get(path, "")
         out.print(f"[magenta]secret[/] {escape(str(path))}: {secret_count(secrets)}" + (f" ({escape(rule)})" if rule else ""))
+    print_vault_report(report.vault)
+
+
+def print_vault_report(report: VaultReport | dict) -> None:
+    """What the Oracle made of the notes (`index.report`), a line each."""
+    if isinstance(report, dict):
+        if not report:
+            return
+        report = VaultReport.from_json(report)
+    out.print("[bold]What the Oracle made of your notes[/]")
+    for line in report.lines():
+        out.print(escape(line), soft_wrap=True, highlight=False)
 
 
 def secret_count(secrets: int) -> str:

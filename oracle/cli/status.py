@@ -13,8 +13,9 @@ from ..index.store import StoreError
 from ..llm import describe_loaded
 from ..oracle import Oracle
 from ..types import Clearance
-from ..visibility import VisibilityReport, note_visibility, players_view
+from ..visibility import VisibilityReport, note_visibility, players_view, suggest_policy
 from .common import _many, build_settings, campaign_index, ensure_index, out
+from .ingest import print_vault_report
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
@@ -74,6 +75,12 @@ async def cmd_status(args: argparse.Namespace) -> int:
     for event in gm.withheld.last:
         seen = f"{event.at}: {event.question!r} ({event.reason})"
         out.print(f"[yellow]withheld[/] {escape(seen)}")
+    if not gm.policy_current:
+        out.print(f"[red]policy[/] the index was built under “{escape(gm.built_under or 'an older policy')}”; "
+                  f"this process's is “{escape(gm.policy)}”: players are refused until `oracle ingest` runs again",
+                  soft_wrap=True, highlight=False)
+    if gm.vault is not None:
+        print_vault_report(gm.vault)
     return 0
 
 
@@ -112,6 +119,14 @@ async def cmd_visibility(args: argparse.Namespace) -> int:
     """Who reads each note and each hidden passage, with the rule; `--players`: the notes as players
     read them. Reads the notes folder only: no index, no Ollama."""
     settings = build_settings(args)
+    if args.suggest:
+        suggestion = suggest_policy(settings)
+        if args.json:
+            print(json.dumps(suggestion.to_json(), ensure_ascii=False))
+        else:
+            for line in suggestion.lines(str(settings.notes_dir)):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+        return 0
     report = note_visibility(settings, args.paths, players_text=args.players)
     if args.players:
         readable = [n for n in report.notes if n.players]

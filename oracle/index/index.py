@@ -16,13 +16,24 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ..errors import OracleError
 from ..llm import LLM
 from ..offload import off_loop
 from ..settings import Settings
+from ..types import Clearance
 from .embed import Embedder
 from .seam import Embeddings, Vectors
 from .store import Store
 from .vectors import VectorStore, VectorStoreError
+
+
+class PolicyChanged(OracleError, RuntimeError):
+    """The index was built under another policy of who reads what than this process's: players are not
+    served from it until the notes are ingested again (its message is safe to show a player)."""
+
+
+REINGEST_FOR_POLICY = ("The notes were indexed under another policy of who reads what: the game master must "
+                       "reingest them (`/oracle reingest` or `oracle ingest`) before players can ask.")
 
 
 def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
@@ -118,6 +129,18 @@ class Index:
 
     async def embedder(self) -> Embeddings:
         return await self.model.get()
+
+    async def built_under(self) -> tuple[str, str]:
+        """(key, description) of the policy the index was last built under; ("", "") before any ingest
+        that recorded one."""
+        meta = await (await self.store()).meta()
+        return meta.get("policy", ""), meta.get("policy_text", "")
+
+    async def check_policy(self, clearance: Clearance) -> None:
+        """Refuse a player an index built under another policy than this process's (ORACLE_PLAYER_NOTES,
+        ORACLE_GM_NOTES, ORACLE_GM_HEADINGS, ORACLE_LANGUAGE): it may show what the current policy hides."""
+        if not clearance.gm and (await self.built_under())[0] != self.settings.policy.key:
+            raise PolicyChanged(REINGEST_FOR_POLICY)
 
     async def vectors(self, *, check: bool = True) -> Vectors:
         """The Chroma collection, as fresh as the last ingest committed by any process: when the

@@ -14,22 +14,27 @@ every other process to read the dense index again (docs/processes.md).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import sqlite3
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from ..errors import OracleError
 from ..llm import LLMError
 from ..notes.refs import chunk_refs
 from ..offload import ingest_step
-from ..types import GM, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note
+from ..settings import Settings
+from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note
 from . import annotate as annotate_mod
 from .index import Index, collection_name
 from .lock import IngestLock
-from .scan import CHUNKER_VERSION, build_compendium, index_head, read_and_chunk
+from .report import VaultReport, note_facts, vault_report
+from .scan import CHUNKER_VERSION, Scan, build_compendium, index_head, read_and_chunk
 from .seam import Embeddings, Vectors
-from .store import CachedAnnotation, Changes, Compendium, FileRecord, StoreError, now
+from .store import CachedAnnotation, Changes, Compendium, FileRecord, Store, StoreError, now
 from .vectors import VectorStoreError
 
 log = logging.getLogger(__name__)
@@ -112,9 +117,11 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
 
     windows = await embedder.windows(to_add + lost, settings.window_overlap_tokens, settings.window_tokens)
     pending = [w for w in windows if w.id not in stored_ids]
+    reused = await _reuse(store, embedder, vectors, pending, to_remove, stored_ids, settings)
+    pending = [w for w in pending if w.id not in reused]
     progress(IngestProgress("embed", 0, len(pending)))
     await _embed(embedder, vectors, pending, progress=progress)
-    report.windows_embedded = len(pending)
+    report.windows_embedded, report.windows_reused = len(pending), len(reused)
 
     notes_meta = {rel: _file_record(note, scan.hashes[rel]) for rel, note in scan.notes.items()}
     put_files = list(notes_meta.values()) + [
@@ -124,6 +131,8 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     ]
     kept_files = [f for p, f in manifest.items() if p not in touched and p in scan.hashes]
     heads = {c.id: index_head(c, notes_meta[c.path]) for c in to_add}
+    vault = await _vault_report(store, scan, chunks_by_file, kept_files + put_files, removed, settings)
+    report.vault = vault.to_json()
 
     progress(IngestProgress("commit", 0, 1))
     removing = set(to_remove)
@@ -161,6 +170,9 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             "notes_dir": str(settings.notes_dir.resolve()),
             "last_ingest": now(),
             "compendium": compendium_key,
+            "vault_report": json.dumps(report.vault, ensure_ascii=False),
+            "policy": settings.policy.key,
+            "policy_text": settings.policy.describe(),
         },
     )
     await store.apply(changes, compendium)
@@ -187,6 +199,28 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     return report
 
 
+async def _reuse(
+    store: Store, embedder: Embeddings, vectors: Vectors, pending: list[EmbeddingWindow], leaving: list[str],
+    stored: set[str], settings: Settings,
+) -> dict[str, str]:
+    """Windows whose very text a chunk leaving the index was embedded with (a note whose visibility a
+    new policy changed, a note moved or renamed): their vectors are stored again under the new ids and
+    visibility instead of being embedded anew. Returns {new window id: the old one}."""
+    if not pending or not leaving:
+        return {}
+    old_windows = await embedder.windows(await store.chunks_by_ids(leaving), settings.window_overlap_tokens,
+                                         settings.window_tokens)
+    by_text = {w.text: w.id for w in old_windows if w.id in stored}
+    wanted = {w.id: by_text[w.text] for w in pending if w.text in by_text}
+    found = await vectors.embeddings_of(set(wanted.values()))
+    reused = {new: old for new, old in wanted.items() if old in found}
+    if reused:
+        refiled = [w for w in pending if w.id in reused]
+        await vectors.upsert([w.id for w in refiled], np.stack([found[reused[w.id]] for w in refiled]),
+                             [{"chunk_id": w.chunk_id, "visibility": w.visibility} for w in refiled])
+    return reused
+
+
 async def _embed(embedder: Embeddings, vectors: Vectors, pending: list[EmbeddingWindow], *, progress: ProgressFn) -> None:
     """Embed `pending` (in the embedding worker when there is one) and write it into the dense index
     from this process, a batch at a time."""
@@ -197,6 +231,19 @@ async def _embed(embedder: Embeddings, vectors: Vectors, pending: list[Embedding
         progress(IngestProgress("embed", i + len(batch), len(pending)))
 
 
+async def _vault_report(
+    store: Store, scan: Scan, chunks_by_file: dict[str, list[Chunk]], files: list[FileRecord], removed: list[str],
+    settings: Settings,
+) -> VaultReport:
+    """What the Oracle made of the whole vault, as this ingest leaves the index (`report.py`)."""
+    sessions = {p: s for p, s in (await store.sessions_by_path()).items() if p not in chunks_by_file and p not in removed}
+    for rel, chunks in chunks_by_file.items():
+        sessions[rel] = {n for c in chunks for n in c.sessions}
+    assert scan.vault is not None  # set by every scan
+    hubs = {rel: data.decode("utf-8", "replace") for rel, data in scan.vault.files.items() if "/" not in rel}
+    return await ingest_step(vault_report, scan.vault.conventions, files, settings.policy, sessions, hubs)
+
+
 def _rules(note: Note) -> str:
     """Why a note's text is kept from players, in the words the summary shows."""
     if note.visibility == GM:
@@ -205,7 +252,8 @@ def _rules(note: Note) -> str:
 
 
 def _file_record(note: Note, digest: str) -> FileRecord:
-    return FileRecord(note.path, digest, note.kind, note.title, note.aliases, note.visibility)
+    return FileRecord(note.path, digest, note.kind, note.title, note.aliases, note.visibility,
+                      entity=note.entity, facts=note_facts(note))
 
 
 async def _annotate(

@@ -30,6 +30,14 @@ from .worker import EmbedWorker
 log = logging.getLogger(__name__)
 
 
+def model_settings(settings: Settings, campaigns: Campaigns) -> Settings:
+    """The settings the shared model is loaded with: its question encoder is cached under the data
+    folder of the one campaign (`--data` included), or under the data folder that holds every
+    campaign's; never in the folder a command was started from."""
+    only = list(campaigns)
+    return only[0].settings(settings) if len(only) == 1 else settings
+
+
 class Library:
     def __init__(
         self,
@@ -45,7 +53,7 @@ class Library:
         self.settings = settings
         self.campaigns = campaigns
         self.embeddings = embeddings
-        self.model = SharedModel(settings, embeddings)
+        self.model = SharedModel(model_settings(settings, campaigns), embeddings)
         self.worker = worker
         self.llm = LLM.from_settings(settings)
         self.llm_slots = asyncio.Semaphore(settings.llm_concurrency)
@@ -80,7 +88,7 @@ class Library:
             embed_worker.start()  # its model loads while ours does
         try:
             if embedder is None:
-                embedder = await off_loop(load_embedder, settings)
+                embedder = await off_loop(load_embedder, model_settings(settings, campaigns))
             if embed_worker is not None:
                 fingerprint = await embed_worker.ready()
                 if fingerprint != embedder.fingerprint:

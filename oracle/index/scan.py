@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..notes.chunking import chunk_note
 from ..notes.embeds import Vault
-from ..notes.parse import ENTITY_KINDS, NoteError, decode, parse_note
+from ..notes.parse import NoteError, decode, parse_note
 from ..policy import in_templates
 from ..settings import Settings
 from ..text import normalize
@@ -32,7 +33,7 @@ from .store import CachedAnnotation, Compendium, FileRecord
 
 log = logging.getLogger(__name__)
 
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 COMPENDIUM_FILES = {"compendium.yaml", "compendium.yml", "compendium.md"}
 
 
@@ -43,6 +44,7 @@ class Scan:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[Skipped] = field(default_factory=list)
     compendium: list[EntitySource] = field(default_factory=list)
+    vault: Vault | None = None  # the folder as read, for what the ingest reports of it
 
 
 def walk_notes(root: Path) -> Iterator[tuple[str, Path | None, str, str | None]]:
@@ -105,6 +107,11 @@ def read_notes(root: Path) -> NoteFiles:
     return found
 
 
+def vault_of(found: NoteFiles, settings: Settings) -> Vault:
+    """The notes folder as one vault, read under the campaign's policy, folder kinds and language."""
+    return Vault(found.files, settings.policy, found.reals, settings.folder_kinds)
+
+
 def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) -> Scan:
     """Read the folder; parse what is new or changed. A note's identity covers what it embeds and its
     name, so editing an embedded handout re-indexes the notes that show it, and a new note of the same
@@ -118,12 +125,14 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
         # Read on every run: the Compendium is rebuilt each time. Under an allowlist that does not
         # list it, its entries are the game master's like any other unlisted file.
         _read_compendium(rel, data, scan, policy.decide(rel).visibility)
-    vault = Vault(files, policy, reals)
+    vault = vault_of(found, settings)
+    scan.vault = vault
     scan.warnings += [Skipped("(settings)", w) for w in policy.unmatched(list(files))]
     for rel, data in files.items():
-        # A link's target, the note's name in the vault and what it embeds are part of its identity.
+        # A link's target, the note's name and what the vault makes of it, and what it embeds are
+        # part of its identity.
         real = reals.get(rel)
-        digest = hashlib.sha256(data + f"\0{real or ''}\0{vault.names.key(rel)}".encode()).hexdigest()
+        digest = hashlib.sha256(data + f"\0{real or ''}\0{vault.conventions.key(rel)}".encode()).hexdigest()
         deps = vault.dependencies(rel) if b"![" in data else []
         if deps:
             digest = hashlib.sha256(
@@ -136,7 +145,7 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
                 scan.skipped.append(Skipped(rel, old.reason))
             continue
         try:
-            note = parse_note(rel, data, settings.folder_kinds, real_path=real, policy=policy, vault=vault)
+            note = parse_note(rel, data, settings.folder_kinds, real_path=real, vault=vault)
         except NoteError as exc:
             scan.skipped.append(Skipped(rel, str(exc)))
             continue
@@ -147,6 +156,12 @@ def scan_notes(settings: Settings, manifest: dict[str, FileRecord], full: bool) 
         scan.notes[rel] = note
         scan.warnings += [Skipped(rel, w) for w in note.warnings]
     return scan
+
+
+def entity_name(title: str) -> str:
+    """A note's title as the name of what it is about: a numbering before it dropped (`05 - Clock
+    Tower`, `14 Zunda'i Miir Lair`)."""
+    return re.sub(r"^\s*\d{1,3}\s*[-–—.:)]?\s+(?=\S)", "", title) or title
 
 
 def _has_body(data: bytes) -> bool:
@@ -204,8 +219,8 @@ def build_compendium(
     tell a player who Aldric is. When nothing is secret, the two are one and the same."""
     sources: list[EntitySource] = []
     for f in files:
-        if f.status == "ok" and (f.kind in ENTITY_KINDS or f.aliases) and not in_templates(f.path):
-            sources.append(EntitySource(f.title, f.aliases, f.kind, "frontmatter", f.path, f.visibility))
+        if f.status == "ok" and (f.entity or f.aliases) and not in_templates(f.path):
+            sources.append(EntitySource(entity_name(f.title), f.aliases, f.kind, "frontmatter", f.path, f.visibility))
     sources += extra
     for chunk in chunks:
         annotation = annotations.get(chunk_hashes.get(chunk.id, ""))

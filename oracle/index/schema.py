@@ -14,7 +14,7 @@ import aiosqlite
 from ..notes.refs import chunk_refs
 from ..offload import ingest_step
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
 # "camping"; terms are still the user's own words, stemmed alike on both sides.
@@ -185,6 +185,12 @@ INSERT INTO public_fts(rowid, head, text) SELECT n, head, text FROM public_chunk
 ALTER TABLE chunks ADD COLUMN sessions TEXT NOT NULL DEFAULT '[]';
 UPDATE chunks SET sessions = '[' || CAST(substr(label, 9) AS INTEGER) || ']'
 WHERE kind = 'session' AND label GLOB 'Session [0-9]*' AND substr(label, 9) NOT GLOB '*[^0-9]*';
+""",
+    # What the vault's conventions make of a note (notes/conventions.py) and what the ingest report
+    # tells of it (index/report.py). The next ingest re-reads every note and fills both.
+    9: """
+ALTER TABLE files ADD COLUMN entity INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE files ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';
 """,
 }
 

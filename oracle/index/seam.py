@@ -68,6 +68,9 @@ class Vectors:
     async def vectors(self, *, visibility: str | None = None) -> tuple[list[str], list[str], np.ndarray]:
         return await off_loop(self._store.vectors, visibility=visibility)
 
+    async def embeddings_of(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        return await off_loop(self._store.embeddings_of, list(ids))
+
     async def reopen(self) -> None:
         """Read the store afresh, once the calls in flight are done: what another process wrote."""
         await off_loop(self._store.reopen)

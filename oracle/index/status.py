@@ -7,6 +7,7 @@ player's status, so a player's cannot carry it by mistake.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from ..types import Clearance
 from . import annotate
 from .index import Index
+from .report import VaultReport
 from .store import StoreStats, Withheld
 
 # What a player reads when Ollama does not answer: the reason, with its host, is the game master's.
@@ -28,8 +30,15 @@ class GMStatus:
     """What only the game master's status names."""
 
     notes_dir: str | None
-    policy: str  # who reads what (`Policy.describe`)
+    policy: str  # who reads what (`Policy.describe`), as this process's settings say
     withheld: Withheld
+    built_under: str = ""  # the policy the index was last built under ("" before one was recorded)
+    policy_current: bool = True  # False: players are refused until the notes are ingested again
+    vault: VaultReport | None = None  # what the last ingest made of the notes
+
+    def to_json(self) -> dict:
+        return {"notes_dir": self.notes_dir, "policy": self.policy, "built_under": self.built_under,
+                "policy_current": self.policy_current, "vault": self.vault.to_json() if self.vault else None}
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,7 @@ class IndexStatus:
             "context": self.context,
         }
         if self.gm is not None:
-            out |= {"notes_dir": self.gm.notes_dir, "policy": self.gm.policy}
+            out |= self.gm.to_json()
         out |= {"ollama": self.ollama, "model_loaded": self.model_loaded}
         if self.gm is not None:
             out["withheld"] = self.gm.withheld.to_json()
@@ -85,7 +94,12 @@ async def index_status(index: Index, *, clearance: Clearance = Clearance.GM) -> 
     gm: GMStatus | None = None
     if clearance.gm:
         ollama: dict[str, Any] = {"host": settings.ollama_host, "ok": reason is None, "reason": reason}
-        gm = GMStatus(meta.get("notes_dir"), settings.policy.describe(), await store.withheld())
+        report = meta.get("vault_report")
+        gm = GMStatus(
+            meta.get("notes_dir"), settings.policy.describe(), await store.withheld(),
+            built_under=meta.get("policy_text", ""), policy_current=meta.get("policy") == settings.policy.key,
+            vault=VaultReport.from_json(json.loads(report)) if report else None,
+        )
     else:
         embed_model = model_name(embed_model)
         if context["model_limit"] is None and context["reason"]:

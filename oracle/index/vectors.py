@@ -383,6 +383,19 @@ class VectorStore:
         return sorted(hits, key=lambda h: (h.distance, h.window_id))[:n]
 
     @_guarded
+    def embeddings_of(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored vector of each of `ids` that a collection holds."""
+        wanted = list(ids)
+        found: dict[str, np.ndarray] = {}
+        with self._reading():
+            for collection in self.collections.values():
+                for i in range(0, len(wanted), _WRITE_BATCH):
+                    data = collection.get(ids=wanted[i : i + _WRITE_BATCH], include=["embeddings"])
+                    for window_id, vector in zip(data["ids"], data["embeddings"], strict=True):
+                        found[window_id] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    @_guarded
     def vectors(self, *, visibility: str | None = None) -> tuple[list[str], list[str], np.ndarray]:
         """Every window's id, chunk id and vector: for an exact search to compare against."""
         ids: list[str] = []

@@ -9,21 +9,20 @@ line of the embedding note keeps its number. Embeds are followed `MAX_DEPTH` dee
 """
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import PurePosixPath
-from urllib.parse import unquote
 
-from ..policy import UNLISTED, Policy, normalize_heading
+from ..marks import normalize_heading
+from ..policy import UNLISTED, Decision, Policy
 from ..types import GM
 from .code import drop_code
+from .conventions import Conventions
 from .decode import NoteError, decode
 from .frontmatter import frontmatter_visibility, loose_frontmatter, split_frontmatter
 from .names import Names
-from .secrets import code_ranges, extract_secrets
+from .secrets import code_ranges, extract_secrets, headings
 
 MAX_DEPTH = 3
 # `![[target#section|alt]]` and `![alt](target#section)`.
@@ -31,7 +30,9 @@ WIKI_EMBED = re.compile(r"!\[\[([^\[\]\n|#]*)(#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\
 MD_EMBED = re.compile(r"!\[([^\[\]\n]*)\]\(<?([^()\n<>]*?)>?\)")
 _SIZE = re.compile(r"^\s*\d+(?:\s*x\s*\d+)?\s*$")
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_BLOCK_ID = re.compile(r"\s\^[\w-]+\s*$")
+_UNDERLINE = re.compile(r"^[ \t]{0,3}(?:=+|-+)[ \t]*$")
+_BLOCK_ID = re.compile(r"(?:^|\s)\^[\w-]+\s*$")
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 
 
 @dataclass(frozen=True)
@@ -51,14 +52,14 @@ def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = Non
     text, warnings = decode(data, allow_empty=allow_empty)
     frontmatter, text, fm_warnings = split_frontmatter(text)
     warnings += fm_warnings
-    visibility, rule, warning = frontmatter_visibility(frontmatter)
+    visibility, rule, warning = frontmatter_visibility(frontmatter, policy.marks)
     if warning:
         warnings.append(warning)
     loose = loose_frontmatter(text)
     if loose:
         warnings.append(loose)
     decisions = [policy.decide(rel, text)] + ([policy.decide(real_path, text)] if real_path else [])
-    gm_decision = next((d for d in decisions if not d.public), None)
+    gm_decision = _strictest(decisions)
     if visibility == GM:
         gm, why = True, rule
     elif loose:
@@ -70,51 +71,52 @@ def read_body(rel: str, data: bytes, policy: Policy, real_path: str | None = Non
         gm, why = False, decisions[0].rule
     if gm and gm_decision is not None and gm_decision.guessed and why == gm_decision.rule:
         warnings.append(f"kept from players: {why}; list it in ORACLE_PLAYER_NOTES if players may read it")
-    public, secrets, secret_warnings = extract_secrets(drop_code(text), policy.headings)
+    public, secrets, secret_warnings = extract_secrets(drop_code(text), policy.marks)
     return Body(public, gm, why, frontmatter, secrets, tuple(warnings + secret_warnings))
 
 
-class Vault:
-    """Every note's bytes, so a note can show what it embeds and be named as Obsidian names it. Built
-    once per ingest."""
+def _strictest(decisions: list[Decision]) -> Decision | None:
+    """The rule that keeps a note from players, the strictest first: a link in a public folder to a
+    note in ORACLE_GM_NOTES is judged by its target's rule, not by its own "not listed" (which lets an
+    embed publish it)."""
+    kept = [d for d in decisions if not d.public]
+    return next((d for d in kept if d.rule != UNLISTED), kept[0] if kept else None)
 
-    def __init__(self, files: Mapping[str, bytes], policy: Policy, real_paths: Mapping[str, str] | None = None) -> None:
+
+class Vault:
+    """Every note's bytes, so a note can show what it embeds, be named as Obsidian names it and be read
+    by the conventions of the vault as a whole. Built once per ingest."""
+
+    def __init__(
+        self,
+        files: Mapping[str, bytes],
+        policy: Policy,
+        real_paths: Mapping[str, str] | None = None,
+        folder_kinds: Mapping[str, str] | None = None,
+    ) -> None:
         self.files = files
-        self.policy = policy
+        self.setting = policy
         self.real_paths = real_paths or {}
+        self.folder_kinds = folder_kinds or {}
         self._bodies: dict[str, Body | None] = {}
 
     @cached_property
+    def conventions(self) -> Conventions:
+        """What the vault says of each note: sessions, kinds, entities, its language."""
+        return Conventions.read(self.files, self.folder_kinds, self.setting.language)
+
+    @cached_property
+    def policy(self) -> Policy:
+        """The game master's policy, its marks read in the vault's language."""
+        return self.setting.speaking(self.conventions.language)
+
+    @property
     def names(self) -> Names:
-        """Every note's unique name and session number, as Obsidian's file names give them."""
-        return Names.of(self.files)
-
-    @cached_property
-    def _by_path(self) -> dict[str, str]:
-        return {rel.casefold(): rel for rel in self.files}
-
-    @cached_property
-    def _by_name(self) -> dict[str, list[str]]:
-        names: dict[str, list[str]] = {}
-        for rel in self.files:
-            names.setdefault(PurePosixPath(rel).name.casefold(), []).append(rel)
-        return names
+        return self.conventions.names
 
     def resolve(self, target: str, from_path: str) -> str | None:
-        """The note an embed or link names, as Obsidian finds it: a path relative to the embedding
-        note or to the vault, else a file name anywhere (the shortest path wins)."""
-        t = unquote(target).strip().replace("\\", "/")
-        if not t:
-            return from_path
-        with_md = t if t.casefold().endswith(".md") else t + ".md"
-        for path in (posixpath.normpath(posixpath.join(posixpath.dirname(from_path), with_md)), with_md.lstrip("/")):
-            found = self._by_path.get(path.casefold())
-            if found is not None:
-                return found
-        suffix = "/" + with_md.lstrip("/").casefold()
-        matches = [r for r in self._by_name.get(PurePosixPath(with_md).name.casefold(), ())
-                   if ("/" + r.casefold()).endswith(suffix)]
-        return min(matches, key=lambda r: (r.count("/"), r)) if matches else None
+        """The note an embed or link names, as Obsidian finds it (`Names.resolve`)."""
+        return self.names.resolve(target, from_path)
 
     def body(self, rel: str) -> Body | None:
         if rel not in self._bodies:
@@ -145,9 +147,9 @@ class Vault:
         body = self.body(rel)
         if body is None or (body.gm and body.rule != UNLISTED):
             return ""
-        text = body.text
-        if len(chain) <= MAX_DEPTH:  # `chain`: the notes being rendered, from the outermost to `rel`
-            text = render_embeds(text, rel, self, chain)
+        # `chain`: the notes being rendered, from the outermost to `rel`. Past the depth limit an embed
+        # shows nothing, not even its target's name.
+        text = render_embeds(text=body.text, rel=rel, vault=self, chain=chain, shown=len(chain) <= MAX_DEPTH)
         part = _section(text, section) if section else text
         return flatten(part)
 
@@ -165,40 +167,61 @@ def flatten(text: str) -> str:
         line = _BLOCK_ID.sub("", line)
         heading = _HEADING.match(line)
         line = heading.group(2) if heading else line
-        if line.strip():
+        if line.strip() and not _UNDERLINE.match(line):
             lines.append(line.strip())
     return " ".join(lines)
 
 
 def _section(text: str, name: str) -> str:
     """The lines of a heading's section (the heading and everything down to the next heading of the
-    same or a higher level) or of a block (`^id`: its paragraph); "" if the note has none."""
+    same or a higher level, `#` or underlined) or of a block (`^id`); "" if the note has none."""
     lines = text.split("\n")
     if name.startswith("^"):
-        marker = re.compile(rf"\s\^{re.escape(name[1:])}\s*$")
-        for i, line in enumerate(lines):
-            if marker.search(line):
-                first = i
-                while first > 0 and lines[first - 1].strip():
-                    first -= 1
-                return "\n".join(lines[first : i + 1])
-        return ""
+        return _block(lines, name[1:])
     wanted = normalize_heading(name.split("#")[-1])
-    for i, line in enumerate(lines):
-        heading = _HEADING.match(line)
-        if heading and normalize_heading(heading.group(2)) == wanted:
-            level = len(heading.group(1))
-            end = next(
-                (j for j in range(i + 1, len(lines))
-                 if (h := _HEADING.match(lines[j])) is not None and len(h.group(1)) <= level),
-                len(lines),
-            )
-            return "\n".join(lines[i:end])
+    heads = headings(text)
+    for n, (level, first, content) in enumerate(heads):
+        if normalize_heading(content) == wanted:
+            end = next((at for lv, at, _ in heads[n + 1 :] if lv <= level), len(lines))
+            return "\n".join(lines[first:end])
     return ""
 
 
-def render_embeds(text: str, rel: str, vault: Vault, chain: tuple[str, ...] = ()) -> str:
-    """`text` with each embed outside code replaced by what players see of it (see the docstring)."""
+def _block(lines: list[str], block_id: str) -> str:
+    """The block `^block_id` ends, as Obsidian embeds it: a list item (with the items under it), the
+    paragraph it closes, or, on a line of its own, the block just above."""
+    marker = re.compile(rf"(?:^|\s)\^{re.escape(block_id)}\s*$")
+    at = next((i for i, line in enumerate(lines) if marker.search(line)), None)
+    if at is None:
+        return ""
+    if lines[at].strip() == f"^{block_id}":  # on its own line: the block above it
+        at -= 1
+        while at >= 0 and not lines[at].strip():
+            at -= 1
+        if at < 0:
+            return ""
+    first = at
+    item = _LIST_ITEM.match(lines[first])
+    while item is None and first > 0 and lines[first - 1].strip() and not _HEADING.match(lines[first - 1]):
+        first -= 1
+        item = _LIST_ITEM.match(lines[first])
+    if item is None:
+        return "\n".join(lines[first : at + 1])
+    indent = len(item.group(1).expandtabs())
+    end = at + 1
+    while end < len(lines) and lines[end].strip() and _indent(lines[end]) > indent:  # the items under it
+        end += 1
+    return "\n".join(lines[first:end])
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs()
+    return len(expanded) - len(expanded.lstrip())
+
+
+def render_embeds(text: str, rel: str, vault: Vault, chain: tuple[str, ...] = (), *, shown: bool = True) -> str:
+    """`text` with each embed outside code replaced by what players see of it (see the docstring);
+    with `shown` false (past the depth limit), by nothing."""
     if "![" not in text:
         return text
     chain = chain or (rel,)
@@ -210,12 +233,16 @@ def render_embeds(text: str, rel: str, vault: Vault, chain: tuple[str, ...] = ()
     def wiki(match: re.Match[str]) -> str:
         if not outside(match):
             return match.group()
+        if not shown:
+            return ""
         target, section, alt = match.group(1), (match.group(2) or "")[1:], match.group(3)
         return _show(target, section, alt or "", rel, vault, chain)
 
     def markdown(match: re.Match[str]) -> str:
         if not outside(match):
             return match.group()
+        if not shown:
+            return ""
         target, _, section = match.group(2).partition("#")
         return _show(target, section, match.group(1), rel, vault, chain)
 

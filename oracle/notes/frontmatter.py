@@ -16,8 +16,9 @@ from collections.abc import Mapping
 
 import yaml
 
+from ..marks import Marks
 from ..types import GM, PUBLIC
-from .secrets import is_gm_word
+from .secrets import DEFAULT_MARKS
 
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
 # Words that, in frontmatter the Oracle cannot read, may be a game master marking the note secret.
@@ -26,7 +27,8 @@ _SECRET_WORDS = re.compile(
 )
 GM_VISIBILITY = frozenset({"gm", "dm", "secret", "private", "hidden", "gm-only", "dm-only", "spoiler"})
 PUBLIC_VISIBILITY = frozenset({"", "public", "players", "player", "everyone", "all"})
-# Keys whose true value makes the note the game master's (compared without case, `_` or spaces).
+# Keys whose true value makes the note the game master's (compared without case, `_` or spaces),
+# besides every key whose words mark it (`gmnotes`, `dm_only`, `Secrets`: `oracle.marks`).
 GM_FLAGS = ("gm", "dm", "secret", "private", "hidden", "spoiler", "gm-only", "dm-only", "gmonly", "dmonly")
 # Keys whose false value makes it the game master's (Obsidian Publish's `publish`).
 PUBLIC_FLAGS = ("public", "publish")
@@ -191,7 +193,7 @@ def _flag(value: object) -> bool | None:
     return True if text in _TRUE else False if text in _FALSE else None
 
 
-def frontmatter_visibility(frontmatter: Mapping) -> tuple[str, str, str]:
+def frontmatter_visibility(frontmatter: Mapping, marks: Marks = DEFAULT_MARKS) -> tuple[str, str, str]:
     """(visibility, rule, warning or "") that a note's or an entry's own keys give it.
 
     Any key that says "game master" wins over any that says "public"; a value the Oracle does not
@@ -205,8 +207,8 @@ def frontmatter_visibility(frontmatter: Mapping) -> tuple[str, str, str]:
         return GM, f"frontmatter visibility: {value!r}", (
             f"visibility {value!r} is not one the Oracle knows (public or gm); treated as game-master-only"
         )
-    for key in GM_FLAGS:
-        if key not in fm or fm[key] is None:
+    for key in [k for k in GM_FLAGS if k in fm] + [k for k in fm if k not in GM_FLAGS and marks.word(k)]:
+        if fm[key] is None:
             continue
         flag = _flag(fm[key])
         if flag:
@@ -223,7 +225,7 @@ def frontmatter_visibility(frontmatter: Mapping) -> tuple[str, str, str]:
             return GM, f"frontmatter {key}: {fm[key]!r}", f"{key}: {fm[key]!r} is not true or false; treated as game-master-only"
     for key in ("tags", "tag"):
         for tag in _tags(fm.get(key)):
-            if is_gm_word(tag):
+            if marks.word(tag):
                 return GM, f"frontmatter {key}: {tag}", ""
     return PUBLIC, "", ""
 

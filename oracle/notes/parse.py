@@ -11,17 +11,19 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
+from ..lexicon import lexicon
 from ..policy import Policy
 from ..types import GM, PUBLIC, Link, Note, Secret
 from .code import drop_code
+from .conventions import ENTITY_KINDS, Kinds
 from .decode import NoteError, decode
 from .embeds import Vault, read_body, render_embeds
 from .frontmatter import frontmatter_visibility, split_frontmatter, strings
-from .names import Names, sessions_from_filename, sessions_from_frontmatter
+from .looks import public_marks
 from .secrets import extract_secrets
 
 __all__ = [
-    "NoteError", "decode", "extract_secrets", "frontmatter_visibility", "note_kind", "parse_note",
+    "ENTITY_KINDS", "NoteError", "decode", "extract_secrets", "frontmatter_visibility", "note_kind", "parse_note",
     "render_wikilinks", "split_frontmatter",
 ]
 
@@ -32,16 +34,26 @@ _WIKILINK = re.compile(r"!?\[\[([^\[\]\n|#]*)(#[^\[\]\n|]*)?(?:\|([^\[\]\n]*))?\
 
 
 def render_wikilinks(text: str, first_line: int = 1) -> tuple[str, tuple[Link, ...]]:
-    """`[[Target|shown]]` reads as `shown`, `[[Target]]` as `Target`; links are recorded, a link to a
-    heading as `Target#Heading` (`notes/refs.py` ties a session heading to its session)."""
+    """`[[Target|shown]]` reads as `shown`, `[[Target]]` as `Target` and `[[Target#Heading]]` as
+    Obsidian shows it, `Target > Heading` (`[[#Heading]]`, a heading of the same note: `Heading`), so an
+    item linked by its heading keeps its name; links are recorded, a link to a heading as
+    `Target#Heading` (`notes/refs.py` ties a session heading to its session)."""
     links: list[Link] = []
 
     def repl(match: re.Match[str]) -> str:
         target, heading, shown = match.group(1).strip(), match.group(2), match.group(3)
+        name = PurePosixPath(target).name
+        if name.casefold().endswith(".md"):
+            name = name[:-3]
         if target:
             line = first_line + text.count("\n", 0, match.start())
             links.append(Link(PurePosixPath(target).name + (heading or "").rstrip(), line))
-        return (shown if shown is not None else PurePosixPath(target).name).strip()
+        if shown is not None:
+            return shown.strip()
+        section = (heading or "").lstrip("#").strip()
+        if not section or section.startswith("^"):
+            return name.strip()
+        return f"{name.strip()} > {section}" if name.strip() else section
 
     if "[[" not in text:
         return text, ()
@@ -52,16 +64,9 @@ def render_wikilinks(text: str, first_line: int = 1) -> tuple[str, tuple[Link, .
 # The note
 
 
-ENTITY_KINDS = {"sheet", "world"}
-
-
 def note_kind(path: PurePosixPath, folder_kinds: Mapping[str, str]) -> str:
-    """The kind of the nearest folder that names one (`sheets/` → sheet), else `note`."""
-    for folder in reversed(path.parts[:-1]):
-        kind = folder_kinds.get(folder.lower())
-        if kind:
-            return kind
-    return "note"
+    """The kind of the nearest folder that names one (`02 - Characters/Allies/` → sheet), else `note`."""
+    return Kinds(lexicon(), folder_kinds).of(path.as_posix()) or "note"
 
 
 def parse_note(
@@ -77,13 +82,17 @@ def parse_note(
 
     `real_path`: where a link at `relpath` points, relative to the notes folder; the note is
     game-master-only if either path is. `policy`: the game master's (an empty one if not given).
-    `vault`: every note's bytes, to show what a public note embeds (embeds show nothing without it)."""
+    `vault`: every note's bytes, to show what a public note embeds and to read the note by the
+    vault's conventions (without it, the note is read as a vault of its own and embeds show nothing)."""
     path = PurePosixPath(relpath)
-    policy = policy or Policy()
-    kind = note_kind(path, folder_kinds)
+    shows_embeds = vault is not None
+    if vault is None:
+        vault = Vault({relpath: data}, policy or Policy(), {relpath: real_path} if real_path else {}, folder_kinds)
+    real_path = real_path or vault.real_paths.get(relpath)
+    facts = vault.conventions.of(relpath)
     # A character or place note is an entity even when empty: Obsidian lists it, the recaps link to it.
-    named = kind in ENTITY_KINDS
-    body = read_body(relpath, data, policy, real_path, allow_empty=named)
+    named = facts.entity
+    body = read_body(relpath, data, vault.policy, real_path, allow_empty=named)
     warnings = list(body.warnings)
     if body.gm:
         # The whole note is secret: its text stays whole (inline secrets included) for the game master.
@@ -91,7 +100,7 @@ def parse_note(
         secrets: tuple[Secret, ...] = ()
         warnings = [w for w in warnings if "treated as secret" not in w]
     else:
-        text = render_embeds(body.text, relpath, vault) if vault is not None else _drop_embeds(body.text)
+        text = render_embeds(body.text, relpath, vault) if shows_embeds else _drop_embeds(body.text)
         secrets = tuple(
             Secret(s.start_line, s.end_line, render_wikilinks(s.text)[0], s.rule) for s in body.secrets
         )
@@ -102,12 +111,9 @@ def parse_note(
         # A note of aliases alone is an entity all the same: the Compendium takes its names.
         raise NoteError("no text besides frontmatter or plugin code" if data.strip() else "empty note")
     title = next(iter(strings(fm.get("name")) or strings(fm.get("title"))), "")
-    names = vault.names if vault is not None else Names.of([relpath])
-    dated = names.dated.get(relpath)
-    sessions = sessions_from_frontmatter(fm) or sessions_from_filename(path.stem) or ((dated,) if dated else ())
     return Note(
         path=relpath,
-        kind=kind,
+        kind=facts.kind,
         stem=path.stem,
         title=title or path.stem.replace("_", " ").strip(),
         text=text,
@@ -117,8 +123,10 @@ def parse_note(
         links=links,
         warnings=tuple(warnings),
         rule=body.rule,
-        name=names.name(relpath),
-        sessions=sessions,
+        name=vault.names.name(relpath),
+        sessions=facts.sessions,
+        entity=named,
+        public_marks=() if body.gm else public_marks(body.text, vault.policy.marks),
     )
 
 

@@ -15,15 +15,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from ..text import normalize
-from .names import SESSION_WORD, sessions_from_filename
+from .names import PLURALS, SESSION_WORD, SESSION_WORDS, SINGULARS, sessions_from_filename
 from .sessions import match_header
 
 _MENTION = re.compile(
-    rf"\b{SESSION_WORD}(?P<plural>s|es)?\s*(?:#|n[o°º]\.?)?\s*(?P<first>\d{{1,4}})(?!\d)"
+    rf"\b(?:(?P<plural>{SESSION_WORDS})|{SESSION_WORD})\s*(?:#|n[o°º]\.?)?\s*(?P<first>\d{{1,4}})(?!\d)"
     r"(?P<more>(?:\s*(?:,|&|and|y|e|et|und|en|or|o|to|-|–|—)\s*#?\d{1,4}(?!\d))*)",
     re.I,
 )
-_WORD_STEMS = ("sess", "sesi", "séanc", "seanc", "sitzung")  # a substring of every SESSION_WORD
+_WORD_STEMS = tuple(sorted({w[:4] for w in SINGULARS | PLURALS}))  # a substring of every session word
 _NUMBER = re.compile(r"\d{1,4}")
 _RANGE = re.compile(r"(\d{1,4})\s*(?:-|–|—|to)\s*(\d{1,4})")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ..policy import DEFAULT_GM_HEADINGS, gm_heading, name_words, normalize_heading
+from ..marks import Marks, marks_of
+from ..policy import DEFAULT_GM_HEADINGS
 from ..types import Secret
 
-# Words that make a callout's or an Admonition's type, a Dataview key or a tag the game master's.
-GM_WORDS = frozenset({"gm", "dm", "secret", "secrets", "private", "spoiler", "spoilers", "hidden", "gmonly", "dmonly"})
+# What marks text as the game master's when no vault says otherwise: English, the default headings.
+DEFAULT_MARKS = marks_of("en", DEFAULT_GM_HEADINGS)
 
 _MD = MarkdownIt("commonmark").enable("table")
 # Only the blocks are read (code, quotes, headings, which lines hold paragraph text), never an inline
@@ -34,11 +35,6 @@ _FIELD_LINE = re.compile(r"^([ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:>[ \t]?)*)
 _FIELD_INLINE = re.compile(r"[\[(]([^\[\]():\n]+?)::[^\n]*?[\])]")
 _FENCE_INFO = re.compile(r"^[ \t]{0,3}(?:```|~~~)[ \t]*ad-([\w-]+)", re.M | re.I)
 _HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
-
-
-def is_gm_word(text: str) -> bool:
-    """A type, key or tag whose words include a game master's word: `gm-only`, `dm_notes`, `secrets`."""
-    return any(w in GM_WORDS for w in name_words(text))
 
 
 def callout_type(content: str) -> str | None:
@@ -98,7 +94,8 @@ class _Blocks:
     text_blocks: list[tuple[int, int, str]]  # paragraphs, list items, table rows: (start, end, kind)
 
 
-def _read_blocks(text: str, headings: frozenset[str]) -> _Blocks:
+def _read_blocks(text: str, marks: Marks | None) -> _Blocks:
+    """The blocks of `text`; with `marks`, what they hide (without, code alone is wanted)."""
     starts = _line_starts(text)
 
     def span(first: int, last: int) -> tuple[int, int]:  # 0-based lines [first, last)
@@ -116,7 +113,7 @@ def _read_blocks(text: str, headings: frozenset[str]) -> _Blocks:
         if token.type in ("fence", "code_block"):
             code.append(span(*token.map))
             kind = token.info.strip().split(maxsplit=1)[0].casefold() if token.type == "fence" and token.info.strip() else ""
-            if kind.startswith("ad-") and is_gm_word(kind[3:]):
+            if marks is not None and kind.startswith("ad-") and marks.word(kind[3:]):
                 hidden.append(Hidden(*span(*token.map), f"Admonition block {kind}"))
         elif token.type == "inline":
             inline_lines.add((token.map[0], token.map[1]))
@@ -128,17 +125,29 @@ def _read_blocks(text: str, headings: frozenset[str]) -> _Blocks:
         elif token.type == "blockquote_open":
             first = _first_inline(tokens, i)
             callout = callout_type(first.content) if first is not None else None
-            if callout is not None and is_gm_word(callout):
+            if marks is not None and callout is not None and marks.word(callout):
                 hidden.append(Hidden(*span(*token.map), f"callout [!{callout}]"))
     for first_line, end_line in sorted(inline_lines):
         code += _code_spans(text, *span(first_line, end_line))
-    hidden += _sections(text, heads, headings, span, code)
+    if marks is not None:
+        hidden += _sections(text, heads, marks, span)
     return _Blocks(code, hidden, text_blocks)
+
+
+def headings(text: str) -> list[tuple[int, int, str]]:
+    """(level, first line counted from 0, text) of every heading, `#` or underlined, as CommonMark
+    reads them: a `#` in code or a `---` under a list is no heading."""
+    tokens = _MD.parse(text)
+    return [
+        (int(token.tag[1]), token.map[0], tokens[i + 1].content if i + 1 < len(tokens) else "")
+        for i, token in enumerate(tokens)
+        if token.type == "heading_open" and token.map is not None
+    ]
 
 
 def code_ranges(text: str) -> list[tuple[int, int]]:
     """Where `text` holds code (fences, indented blocks, code spans): nothing there is markup."""
-    return _read_blocks(text, frozenset()).code
+    return _read_blocks(text, None).code
 
 
 def _first_inline(tokens: list[Token], i: int) -> Token | None:
@@ -146,13 +155,15 @@ def _first_inline(tokens: list[Token], i: int) -> Token | None:
     return first if first is not None and first.type == "inline" else None
 
 
-def _sections(text, heads, headings, span, code) -> list[Hidden]:
+def _sections(text, heads, marks: Marks, span) -> list[Hidden]:
     """A GM heading's section, or a heading carrying a GM tag: down to the next heading of the same
     or a higher level (its own sub-headings stay inside)."""
     out = []
     for n, (level, line, content) in enumerate(heads):
-        entry = gm_heading(content, headings)
-        tag = _gm_tag(content)
+        # An underlined heading may run over several lines (a paragraph above it joins it): any line
+        # that is a mark makes it one.
+        entry = next((e for e in map(marks.heading, content.split("\n")) if e), "")
+        tag = _gm_tag(content, marks)
         if not entry and not tag:
             continue
         end_line = next((at for lv, at, _ in heads[n + 1 :] if lv <= level), None)
@@ -163,9 +174,9 @@ def _sections(text, heads, headings, span, code) -> list[Hidden]:
     return out
 
 
-def _gm_tag(content: str) -> str:
+def _gm_tag(content: str, marks: Marks) -> str:
     for match in _TAG.finditer(content):
-        if is_gm_word(match.group(1)):
+        if marks.word(match.group(1)):
             return match.group(1)
     return ""
 
@@ -240,27 +251,27 @@ def _html_comments(text: str, skip: list[tuple[int, int]]) -> tuple[list[Hidden]
 # Dataview fields and tags
 
 
-def _fields(text: str, skip: list[tuple[int, int]]) -> list[Hidden]:
+def _fields(text: str, skip: list[tuple[int, int]], marks: Marks) -> list[Hidden]:
     """`secret:: …` to the end of its line; `[gm:: …]` and `(dm:: …)` inline."""
     out = []
     for m in _FIELD_LINE.finditer(text):
         key = m.group(2).strip()
-        if is_gm_word(key) and not _inside(m.start(2), skip):
+        if marks.word(key) and not _inside(m.start(2), skip):
             end = text.find("\n", m.end())
             out.append(Hidden(m.start(2), len(text) if end < 0 else end, f"Dataview field {key}::"))
     for m in _FIELD_INLINE.finditer(text):
         key = m.group(1).strip()
-        if is_gm_word(key) and not _inside(m.start(), skip):
+        if marks.word(key) and not _inside(m.start(), skip):
             out.append(Hidden(m.start(), m.end(), f"Dataview field {key}::"))
     return out
 
 
-def _tagged(text: str, blocks: _Blocks, skip: list[tuple[int, int]]) -> list[Hidden]:
+def _tagged(text: str, blocks: _Blocks, skip: list[tuple[int, int]], marks: Marks) -> list[Hidden]:
     """A paragraph, list item or table row carrying a GM tag: the smallest one holding the tag, but a
     list item with its sub-items. Tags in headings are read with the sections."""
     out = []
     for m in _TAG.finditer(text):
-        if not is_gm_word(m.group(1)) or _inside(m.start(), skip):
+        if not marks.word(m.group(1)) or _inside(m.start(), skip):
             continue
         holders = [b for b in blocks.text_blocks if b[0] <= m.start() < max(b[1], b[0] + 1)]
         items = [b for b in holders if b[2] in ("list_item", "tr")]
@@ -275,44 +286,40 @@ def _tagged(text: str, blocks: _Blocks, skip: list[tuple[int, int]]) -> list[Hid
 # The note's hidden passages
 
 
-def may_hide(text: str, headings: frozenset[str]) -> bool:
+def may_hide(text: str, marks: Marks) -> bool:
     """Whether Obsidian could hide any of `text`, or it holds a form a game master marks secrets
     with. Without any, parsing the Markdown could only confirm there is nothing, at a cost that grows
     with the note (a 1 MB log: 15,000 tokens alive at once, for a garbage collection to walk)."""
     if "%%" in text or "<!--" in text or "::" in text or _FENCE_INFO.search(text):
         return True
-    if "[!" in text and any(is_gm_word(m.group(1).split("|", 1)[0]) for m in _CALLOUT.finditer(text)):
+    if "[!" in text and any(marks.word(m.group(1).split("|", 1)[0]) for m in _CALLOUT.finditer(text)):
         return True
-    if "#" in text and any(is_gm_word(m.group(1)) for m in _TAG.finditer(text)):
+    if "#" in text and any(marks.word(m.group(1)) for m in _TAG.finditer(text)):
         return True
-    return any(gm_heading(m.group(1), headings) for m in _HEADING_LINE.finditer(text)) or _setext_gm(text, headings)
+    return any(marks.heading(m.group(1)) for m in _HEADING_LINE.finditer(text)) or _setext_gm(text, marks)
 
 
-def _setext_gm(text: str, headings: frozenset[str]) -> bool:
+def _setext_gm(text: str, marks: Marks) -> bool:
     lines = text.split("\n")
     return any(
-        re.fullmatch(r"[ \t]{0,3}(?:=+|-+)[ \t]*", lines[i + 1]) and gm_heading(lines[i], headings)
+        re.fullmatch(r"[ \t]{0,3}(?:=+|-+)[ \t]*", lines[i + 1]) and marks.heading(lines[i])
         for i in range(len(lines) - 1)
         if lines[i].strip()
     )
 
 
-def hidden_passages(text: str, headings: frozenset[str] | None = None) -> tuple[list[Hidden], list[str]]:
+def hidden_passages(text: str, marks: Marks = DEFAULT_MARKS) -> tuple[list[Hidden], list[str]]:
     """Every passage of `text` kept from players, merged where they touch, and warnings by line."""
-    headings = headings if headings is not None else _DEFAULT_HEADINGS
-    if not may_hide(text, headings):
+    if not may_hide(text, marks):
         return [], []
-    blocks = _read_blocks(text, headings)
+    blocks = _read_blocks(text, marks)
     whole = [(h.start, h.end) for h in blocks.hidden if not h.rule.startswith("section")]
     percent, warnings = _percent_comments(text, blocks.code + whole)
     html, html_warnings = _html_comments(text, blocks.code)
     hidden = blocks.hidden + percent + html
-    hidden += _fields(text, blocks.code)
-    hidden += _tagged(text, blocks, blocks.code)
+    hidden += _fields(text, blocks.code, marks)
+    hidden += _tagged(text, blocks, blocks.code, marks)
     return _merge(hidden), warnings + html_warnings
-
-
-_DEFAULT_HEADINGS = frozenset(normalize_heading(h) for h in DEFAULT_GM_HEADINGS)
 
 
 def _merge(hidden: list[Hidden]) -> list[Hidden]:
@@ -338,9 +345,9 @@ def clean_secret(raw: str) -> str:
     return "\n".join(lines).strip()
 
 
-def extract_secrets(text: str, headings: frozenset[str] | None = None) -> tuple[str, tuple[Secret, ...], list[str]]:
+def extract_secrets(text: str, marks: Marks = DEFAULT_MARKS) -> tuple[str, tuple[Secret, ...], list[str]]:
     """Returns (public text with the same line count, the secret passages, warnings)."""
-    hidden, warnings = hidden_passages(text, headings)
+    hidden, warnings = hidden_passages(text, marks)
     if not hidden:
         return text, (), warnings
     public: list[str] = []

@@ -61,8 +61,8 @@ COMPENDIUM = [{"name": f"Zarn {w}", "kind": "person"} for w in ZARN] + [
 CAMPAIGN = dict(MINI_CAMPAIGN) | {"compendium.yaml": yaml.safe_dump(COMPENDIUM)}
 # Players' names come from public text alone: "Dunstan Vale" and "Hollow King" recur only with the
 # secrets, and so does "Pip": a player's Compendium has no entry for them (one public mention is
-# not a recurring name).
-MINI_NAMES = ["Brother Aldous", "GODS", "Mirela Vane", "Saltmarsh", "Teodric"]
+# not a recurring name). `world/GODS.md` is named after what its folder holds: a list of them, no one's name.
+MINI_NAMES = ["Brother Aldous", "Mirela Vane", "Saltmarsh", "Teodric"]
 PUBLIC_NAMES = sorted(MINI_NAMES + [f"Zarn {w}" for w in ZARN], key=str.casefold)
 
 QUESTION = "Who sold Mirela the brass compass in the Lantern Market?"

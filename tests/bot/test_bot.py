@@ -423,7 +423,7 @@ async def test_status_is_ephemeral_and_names_counts_ollama_and_the_intent(world,
     assert inter.original.ephemeral
     assert inter.original.content == "\n".join([
         # A player's counts are of what a player can read: 2 notes and 4 passages are GM-only.
-        "**Notes:** 5 files, 4 sessions, 8 passages, 45 Compendium entries",
+        "**Notes:** 5 files, 4 sessions, 8 passages, 44 Compendium entries",
         f"**Last ingest:** {last_ingest(world.settings)}",
         "**Annotations:** 8/8",
         f"**Models:** answers with `{MODEL}`, embeds with `bundled:all-MiniLM-L6-v2`",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import sys
 import threading
 from typing import TYPE_CHECKING
@@ -174,3 +175,23 @@ def test_questions_embedded_while_a_reingest_embeds_on_another_thread(embedder):
         sys.setswitchinterval(switch)
     assert not failures, failures
     assert asked > len(QUESTIONS)
+
+
+async def test_a_command_run_from_any_folder_caches_the_encoder_under_its_data_folder(tmp_path, monkeypatch):
+    """`oracle … --data DIR` started from another folder writes nothing there: the question encoder's
+    cache is the data folder's (the one campaign's, --data included)."""
+    import argparse
+
+    from oracle.cli.common import chosen
+
+    elsewhere = tmp_path / "started-here"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for key in [k for k in os.environ if k.startswith("ORACLE_")]:
+        monkeypatch.delenv(key)
+    args = argparse.Namespace(campaign=None, notes=str(tmp_path / "notes"), data=str(tmp_path / "data"))
+    async with chosen(args).library() as library:
+        embedder = (await library.index("default").embedder()).in_thread
+    assert embedder.query_runtime == "onnx"
+    assert [] == list(elsewhere.iterdir())
+    assert [f"query-{embedder.fingerprint}.onnx"] == [p.name for p in (tmp_path / "data" / "models").iterdir()]

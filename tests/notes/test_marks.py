@@ -5,7 +5,7 @@ import pytest
 
 from oracle.notes.embeds import Vault
 from oracle.notes.parse import extract_secrets, parse_note, split_frontmatter
-from oracle.policy import UNLISTED, Policy, gm_heading
+from oracle.policy import UNLISTED, Policy
 from oracle.settings import DEFAULT_FOLDER_KINDS, Settings
 from oracle.types import GM, PUBLIC
 
@@ -206,7 +206,7 @@ def test_gm_headings(heading):
 
 
 def test_the_gm_headings_are_a_setting():
-    public, _, _ = extract_secrets("## History\nShe conspired.\n## Looks\nTall.", Policy(gm_headings=("History",)).headings)
+    public, _, _ = extract_secrets("## History\nShe conspired.\n## Looks\nTall.", Policy(gm_headings=("History",)).marks)
     assert "conspired" not in public and "Tall." in public
 
 
@@ -308,7 +308,7 @@ def test_a_note_depends_on_what_it_embeds():
      ("## Spoilers ahead", "spoilers")],
 )
 def test_a_heading_whose_words_are_the_game_masters_hides_its_section(heading, word):
-    assert word == gm_heading(heading.lstrip("# "), Policy().headings)
+    assert word == Policy().marks.heading(heading.lstrip("# "))
     public, secrets = hidden(f"## Notes\nWe reached the arena.\n{heading}\nThe Sea Wolf is the spy.\n## Aftermath\nTato wins.")
     assert "Sea Wolf" not in public and "Tato wins." in public
     assert [(3, 4)] == [(a, b) for a, b, _ in secrets] and heading.lstrip("# ") in secrets[0][2]

@@ -1,6 +1,7 @@
 """A note's own name, unique in the vault, and the session numbers its game master gave it."""
 import pytest
 
+from oracle.notes.conventions import Conventions
 from oracle.notes.names import (
     Names,
     number_ranges,
@@ -60,20 +61,21 @@ def test_names_differing_only_in_case_are_told_apart():
 
 
 def test_dated_notes_in_a_sessions_folder_are_numbered_in_date_order():
-    names = Names.of([
+    conventions = Conventions.read(dict.fromkeys([
         "heist/sessions/2022-05-08-the-passive-fist.md", "heist/sessions/2022-02-06-the-adventure-begins.md",
-        "heist/sessions/2022-02-13-looking-for-floon.md", "journal/2022-02-07.md",
-    ])
-    assert names.dated == {
-        "heist/sessions/2022-02-06-the-adventure-begins.md": 1,
-        "heist/sessions/2022-02-13-looking-for-floon.md": 2,
-        "heist/sessions/2022-05-08-the-passive-fist.md": 3,
-    }
+        "heist/sessions/2022-02-13-looking-for-floon.md", "journal/2022-02-07.md", "Session Notes/Session 1.md",
+    ], b"The party went on."))
+    assert {
+        "heist/sessions/2022-02-06-the-adventure-begins.md": (1,),
+        "heist/sessions/2022-02-13-looking-for-floon.md": (2,),
+        "heist/sessions/2022-05-08-the-passive-fist.md": (3,),
+        "Session Notes/Session 1.md": (1,),
+    } == {rel: f.sessions for rel, f in conventions.facts.items() if f.sessions}
 
 
 def test_a_new_namesake_changes_the_key_of_the_note_already_there():
-    before = Names.of(["Session Notes/Session 12.md"])
-    after = Names.of(["Session Notes/Session 12.md", "Session Prep/Session 12.md"])
+    before = Conventions.read({"Session Notes/Session 12.md": b"x"})
+    after = Conventions.read({"Session Notes/Session 12.md": b"x", "Session Prep/Session 12.md": b"x"})
     assert before.key("Session Notes/Session 12.md") != after.key("Session Notes/Session 12.md")
 
 

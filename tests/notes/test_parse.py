@@ -267,9 +267,14 @@ def test_a_note_of_aliases_alone_is_kept_for_its_names():
 
 def test_a_note_of_frontmatter_without_names_is_skipped():
     with pytest.raises(NoteError, match="no text besides frontmatter or plugin code"):
-        parse("Drafts/Stub.md", "---\ntags: [npc]\n---\n")
+        parse("Drafts/Stub.md", "---\ntags: [draft]\n---\n")
     with pytest.raises(NoteError, match="no text besides frontmatter or plugin code"):
         parse("Sessions.md", "\n```dataview\nTABLE file.name FROM \"Session Notes\"\n```\n")
+
+
+def test_an_empty_note_tagged_as_a_person_is_an_entity_whatever_its_folder():
+    note = parse("Drafts/Stub.md", "---\ntags: [npc]\n---\n")
+    assert ("Stub", True, "") == (note.title, note.entity, note.text.strip())
 
 
 @pytest.mark.parametrize("data", ["", "---\ntags: [npc]\n---\n"])

@@ -164,5 +164,5 @@ def test_a_link_to_a_session_heading_refers_to_that_session():
     from oracle.notes.parse import render_wikilinks
 
     text, links = render_wikilinks("as [[Campaign Notes#Session 12 - The Fall|then]] and [[Thinora#Secrets]]")
-    assert "as then and Thinora" == text
+    assert "as then and Thinora > Secrets" == text
     assert {"session:12", "note:thinora"} == references(text, [link.target for link in links])

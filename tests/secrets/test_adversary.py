@@ -89,13 +89,19 @@ class Words:
 
 CALLOUTS = ["gm", "GM", "secret", "Secret", "dm", "DM", "private", "Private"]
 # Each its own form, so that each is drawn as often as the others.
-CALLOUT_FORMS = ["secrets", "gm-only", "dm-notes", "spoiler", "hidden", "gm|right", "secret|wide+", "DM|no-title-"]
+CALLOUT_FORMS = ["secrets", "gm-only", "dm-notes", "spoiler", "hidden", "gm|right", "secret|wide+", "DM|no-title-",
+                 # Spellings no list names: the words are the game master's (`oracle/marks.py`).
+                 "GMNote", "dmnotes", "GM_Notes"]
 ADMONITIONS = ["```ad-secret", "```ad-gm", "~~~ad-spoiler"]
 GM_HEADINGS = ["## GM Notes", "## DM Only", "### Secrets and Clues", "### 4. Secrets and Clues", "### Spoilers",
                "## Prep", "## DM Notes: Pointing to the island", "# GM",
                # No list names these; their words are the game master's (`policy.gm_heading`).
-               "## Prep work TODO", "### GM Tips", "## Notes for the Game Master", "## Beats"]
-TAGS = ["gm", "secret", "dm-only", "spoiler", "private", "gm/plot", "GM"]
+               "## Prep work TODO", "### GM Tips", "## Notes for the Game Master", "## Beats",
+               # Spellings of the Lazy DM checklist and of GM words written as one.
+               "# Secret and Clues", "## 🔑 Secrets & Clues", "## Define Secrets and Clues", "## 10 Secrets & Clues",
+               "## Secrets/Clues", "## Clues and Secrets", "## Ten Secrets and Clues", "### 4 Secrets and Clues",
+               "## GMNotes", "## DM Notes on the cult", "## Notes for the Keeper"]
+TAGS = ["gm", "secret", "dm-only", "spoiler", "private", "gm/plot", "GM", "GMNotes", "dmnotes", "secret/cult"]
 SECRET_FORMS = [
     "inline", "multiline", "list", "table", "heading", "quote", "callout", "lazy", "list-callout",
     "after-codespan", "after-fence", "after-tilde",
@@ -174,10 +180,10 @@ def secret_block(draw, words: Words, vault: Vault) -> tuple[list[str], bool]:
         return [heading, f"- {body}", "", f"{'#' * (level + 1)} Clue delivery", f"{inner} hides below", "",
                 closer], True
     if form == "field-line":
-        key = draw(st.sampled_from(["secret", "gm", "dm"]))
+        key = draw(st.sampled_from(["secret", "gm", "dm", "DMNotes", "GM Notes"]))
         return [f"{key}:: {body}"], True
     if form == "field-list":
-        key = draw(st.sampled_from(["secret", "gm", "dm"]))
+        key = draw(st.sampled_from(["secret", "gm", "dm", "DMNotes"]))
         return ["- bread and salt", f"- {key}:: {body}", "- rope"], True
     if form.startswith("field-inline"):
         key = draw(st.sampled_from(["gm", "dm", "secret"]))
@@ -219,6 +225,13 @@ def decoy(draw, words: Words, note: PublicNote) -> list[str]:
         ["> [!WARNING] Below is a backstory. Spoiler warning!", f"> the {word} story"],
         ["```ad-note", "title: DM's note", f"the {word} is public", "```"],
         ["## Notes", f"- the {word} was found"],
+        # Story names that borrow a mark's word are no marks (`oracle/marks.py`).
+        ["## Hidden Valley", f"The {word} lies past the ridge."],
+        ["### The Secret Garden", f"Roses and {word} grow there."],
+        ["## Planning the Heist", f"We drew a map of the {word}."],
+        ["## Secrets of the Deep", f"The {word} sank in the storm."],
+        [f"The {word} works for the agency. #secret-service"],
+        ["> [!note] Private Quill", f"> the scribe keeps the {word}"],
     ]))
 
 
@@ -273,13 +286,14 @@ def encode(draw, text: str) -> bytes:
 
 # Whole notes kept from players: where they are, or what their frontmatter or first line says.
 GM_FOLDERS = ["GM Notes", "DM Notes", "_gm", "GM-only", "Z - DM Only", "Campaign/99 - GM", "Campaign/DM Prep",
-              "Spoilers", "Secrets and Clues", "Session Prep"]
+              "Spoilers", "Secrets and Clues", "Session Prep", "GMNotes", "DMStuff", "01 - GM Notes", "📜 Prep"]
 GM_FRONTMATTER = {
     "fm": "visibility: gm\n", "fm-true": "gm: true\n", "fm-private": "private: true\n",
     "fm-public-false": "public: false\n", "fm-publish-false": "publish: false\n", "fm-hidden": "hidden: true\n",
     "fm-spoiler": "spoiler: true\n", "fm-gm-only": "gm-only: true\n", "fm-key-case": "DM: True\n",
     "fm-tags-gm": "tags: [gm]\n", "fm-tags-secret": "tags: [secret]\n", "fm-tags-dm-only": "tags: [dm-only]\n",
-    "fm-tag": "tag: dm-only\n", "fm-tags-nested": "tags:\n  - npc\n  - gm/plot\n",
+    "fm-tag": "tag: dm-only\n", "fm-tags-nested": "tags:\n  - npc\n  - gm/plot\n", "fm-tags-joined": "tags: [GMNotes]\n",
+    "fm-key-joined": "GMNotes: true\n",
     "fm-duplicate": "visibility: gm\nvisibility: public\n", "fm-contradicts": "public: true\nprivate: true\n",
 }
 GM_NOTE_FORMS = [
@@ -403,7 +417,10 @@ def policy(draw, vault: Vault) -> None:
 def vaults(draw) -> Vault:
     words = Words(draw)
     vault = Vault()
-    folders = ["sessions/Session {n}.md", "sheets/{w}.md", "world/{w}.md", "lore/{w}.md", "{w}.md"]
+    folders = ["sessions/Session {n}.md", "sheets/{w}.md", "world/{w}.md", "lore/{w}.md", "{w}.md",
+               # Names that borrow a mark's word and are public all the same.
+               "Hidden Realms/{w}.md", "Session Notes/Session {n} - Planning the Heist.md", "characters/gm-{w}.md",
+               "01 - session-notes/Tempus Session {n} (2023-04-05).md", "02 - characters/allies/{w}.md"]
     for n in range(1, draw(st.integers(2, 4)) + 1):
         path = draw(st.sampled_from(folders)).format(n=n, w=words.word("").capitalize())
         public_note(draw, words, vault, path)

@@ -361,7 +361,7 @@ async def test_an_index_of_the_previous_schema_gets_the_public_table(campaign, t
     finally:
         await store.close()
     with sqlite3.connect(old) as db:
-        assert SCHEMA_VERSION == db.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert SCHEMA_VERSION == db.execute("PRAGMA user_version").fetchone()[0] == 9
         db.execute("INSERT INTO public_fts(public_fts) VALUES ('integrity-check')")
         # And it keeps step with the next ingest's writes: a public chunk removed leaves the index.
         db.execute("DELETE FROM chunks WHERE path = 'npcs/Odile_Fenn.md'")

@@ -159,6 +159,13 @@ class ChunkReads(Connection):
         )
         return [row_chunk(r) for r in rows]
 
+    async def sessions_by_path(self) -> dict[str, set[int]]:
+        """The session numbers each note's chunks record (a log's sections too), secrets' included."""
+        out: dict[str, set[int]] = {}
+        for path, sessions in await self._all("SELECT path, sessions FROM chunks WHERE sessions != '[]'"):
+            out.setdefault(path, set()).update(json.loads(sessions))
+        return out
+
     async def visible_chunk_ids(self, ids: Sequence[str], clearance: Clearance) -> set[str]:
         rows = await self._all_in(f"SELECT id FROM chunks WHERE id IN ({{ids}}) AND {clearance.sql()}", ids)
         return {r[0] for r in rows}

@@ -30,6 +30,8 @@ class FileRecord:
     visibility: Visibility = PUBLIC
     status: str = "ok"  # ok | skipped
     reason: str = ""
+    entity: bool = False  # a character, place or thing of its own: the Compendium takes its name
+    facts: str = "{}"  # what the ingest report tells of the note (JSON: `index.report.note_facts`)
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,12 @@ class Writes(Connection):
     # -- what an ingest plans from ---------------------------------------------------------------
 
     async def manifest(self) -> dict[str, FileRecord]:
-        rows = await self._all("SELECT path, hash, kind, title, aliases, visibility, status, reason FROM files")
+        rows = await self._all(
+            "SELECT path, hash, kind, title, aliases, visibility, status, reason, entity, facts FROM files"
+        )
         return {
-            r[0]: FileRecord(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7]) for r in rows
+            r[0]: FileRecord(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], bool(r[8]), r[9])
+            for r in rows
         }
 
     async def window_count(self) -> int:
@@ -90,10 +95,11 @@ class Writes(Connection):
             await db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", changes.add_refs)
             await db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in changes.remove_files])
             await db.executemany(
-                "INSERT OR REPLACE INTO files (path, hash, kind, title, aliases, visibility, status, reason)"
-                " VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO files (path, hash, kind, title, aliases, visibility, status, reason, entity, facts)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 [
-                    (f.path, f.hash, f.kind, f.title, json.dumps(list(f.aliases)), f.visibility, f.status, f.reason)
+                    (f.path, f.hash, f.kind, f.title, json.dumps(list(f.aliases)), f.visibility, f.status, f.reason,
+                     int(f.entity), f.facts)
                     for f in changes.put_files
                 ],
             )

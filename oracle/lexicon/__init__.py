@@ -1,0 +1,207 @@
+"""The words the Oracle reads a vault by, one data file per language (`en.toml`, `es.toml`, …).
+
+Game masters name sessions, folders and secrets in their own language, so no word list lives in
+code. Each file gives, for its language: frequent words (which language a vault is written in),
+session words, the words that mark a heading, folder, file, tag, callout or field as the game
+master's, and the folder and tag names of characters and places. `international.toml` holds the
+role-playing words GMs borrow from English whatever their language (GM, DM, NPC, spoilers).
+
+Session words and the names of character and place folders are read in every language at once:
+they name notes and folders, and none means anything else in another language. The game master's
+marks are read in the vault's own language and the international words only: Spanish "todos"
+(all) is not English "todos".
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache, cached_property
+from importlib import resources
+
+DEFAULT = "en"
+INTERNATIONAL = "international"
+
+
+def fold(text: str) -> str:
+    """A word as lists compare it: Unicode-composed, case and accents folded (`Sesión` → `sesion`)."""
+    text = unicodedata.normalize("NFKD", text.casefold())
+    return unicodedata.normalize("NFC", "".join(ch for ch in text if not unicodedata.combining(ch)))
+
+
+def _phrase(entry: str) -> tuple[str, ...]:
+    return tuple(fold(entry).split())
+
+
+@dataclass(frozen=True)
+class Language:
+    """One data file, its lists folded."""
+
+    code: str
+    name: str
+    common: frozenset[str]
+    session_words: frozenset[str]  # as written in the file, accents kept
+    session_plurals: frozenset[str]
+    session_letters: frozenset[str]
+    markers: frozenset[tuple[str, ...]]
+    roles: frozenset[tuple[str, ...]]
+    notes: frozenset[tuple[str, ...]]
+    helpers: frozenset[str]
+    numbers: frozenset[str]
+    narrative: frozenset[str]
+    folder_kinds: Mapping[tuple[str, ...], str]
+    tag_kinds: Mapping[str, str]
+    hubs: frozenset[str]
+    prep: frozenset[tuple[str, ...]]
+    reference: frozenset[tuple[str, ...]]
+
+    @classmethod
+    def read(cls, code: str) -> Language:
+        raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
+        gm, kinds, tags, vault = raw["gm"], raw["kinds"], raw["tags"], raw["vault"]
+        return cls(
+            code=raw["language"],
+            name=raw["name"],
+            common=frozenset(fold(w) for w in raw["common"]),
+            session_words=frozenset(w.casefold() for w in raw["sessions"]["words"]),
+            session_plurals=frozenset(w.casefold() for w in raw["sessions"]["plurals"]),
+            session_letters=frozenset(fold(w) for w in raw["sessions"]["letters"]),
+            markers=frozenset(_phrase(w) for w in gm["markers"]),
+            roles=frozenset(_phrase(w) for w in gm["roles"]),
+            notes=frozenset(_phrase(w) for w in gm["notes"]),
+            helpers=frozenset(fold(w) for w in gm["helpers"]),
+            numbers=frozenset(fold(w) for w in gm["numbers"]),
+            narrative=frozenset(fold(w) for w in gm["narrative"]),
+            folder_kinds={_phrase(w): kind for kind in ("sheet", "world") for w in kinds[kind]},
+            tag_kinds={fold(w): kind for kind in ("sheet", "world") for w in tags[kind]},
+            hubs=frozenset(fold(w) for w in vault["hubs"]),
+            prep=frozenset(_phrase(w) for w in vault["prep"]),
+            reference=frozenset(_phrase(w) for w in vault["reference"]),
+        )
+
+
+def languages() -> tuple[str, ...]:
+    """The languages with a data file, English first."""
+    codes = sorted(p.name[:-5] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+    codes = [c for c in codes if c not in (DEFAULT, INTERNATIONAL)]
+    return (DEFAULT, *codes)
+
+
+@cache
+def language(code: str) -> Language:
+    return Language.read(code)
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The words in effect for one vault: its language's marks (with the international ones), and
+    every language's session words and folder names."""
+
+    code: str
+    markers: frozenset[tuple[str, ...]]
+    roles: frozenset[tuple[str, ...]]
+    notes: frozenset[tuple[str, ...]]
+    helpers: frozenset[str]
+    numbers: frozenset[str]
+    narrative: frozenset[str]
+    session_words: frozenset[str]
+    session_letters: frozenset[str]
+    folder_kinds: Mapping[tuple[str, ...], str]
+    tag_kinds: Mapping[str, str]
+    hubs: frozenset[str]
+    prep: frozenset[tuple[str, ...]]
+    reference: frozenset[tuple[str, ...]]
+
+    @property
+    def name(self) -> str:
+        return language(self.code).name
+
+    @property
+    def phrases(self) -> frozenset[tuple[str, ...]]:
+        """Every word group of the marks that is more than one word ("game master", "eyes only")."""
+        return frozenset(p for p in self.markers | self.roles | self.notes if len(p) > 1)
+
+    @cached_property
+    def session_name(self) -> re.Pattern[str]:
+        """A session's number in a (folded) name, wherever it stands: `tempus session 05 (2023-04-05)`,
+        `s05`, `ep. 12`, `session_8-9`, `sessao 02.1` (a part: session 2)."""
+        words = "|".join(sorted(map(re.escape, self.session_words), key=len, reverse=True))
+        letters = "|".join(sorted(map(re.escape, self.session_letters)))
+        number = r"0*(?P<num>\d{1,4})(?:\s*[-–&+]\s*0*(?P<to>\d{1,4}))?(?:[.,](?P<part>\d{1,2}))?(?!\d)"
+        word = rf"(?:{words})(?![^\W\d_])[\s_.\-#:]*(?:n[o°º]\.?\s*)?"
+        letter = rf"(?:{letters})" if letters else "(?!)"
+        date = r"(?!\d{4}[-_.]\d{1,2}[-_.]\d{1,2})"
+        return re.compile(rf"(?<![^\W\d_])(?:{word}|{letter}(?=\d)){date}{number}")
+
+    def session_titled(self, stem: str) -> bool:
+        """A name that numbers a session before its title (`Session 13 - The Abbot's Secret`,
+        `013 - The Fall`)."""
+        return bool(self.session_name.search(fold(stem)) or re.match(r"^\s*\d{1,4}\s*[-–—.:]\s", stem))
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """Every single word the marks are made of: a name written as one word (`GMNotes`,
+        `dmnotes`) is cut into these."""
+        words = {w for group in (self.markers, self.roles, self.notes) for p in group for w in p}
+        return frozenset(words | self.helpers)
+
+
+@cache
+def lexicon(code: str = DEFAULT) -> Lexicon:
+    """The lexicon of a vault written in `code` (one of `languages()`)."""
+    if code not in languages():
+        raise ValueError(f"no word lists for the language {code!r}: one of {', '.join(languages())}")
+    own, shared = language(code), language(INTERNATIONAL)
+    every = [language(c) for c in languages()]
+    folder_kinds: dict[tuple[str, ...], str] = {}
+    tag_kinds: dict[str, str] = {}
+    for lang in [own, shared] + every:  # the vault's own language first, where two disagree
+        for phrase, kind in lang.folder_kinds.items():
+            folder_kinds.setdefault(phrase, kind)
+        for tag, kind in lang.tag_kinds.items():
+            tag_kinds.setdefault(tag, kind)
+    return Lexicon(
+        code=code,
+        markers=own.markers | shared.markers,
+        roles=own.roles | shared.roles,
+        notes=own.notes | shared.notes,
+        helpers=own.helpers | shared.helpers,
+        numbers=own.numbers | shared.numbers,
+        narrative=own.narrative | shared.narrative,
+        session_words=frozenset(fold(w) for lang in every for w in lang.session_words | lang.session_plurals),
+        session_letters=frozenset().union(*(lang.session_letters for lang in every)),
+        folder_kinds=folder_kinds,
+        tag_kinds=tag_kinds,
+        hubs=own.hubs | shared.hubs,
+        prep=own.prep | shared.prep,
+        reference=own.reference | shared.reference,
+    )
+
+
+def session_spellings(plural: bool = False) -> frozenset[str]:
+    """Every language's session words (or their plurals), as written and with accents folded
+    (`sesión`, `sesion`): a note's header or text is read in any of them."""
+    written = {w for code in languages() for w in (language(code).session_plurals if plural else language(code).session_words)}
+    return frozenset(written | {fold(w) for w in written})
+
+
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+# Words read per note, at most: the language shows in the first few hundred.
+_SAMPLE = 400
+
+
+def detect_language(texts: Iterable[str]) -> str:
+    """The language a vault is written in: the one whose frequent words its text uses most, English
+    when no language's are frequent (a vault of names and numbers)."""
+    counts = dict.fromkeys(languages(), 0)
+    total = 0
+    common = {code: language(code).common for code in counts}
+    for text in texts:
+        words = [fold(w) for w in _WORD.findall(text[: _SAMPLE * 12])][:_SAMPLE]
+        total += len(words)
+        for code, frequent in common.items():
+            counts[code] += sum(1 for w in words if w in frequent)
+    best = max(counts, key=lambda c: (counts[c], c == DEFAULT))
+    return best if total and counts[best] >= 0.05 * total else DEFAULT
