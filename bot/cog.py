@@ -12,6 +12,7 @@ from discord.ext import commands
 from oracle.answer.citations import Citation
 from oracle.answer.results import Answer
 from oracle.context_window import describe_window
+from oracle.index.index import PolicyChanged
 from oracle.index.ingest import IngestError
 from oracle.index.lock import IngestBusy
 from oracle.index.status import index_status
@@ -28,6 +29,7 @@ from .formatting import (
     dossier_embed,
     excerpt_embeds,
     split_message,
+    vault_lines,
 )
 from .reingest import announce as announce_to
 from .reingest import announce_channel, progress_message, run_reingest
@@ -250,6 +252,11 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 + (f" (last: “{withheld.last[0].question[:200]}”, {withheld.last[0].reason})" if withheld.last else "")
             )
             lines.append(fallback_line(table.oracle.fallbacks))
+            if not status.gm.policy_current:
+                lines.append(f"⚠️ **Policy:** the notes were indexed under “{status.gm.built_under or 'an older policy'}”;"
+                             " players are refused until `/oracle reingest`.")
+            if status.gm.vault is not None:
+                lines += vault_lines(status.gm.vault, MESSAGE_LIMIT - len("\n".join(lines)) - 1)
         await interaction.edit_original_response(content="\n".join(lines)[:MESSAGE_LIMIT])
 
     # -- /oracle who -------------------------------------------------------------------------------
@@ -275,7 +282,10 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             table = self.table(interaction, interaction.namespace.campaign)
         except UserError:
             return []
-        names = await table.oracle.dossiers.names(current, clearance=Clearance.PLAYER, limit=25)
+        try:
+            names = await table.oracle.dossiers.names(current, clearance=Clearance.PLAYER, limit=25)
+        except PolicyChanged:  # the notes must be ingested again under this bot's policy
+            return []
         return [app_commands.Choice(name=n[:100], value=n[:100]) for n in names][:25]
 
     @ask.autocomplete("campaign")

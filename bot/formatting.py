@@ -10,6 +10,7 @@ import discord
 
 from oracle.answer.results import Answer
 from oracle.dossier import Dossier
+from oracle.index.report import VaultReport
 
 MESSAGE_LIMIT = 2000
 EMBED_DESCRIPTION_LIMIT = 4096
@@ -177,3 +178,19 @@ def dossier_embed(dossier: Dossier) -> discord.Embed:
         embed.add_field(name="Last seen", value=data["last"], inline=True)
     embed.set_footer(text=f"{dossier.kind} · mentioned under {len(dossier.mentions)} labels")
     return embed
+
+
+def vault_lines(report: VaultReport, room: int) -> list[str]:
+    """What the Oracle made of the notes, for the game master's status: as many of the report's lines
+    as fit in `room` characters, then where the rest is."""
+    out = ["**What the Oracle made of your notes:**"]
+    rest = "… the whole report: `oracle status --gm`"
+    used = len(out[0]) + len(rest) + 2
+    for line in report.lines():
+        shown = f"- {line.strip()}" if not line.startswith(" ") else f"  - {line.strip()}"
+        if used + len(shown) + 1 > room:
+            out.append(rest)
+            return out
+        out.append(shown)
+        used += len(shown) + 1
+    return out

@@ -16,7 +16,7 @@ import pytest
 import bot.reingest
 from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
 from bot.streaming import WRITING_MARK
-from oracle.index.index import Index
+from oracle.index.index import REINGEST_FOR_POLICY, Index
 from oracle.index.lock import IngestLock
 from oracle.settings import Settings
 from oracle.types import Clearance
@@ -476,6 +476,25 @@ async def test_a_players_status_names_no_host_nor_the_policy_a_game_masters_name
     lines = gm.original.content.split("\n")
     assert f"**Who reads what:** {policy}" in lines
     assert f"**Ollama:** Ollama is not reachable at {host}" in lines
+    # The module's notes were indexed under no policy: the game master learns that players are refused,
+    # and what the last ingest made of the notes; a player sees neither.
+    assert ("⚠️ **Policy:** the notes were indexed under “everything else is public unless marked or named like GM"
+            " material”; players are refused until `/oracle reingest`.") in lines
+    assert "**What the Oracle made of your notes:**" in lines and "- language: English (en)" in lines
+    assert len(gm.original.content) <= MESSAGE_LIMIT
+    assert [] == re.findall(r"Policy|made of your notes", shown)
+
+
+async def test_a_player_asking_an_index_built_under_another_policy_is_told_to_wait_for_a_reingest(
+    world, fake, tmp_path, indexes
+):
+    index = indexes(player_notes=["sessions/"])
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index):
+        inter = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
+        [refusal] = await inter.wait_followups(1)
+        choices = await fake.autocomplete("oracle who", {"name": ""}, member=fake.player)
+    assert (REINGEST_FOR_POLICY, True) == (refusal.content, refusal.ephemeral)
+    assert [] == choices
 
 
 # ---------------------------------------------------------------------------------------------
