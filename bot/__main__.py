@@ -74,6 +74,12 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
                     "or /oracle reingest as a game master, before players ask.",
                     campaign.name, index.settings.data_dir, index.settings.notes_dir,
                 )
+            elif (await index.built_under())[0] != index.settings.policy.key:
+                log.warning(
+                    "the index of campaign %s was built under another policy of who reads what (%s) than this "
+                    "bot's (%s): players are refused until /oracle reingest (or `oracle ingest`) runs.",
+                    campaign.name, (await index.built_under())[1] or "an earlier release's", index.settings.policy.describe(),
+                )
             default_announce = bot_settings.announce_channel if campaigns.is_single else None
             tables.append(await open_table(campaign, index, default_announce=default_announce))
         # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
