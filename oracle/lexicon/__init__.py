@@ -36,13 +36,15 @@ def _phrase(entry: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Language:
-    """One data file, its lists folded."""
+class Lexicon:
+    """Word lists, folded. `language(code)` is one data file as written; `lexicon(code)` the words
+    in effect for a vault: its language's marks with the international ones, every language's
+    session words (folded, plurals included) and folder and tag names."""
 
     code: str
     name: str
     common: frozenset[str]
-    session_words: frozenset[str]  # as written in the file, accents kept
+    session_words: frozenset[str]
     session_plurals: frozenset[str]
     session_letters: frozenset[str]
     markers: frozenset[tuple[str, ...]]
@@ -58,7 +60,8 @@ class Language:
     reference: frozenset[tuple[str, ...]]
 
     @classmethod
-    def read(cls, code: str) -> Language:
+    def read(cls, code: str) -> Lexicon:
+        """One data file; its session words as written (accents kept), the rest folded."""
         raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
         gm, kinds, tags, vault = raw["gm"], raw["kinds"], raw["tags"], raw["vault"]
         return cls(
@@ -80,43 +83,6 @@ class Language:
             prep=frozenset(_phrase(w) for w in vault["prep"]),
             reference=frozenset(_phrase(w) for w in vault["reference"]),
         )
-
-
-def languages() -> tuple[str, ...]:
-    """The languages with a data file, English first."""
-    codes = sorted(p.name[:-5] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
-    codes = [c for c in codes if c not in (DEFAULT, INTERNATIONAL)]
-    return (DEFAULT, *codes)
-
-
-@cache
-def language(code: str) -> Language:
-    return Language.read(code)
-
-
-@dataclass(frozen=True)
-class Lexicon:
-    """The words in effect for one vault: its language's marks (with the international ones), and
-    every language's session words and folder names."""
-
-    code: str
-    markers: frozenset[tuple[str, ...]]
-    roles: frozenset[tuple[str, ...]]
-    notes: frozenset[tuple[str, ...]]
-    helpers: frozenset[str]
-    numbers: frozenset[str]
-    narrative: frozenset[str]
-    session_words: frozenset[str]
-    session_letters: frozenset[str]
-    folder_kinds: Mapping[tuple[str, ...], str]
-    tag_kinds: Mapping[str, str]
-    hubs: frozenset[str]
-    prep: frozenset[tuple[str, ...]]
-    reference: frozenset[tuple[str, ...]]
-
-    @property
-    def name(self) -> str:
-        return language(self.code).name
 
     @property
     def phrases(self) -> frozenset[tuple[str, ...]]:
@@ -148,6 +114,19 @@ class Lexicon:
         return frozenset(words | self.helpers)
 
 
+def languages() -> tuple[str, ...]:
+    """The languages with a data file, English first."""
+    codes = sorted(p.name[:-5] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+    codes = [c for c in codes if c not in (DEFAULT, INTERNATIONAL)]
+    return (DEFAULT, *codes)
+
+
+@cache
+def language(code: str) -> Lexicon:
+    """One language's data file, as written."""
+    return Lexicon.read(code)
+
+
 @cache
 def lexicon(code: str = DEFAULT) -> Lexicon:
     """The lexicon of a vault written in `code` (one of `languages()`)."""
@@ -164,14 +143,17 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
             tag_kinds.setdefault(tag, kind)
     return Lexicon(
         code=code,
+        name=own.name,
+        common=own.common,
+        session_words=frozenset(fold(w) for lang in every for w in lang.session_words | lang.session_plurals),
+        session_plurals=frozenset(fold(w) for lang in every for w in lang.session_plurals),
+        session_letters=frozenset().union(*(lang.session_letters for lang in every)),
         markers=own.markers | shared.markers,
         roles=own.roles | shared.roles,
         notes=own.notes | shared.notes,
         helpers=own.helpers | shared.helpers,
         numbers=own.numbers | shared.numbers,
         narrative=own.narrative | shared.narrative,
-        session_words=frozenset(fold(w) for lang in every for w in lang.session_words | lang.session_plurals),
-        session_letters=frozenset().union(*(lang.session_letters for lang in every)),
         folder_kinds=folder_kinds,
         tag_kinds=tag_kinds,
         hubs=own.hubs | shared.hubs,

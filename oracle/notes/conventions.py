@@ -30,6 +30,7 @@ from pathlib import PurePosixPath
 
 from ..lexicon import Lexicon, detect_language, fold, lexicon
 from ..marks import name_words
+from ..policy import in_templates
 from .frontmatter import split_frontmatter, strings
 from .names import DATE, Names, leading_number, sessions_from_frontmatter, sessions_in_name
 
@@ -38,7 +39,6 @@ SHEET, WORLD, SESSION, NOTE = "sheet", "world", "session", "note"
 ENTITY_KINDS = frozenset({SHEET, WORLD})
 
 _LINK = re.compile(r"\[\[([^\[\]\n|#]*)[^\[\]\n]*\]\]|\]\(<?([^()\n<>#]+?\.md)(?:#[^()\n]*)?>?\)")
-_TEMPLATES = frozenset({"templates", "template", "templater"})
 _TOKENS = re.compile(r"[^\W\d_][\w'’-]*")
 
 
@@ -180,7 +180,7 @@ def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping], kind: Map
     """Each note that is a character, place or thing, with why."""
     out: dict[str, str] = {}
     for rel, k in kind.items():
-        if _in_templates(rel):
+        if in_templates(rel):
             continue
         if k in ENTITY_KINDS:
             out[rel] = "its folder"
@@ -195,7 +195,7 @@ def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping], kind: Map
             target = names.resolve(written, rel) if written.strip() else None
             if target is not None and target != rel:
                 linked[target] += 1
-    candidates = [rel for rel in linked if rel not in out and rel not in sessions and not _in_templates(rel)
+    candidates = [rel for rel in linked if rel not in out and rel not in sessions and not in_templates(rel)
                   and not DATE.match(PurePosixPath(rel).stem)]
     if candidates:
         lower = _lowercase_words(texts.values())
@@ -220,10 +220,6 @@ def _tag_list(value: object) -> list[str]:
     if isinstance(value, str):
         return [t for t in re.split(r"[\s,]+", value) if t]
     return list(strings(value))
-
-
-def _in_templates(rel: str) -> bool:
-    return any(" ".join(name_words(f)) in _TEMPLATES for f in PurePosixPath(rel).parts[:-1])
 
 
 def _lowercase_words(texts) -> set[str]:
