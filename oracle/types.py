@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from .lexicon import session_spellings
+
 # Whose text a row is: everyone's, or the game master's alone. Every row that can reach a player
 # (chunk, window, name, alias, mention, annotation) carries one.
 Visibility = Literal["public", "gm"]
@@ -82,6 +84,11 @@ class Note:
     public_marks: tuple[tuple[int, str], ...] = ()  # (line, what) players read that carries a mark's word (notes/looks.py)
 
 
+# A session word of any language (`lexicon/*.toml`), and a label that starts with a date.
+_SESSION_WORD = "(?:" + "|".join(sorted(map(re.escape, session_spellings()), key=len, reverse=True)) + ")"
+_DATED = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}(?!\d)")
+
+
 @dataclass(frozen=True)
 class Chunk:
     id: str
@@ -102,9 +109,12 @@ class Chunk:
     @property
     def head(self) -> str:
         """What the index sees before the text: the label and the heading path, and the session
-        numbers when neither says them (`021 - The Ashen Road (Session 21)`)."""
+        numbers when neither says them (`021 - The Ashen Road (Session 21)`). A note named by its date
+        is numbered by the Oracle, in date order, not by its game master: no number is written for it."""
         head = self._titled()
-        if self.sessions and not re.search(rf"\bsession\s*0*{self.sessions[0]}\b", head, re.I):
+        if _DATED.match(self.label):
+            return head
+        if self.sessions and not re.search(rf"\b{_SESSION_WORD}\s*0*{self.sessions[0]}\b", head, re.I):
             first, last = self.sessions[0], self.sessions[-1]
             head += f" (Session {first})" if first == last else f" (Sessions {first}–{last})"
         return head

@@ -138,8 +138,12 @@ class Index:
 
     async def check_policy(self, clearance: Clearance) -> None:
         """Refuse a player an index built under another policy than this process's (ORACLE_PLAYER_NOTES,
-        ORACLE_GM_NOTES, ORACLE_GM_HEADINGS, ORACLE_LANGUAGE): it may show what the current policy hides."""
-        if not clearance.gm and (await self.built_under())[0] != self.settings.policy.key:
+        ORACLE_GM_NOTES, ORACLE_GM_HEADINGS, ORACLE_LANGUAGE): it may show what the current policy hides.
+        An index no ingest has committed to holds nothing to show."""
+        if clearance.gm:
+            return
+        meta = await (await self.store()).meta()
+        if meta.get("last_ingest") is not None and meta.get("policy", "") != self.settings.policy.key:
             raise PolicyChanged(REINGEST_FOR_POLICY)
 
     async def vectors(self, *, check: bool = True) -> Vectors:

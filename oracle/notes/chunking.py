@@ -29,8 +29,11 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def chunk_id(path: str, label: str, part: int, visibility: str, digest: str) -> str:
-    key = "\x00".join([path, label, str(part), visibility, digest])
+def chunk_id(path: str, label: str, part: int, visibility: str, digest: str, head: str = "") -> str:
+    """Covers all that is embedded, the head too: a chunk whose head changes (a session number written
+    into it, or no more) gets new windows; windows of the very same text are stored again, not
+    embedded (`index/ingest.py`)."""
+    key = "\x00".join([path, label, str(part), visibility, digest] + ([head] if head else []))
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:20]
 
 
@@ -133,24 +136,23 @@ def _span_chunks(
         start_line = first_line + text.count("\n", 0, start)
         end_line = first_line + text.count("\n", 0, end)
         links = tuple(dict.fromkeys(link.target for link in note.links if start_line <= link.line <= end_line))
-        chunks.append(
-            Chunk(
-                id=chunk_id(note.path, span.label, part, visibility, digest),
-                path=note.path,
-                label=span.label,
-                kind=span.kind,
-                part=part,
-                parts=len(drafts),
-                heading=heading,
-                start_line=start_line,
-                end_line=end_line,
-                text=body,
-                text_hash=digest,
-                visibility=visibility,
-                links=links,
-                sessions=span.sessions,
-            )
+        drafted = Chunk(
+            id="",
+            path=note.path,
+            label=span.label,
+            kind=span.kind,
+            part=part,
+            parts=len(drafts),
+            heading=heading,
+            start_line=start_line,
+            end_line=end_line,
+            text=body,
+            text_hash=digest,
+            visibility=visibility,
+            links=links,
+            sessions=span.sessions,
         )
+        chunks.append(replace(drafted, id=chunk_id(note.path, span.label, part, visibility, digest, drafted.head)))
     return chunks
 
 

@@ -314,6 +314,8 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
         db.execute("UPDATE chunks SET label = 'Session ' || json_extract(sessions, '$[0]') WHERE kind = 'session'")
         db.execute("UPDATE chunks SET label = 'Note: campaign-log' WHERE label = 'campaign-log'")
         db.execute("ALTER TABLE chunks DROP COLUMN sessions")
+        db.execute("ALTER TABLE files DROP COLUMN entity")  # and no conventions of the vault kept per note
+        db.execute("ALTER TABLE files DROP COLUMN facts")
         db.execute("UPDATE meta SET value = '1' || substr(value, 2) WHERE key = 'chunking'")
         db.execute("DROP TRIGGER chunks_refs_ad")  # and no references between notes
         db.execute("DROP TABLE refs")

@@ -344,6 +344,8 @@ async def test_an_index_of_the_previous_schema_gets_the_public_table(campaign, t
             DROP TABLE public_fts;
             DROP VIEW public_chunks;
             ALTER TABLE chunks DROP COLUMN sessions;
+            ALTER TABLE files DROP COLUMN entity;
+            ALTER TABLE files DROP COLUMN facts;
             PRAGMA user_version = 6;
         """)
         assert not db.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'public%'").fetchone()[0]
