@@ -6,8 +6,9 @@ they mark secrets. The proposal sorts what the vault already says:
 - sessions, and the folders of characters, places and things: players read them (their marked
   passages stay hidden as always);
 - a folder or a note named like the game master's preparation (`Encounters/`, `Plot/`, `Statblocks/`,
-  `tables/`, `potential-npcs.md`, `Player Motivations.md`) or like what is not the campaign's story
-  (`Rules/`, `compendium/`, `README.md`): the game master's (ORACLE_GM_NOTES);
+  `tables/`, `potential-npcs.md`, `Player Motivations.md`): the game master's (ORACLE_GM_NOTES);
+- a folder or note named like what is no part of the story (`Rules/`, `compendium/`, `README.md`):
+  players may read it, and it is named for the game master, who may keep it out of answers;
 - when the note the vault opens on warns its readers of spoilers, the whole vault is the game master's
   but for its sessions (ORACLE_PLAYER_NOTES).
 
@@ -45,6 +46,7 @@ class Suggestion:
     players: tuple[Finding, ...]  # what players read, by folder
     game_master: tuple[Finding, ...]  # what the proposal keeps from them
     warning: str = ""  # the vault's own spoiler warning, when it decided
+    reference: tuple[Finding, ...] = ()  # no part of the story: players may read it
 
     @property
     def needed(self) -> bool:
@@ -53,7 +55,7 @@ class Suggestion:
     def to_json(self) -> dict:
         return {"player_notes": list(self.player_notes), "gm_notes": list(self.gm_notes),
                 "players": [f.to_json() for f in self.players], "game_master": [f.to_json() for f in self.game_master],
-                "warning": self.warning}
+                "reference": [f.to_json() for f in self.reference], "warning": self.warning}
 
     def lines(self, notes_dir: str) -> list[str]:
         """The proposal as it is printed: comments, then the settings to paste."""
@@ -62,13 +64,16 @@ class Suggestion:
                " in ORACLE_CAMPAIGNS)."]
         if self.warning:
             out.append(f"# The vault warns its readers: “{self.warning}”")
-        width = max((len(f.path) for f in self.players + self.game_master), default=0)
+        width = max((len(f.path) for f in self.players + self.game_master + self.reference), default=0)
         if self.players:
             out.append("# players read:")
             out += [f"#   {f.path.ljust(width)}  {f.why}" for f in self.players]
         if self.game_master:
             out.append("# the game master's:")
             out += [f"#   {f.path.ljust(width)}  {f.why}" for f in self.game_master]
+        if self.reference:
+            out.append("# no part of the story (players may read it; add it to ORACLE_GM_NOTES to keep it out of answers):")
+            out += [f"#   {f.path.ljust(width)}  {f.why}" for f in self.reference]
         if not self.needed:
             out.append("# Nothing here looks like the game master's beyond what is marked already: no policy is needed.")
         if self.player_notes:
@@ -91,48 +96,52 @@ def propose(conventions: Conventions, visibility: Mapping[str, str], hubs: Mappi
         allowed = tuple(s.rstrip("/") for s in sessions)
         kept = (Finding("everything else", "the vault's own warning: its pages hold spoilers"),)
         return Suggestion(allowed, (), tuple(f for f in players if f.path in sessions), kept, warning)
-    gm: list[Finding] = []
+    found: dict[str, list[Finding]] = {PREP: [], REFERENCE: []}
+    taken = found[PREP]
+
+    def named_already(path: str) -> bool:  # a folder named whole: nothing under it is named again
+        return any(path.startswith(f.path) for f in found[PREP] + found[REFERENCE] if f.path.endswith("/"))
+
+    def place(path: str, name: str) -> None:
+        named = _named(name, lex)
+        if named:
+            found[named[0]].append(Finding(path, named[1]))
+
     folders = sorted({str(p) for rel in visibility for p in PurePosixPath(rel).parents if str(p) != "."},
                      key=lambda f: (f.count("/"), f))
     for folder in folders:
-        if any(folder.startswith(g.path) for g in gm):
-            continue
         beneath = [rel for rel in visibility if rel.startswith(folder + "/")]
-        if all(visibility[rel] == GM for rel in beneath) or folder in conventions.session_folders:
+        if named_already(folder + "/") or all(visibility[rel] == GM for rel in beneath):
             continue
-        if conventions.kind_folders.get(folder) in ENTITY_KINDS:
-            continue
-        why = _named(PurePosixPath(folder).name, lex)
-        if why:
-            gm.append(Finding(folder + "/", why))
+        if folder not in conventions.session_folders and conventions.kind_folders.get(folder) not in ENTITY_KINDS:
+            place(folder + "/", PurePosixPath(folder).name)
     for rel, seen in sorted(visibility.items()):
         facts = conventions.of(rel)
-        if seen == GM or facts.sessions or facts.kind in ENTITY_KINDS or any(rel.startswith(g.path) for g in gm):
+        if seen == GM or facts.sessions or facts.kind in ENTITY_KINDS or named_already(rel):
             continue
-        why = _named(PurePosixPath(rel).stem, lex)
-        if why:
-            gm.append(Finding(rel, why))
-    read = tuple(f for f in players if not any(f.path.startswith(g.path) for g in gm))
-    return Suggestion((), tuple(f.path.rstrip("/") for f in gm), read, tuple(gm))
+        place(rel, PurePosixPath(rel).stem)
+    read = tuple(f for f in players if not any(f.path.startswith(g.path) for g in taken))
+    return Suggestion((), tuple(f.path.rstrip("/") for f in taken), read, tuple(taken), reference=tuple(found[REFERENCE]))
 
 
-def _named(name: str, lex: Lexicon) -> str:
-    """Why a folder's or note's name is the game master's preparation or no story, or ""."""
-    words = [w for w in name_words(name) if not w.isdigit()]
-    text = " ".join(words)
-    found = ""
-    for label, vocabulary in (("named like the game master's preparation", lex.prep),
-                              ("not the campaign's story", lex.reference)):
+PREP, REFERENCE = "prep", "reference"
+
+
+def _named(name: str, lex: Lexicon) -> tuple[str, str] | None:
+    """(PREP or REFERENCE, why) when a folder's or note's name is the game master's preparation or no
+    part of the story, made of such words and helpers alone; else None."""
+    text = " ".join(w for w in name_words(name) if not w.isdigit())
+    found: tuple[str, str] | None = None
+    for what, label, vocabulary in ((PREP, "named like the game master's preparation", lex.prep),
+                                    (REFERENCE, "not the campaign's story", lex.reference)):
         for phrase in sorted(vocabulary, key=len, reverse=True):
             joined = " ".join(phrase)
             if f" {joined} " in f" {text} ":
-                found = found or f"{label} ({joined})"
+                found = found or (what, f"{label} ({joined})")
                 text = f" {text} ".replace(f" {joined} ", " ").strip()
-    if not found:
-        return ""
     kinds = {w for key in lex.folder_kinds for w in key}
     rest = [w for w in text.split() if w not in lex.helpers and w not in kinds]
-    return found if not rest else ""
+    return found if found and not rest else None
 
 
 def _players(conventions: Conventions) -> list[Finding]:

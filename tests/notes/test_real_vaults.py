@@ -116,15 +116,15 @@ CHARACTERS = {
                               "50-PNJs/Brank.md"],
     "nyrule3-tormenta": ["Personagens/Personagens Recorrentes/Malgrim/Malgrim.md"],
 }
-PROPOSED = {  # (ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES), from each SOURCE.md
-    "adventure-log": ((), ()),  # all published; templates are kept already
-    "ebullient-heist": ((), ("assets", "compendium", "heist/encounters", "heist/tables", "heist/potential-npcs.md",
-                             "readme.md")),
-    "raiders-of-the-lost-dice": ((), ("Encounters", "Plot", "Rules", "Statblocks", "Misc/Player Motivations.md",
-                                      "README.md", "Resources.md")),
-    "maski-nyarlathotepa-pl": ((), ()),  # all the players' own
-    "mythic-bastionland-es": ((), ("README.md", "REGLAS_DE_LA_CAMPAÑA.md")),  # no campaign text
-    "nyrule3-tormenta": (("Sessões",), ()),  # "NÃO saia por aí entrando em qualquer página… muitos spoilers"
+PROPOSED = {  # (ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, no part of the story), from each SOURCE.md
+    "adventure-log": ((), (), ()),  # all published; templates are kept already
+    "ebullient-heist": ((), ("heist/encounters", "heist/tables", "heist/potential-npcs.md"),
+                        ("assets/", "compendium/", "readme.md")),
+    "raiders-of-the-lost-dice": ((), ("Encounters", "Plot", "Statblocks", "Misc/Player Motivations.md"),
+                                 ("Rules/", "README.md", "Resources.md")),
+    "maski-nyarlathotepa-pl": ((), (), ()),  # all the players' own
+    "mythic-bastionland-es": ((), (), ("README.md", "REGLAS_DE_LA_CAMPAÑA.md")),  # no GM text; rules and AI prompts
+    "nyrule3-tormenta": (("Sessões",), (), ()),  # "NÃO saia por aí entrando em qualquer página… muitos spoilers"
 }
 
 
@@ -141,4 +141,4 @@ def test_the_policy_proposed_from_the_folders_is_what_the_author_publishes(vault
     readers = {rel: note.visibility for rel, note in vault.notes.items()}
     hubs = {rel: data.decode("utf-8", "replace") for rel, data in vault.files.items() if "/" not in rel}
     proposal = propose(vault.vault.conventions, readers, hubs)
-    assert PROPOSED[vault.name] == (proposal.player_notes, proposal.gm_notes)
+    assert PROPOSED[vault.name] == (proposal.player_notes, proposal.gm_notes, tuple(f.path for f in proposal.reference))
