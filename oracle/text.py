@@ -5,16 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-STOPWORDS = frozenset(
-    """a about after again against all am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her
-    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
-    now of off on once only or other our ours ourselves out over own same she should so some such than that
-    the their theirs them themselves then there these they this those through to too under until up very was
-    we were what when where which while who whom why will with would you your yours yourself yourselves
-    did does tell happened happen know anything something ever
-    el la los las un una unos unas de del y o que en por para con se su sus lo al es qué quién cómo""".split()
-)
+from .lexicon import language
+
+# The words a question can do without, English and Spanish (`oracle/lexicon/en.toml`, `es.toml`); the
+# keyword path reads the vault's own language's (`Lexicon.stopwords`).
+STOPWORDS = language("en").stopwords | language("es").stopwords
 
 
 def normalize(text: str) -> str:

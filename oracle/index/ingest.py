@@ -23,10 +23,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import OracleError
+from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..llm import LLMError
 from ..notes.refs import chunk_refs
 from ..offload import ingest_step
 from ..settings import Settings
+from ..stems import Stemming
 from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note
 from . import annotate as annotate_mod
 from .index import Index, collection_name
@@ -34,7 +36,7 @@ from .lock import IngestLock
 from .report import VaultReport, note_facts, vault_report
 from .scan import CHUNKER_VERSION, Scan, build_compendium, index_head, read_and_chunk
 from .seam import Embeddings, Vectors
-from .store import CachedAnnotation, Changes, Compendium, FileRecord, Store, StoreError, now
+from .store import CachedAnnotation, Changes, Compendium, FileRecord, Indexed, Store, StoreError, now
 from .vectors import VectorStoreError
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,13 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     progress(IngestProgress("scan", 0, 0, str(settings.notes_dir)))
     scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
     progress(IngestProgress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
+
+    # The keyword copy of every chunk is written in the vault's language: another language than the
+    # index was written in rewrites them all, so every note is read again.
+    language = scan.vault.conventions.language if scan.vault is not None else DEFAULT_LANGUAGE
+    if not full and meta.get("language", DEFAULT_LANGUAGE) != language:
+        full = True
+        scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
 
     skipped_paths = {s.path for s in scan.skipped}
     removed = sorted(set(manifest) - set(scan.hashes) - skipped_paths)
@@ -157,7 +166,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     refs = await ingest_step(chunk_refs, [(c.id, c.sessions, c.path, c.text, c.links) for c in to_add])
     changes = Changes(
         remove_chunks=to_remove,
-        add_chunks=[(c, heads[c.id]) for c in to_add],
+        add_chunks=await ingest_step(_indexed, to_add, heads, language),
         add_windows=[(w.id, w.chunk_id) for w in windows],
         add_refs=refs,
         put_files=put_files,
@@ -172,6 +181,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             "compendium": compendium_key,
             "vault_report": json.dumps(report.vault, ensure_ascii=False),
             "policy": settings.policy.key,
+            "language": language,
             "policy_text": settings.policy.describe(),
         },
     )
@@ -242,6 +252,12 @@ async def _vault_report(
     assert scan.vault is not None  # set by every scan
     hubs = {rel: data.decode("utf-8", "replace") for rel, data in scan.vault.files.items() if "/" not in rel}
     return await ingest_step(vault_report, scan.vault.conventions, files, settings.policy, sessions, hubs)
+
+
+def _indexed(chunks: list[Chunk], heads: dict[str, str], language: str) -> list[Indexed]:
+    """Each chunk with its head and what the keyword path searches of both (`oracle/stems.py`)."""
+    stemming = Stemming(language)
+    return [Indexed(c, heads[c.id], stemming.text(heads[c.id]), stemming.text(c.text)) for c in chunks]
 
 
 def _rules(note: Note) -> str:

@@ -14,7 +14,7 @@ import aiosqlite
 from ..notes.refs import chunk_refs
 from ..offload import ingest_step
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # FTS5's Porter stemmer over unicode61, so "researching" finds "research" and "camped" finds
 # "camping"; terms are still the user's own words, stemmed alike on both sides.
@@ -191,6 +191,50 @@ WHERE kind = 'session' AND label GLOB 'Session [0-9]*' AND substr(label, 9) NOT 
     9: """
 ALTER TABLE files ADD COLUMN entity INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE files ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';
+""",
+    # The keyword path searches the text as the vault's language stems it (`oracle/stems.py`): a copy
+    # of head and text, the same as them in an English vault (which this step keeps: nothing changes
+    # for it); the next ingest of a vault in another language writes its stems. Both FTS5 tables, the
+    # public view and the triggers are made anew over the copy.
+    10: f"""
+ALTER TABLE chunks ADD COLUMN kw_head TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN kw_text TEXT NOT NULL DEFAULT '';
+UPDATE chunks SET kw_head = head, kw_text = text;
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS public_fts_ai;
+DROP TRIGGER IF EXISTS public_fts_ad;
+DROP TRIGGER IF EXISTS public_fts_au;
+DROP TABLE IF EXISTS chunks_fts;
+DROP TABLE IF EXISTS public_fts;
+DROP VIEW IF EXISTS public_chunks;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    kw_head, kw_text, content='chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
+);
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, kw_head, kw_text) VALUES (new.n, new.kw_head, new.kw_text);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, kw_head, kw_text) VALUES ('delete', old.n, old.kw_head, old.kw_text);
+END;
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+CREATE VIEW public_chunks AS SELECT n, kw_head, kw_text FROM chunks WHERE visibility = 'public';
+CREATE VIRTUAL TABLE public_fts USING fts5(
+    kw_head, kw_text, content='public_chunks', content_rowid='n', tokenize='{FTS_TOKENIZE}'
+);
+CREATE TRIGGER public_fts_ai AFTER INSERT ON chunks WHEN new.visibility = 'public' BEGIN
+    INSERT INTO public_fts(rowid, kw_head, kw_text) VALUES (new.n, new.kw_head, new.kw_text);
+END;
+CREATE TRIGGER public_fts_ad AFTER DELETE ON chunks WHEN old.visibility = 'public' BEGIN
+    INSERT INTO public_fts(public_fts, rowid, kw_head, kw_text) VALUES ('delete', old.n, old.kw_head, old.kw_text);
+END;
+CREATE TRIGGER public_fts_au AFTER UPDATE OF n, kw_head, kw_text, visibility ON chunks
+WHEN old.visibility = 'public' OR new.visibility = 'public' BEGIN
+    INSERT INTO public_fts(public_fts, rowid, kw_head, kw_text)
+        SELECT 'delete', old.n, old.kw_head, old.kw_text WHERE old.visibility = 'public';
+    INSERT INTO public_fts(rowid, kw_head, kw_text) SELECT new.n, new.kw_head, new.kw_text WHERE new.visibility = 'public';
+END;
+INSERT INTO public_fts(rowid, kw_head, kw_text) SELECT n, kw_head, kw_text FROM public_chunks;
 """,
 }
 

@@ -58,12 +58,13 @@ class Lexicon:
     hubs: frozenset[str]
     prep: frozenset[tuple[str, ...]]
     reference: frozenset[tuple[str, ...]]
+    stopwords: frozenset[str]  # a question's words the keyword path does without
 
     @classmethod
     def read(cls, code: str) -> Lexicon:
         """One data file; its session words as written (accents kept), the rest folded."""
         raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
-        gm, kinds, tags, vault = raw["gm"], raw["kinds"], raw["tags"], raw["vault"]
+        gm, kinds, tags, vault, keyword = raw["gm"], raw["kinds"], raw["tags"], raw["vault"], raw["keyword"]
         return cls(
             code=raw["language"],
             name=raw["name"],
@@ -82,6 +83,7 @@ class Lexicon:
             hubs=frozenset(fold(w) for w in vault["hubs"]),
             prep=frozenset(_phrase(w) for w in vault["prep"]),
             reference=frozenset(_phrase(w) for w in vault["reference"]),
+            stopwords=frozenset(fold(w) for w in keyword["stopwords"]),
         )
 
     @property
@@ -159,6 +161,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         hubs=own.hubs | shared.hubs,
         prep=own.prep | shared.prep,
         reference=own.reference | shared.reference,
+        stopwords=own.stopwords | language(DEFAULT).stopwords,  # players ask in English too
     )
 
 

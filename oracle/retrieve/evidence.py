@@ -37,12 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..index.store import Store
+from ..stems import Stemming
 from ..text import STOPWORDS, normalize, normalize_text
 from ..types import Chunk, Clearance, Scored
 from . import PATHS
 from .entity import EntityMatch, MentionStats
 from .fusion import Fused, dbsf_scale
-from .keyword import TermCounts, reader_counts, stem
+from .keyword import ENGLISH, TermCounts, reader_counts, stem
 
 KINDS = ("session", "sheet", "world", "note")
 FEATURES: tuple[str, ...] = (
@@ -110,10 +111,11 @@ def query_words(query: str) -> list[str]:
     return list(words)
 
 
-def query_stems(query: str) -> dict[str, str]:
-    """{word: its stem as the index holds it} for the question's words (`query_words`)."""
+def query_stems(query: str, stemming: Stemming = ENGLISH) -> dict[str, str]:
+    """{word as the keyword index writes it: its stem as FTS5 stores it} for the question's words
+    (`query_words`); in English the word is the user's own."""
     words = query_words(query)
-    return dict(zip(words, stem(words), strict=True))
+    return dict(zip((stemming.term(w) for w in words), stem(words, stemming), strict=True))
 
 
 def _quoted(word: str) -> str:

@@ -1,6 +1,8 @@
 """The keyword path: SQLite FTS5 bm25 over label, heading and text, diacritics removed and words
-stemmed (Porter) alike in the index and the question; every user term is quoted, so no question
-can break MATCH, and literal terms (names, odd tokens) are kept.
+stemmed alike in the index and the question (Porter in English; in another language, the index
+searches its text as that language stems it and the question is stemmed the same way:
+`oracle/stems.py`); every user term is quoted, so no question can break MATCH, and literal terms
+(names, odd tokens) are kept.
 
 Every statistic is the reader's: bm25 over the reader's FTS5 table, term counts and the number of
 chunks over what the reader's `Clearance` may read (`store.fts_tables`), so a player's scores and order owe nothing
@@ -11,30 +13,26 @@ Returns (chunk id, score) pairs, best first, for visible chunks only."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Sequence
 
-import snowballstemmer
-
 from ..index.store import Store
-from ..text import STOPWORDS, normalize
+from ..lexicon import lexicon
+from ..stems import Stemming
+from ..text import normalize
 from ..types import Clearance, Scored
 
 _TERM = re.compile(r"[^\s]+")
-_local = threading.local()
+ENGLISH = Stemming()
 
 
-def stem(words: Sequence[str]) -> list[str]:
-    """Porter stems of lower-cased words, as FTS_TOKENIZE stems the index (Snowball's Porter differs
-    from FTS5's on a few words in a thousand)."""
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:  # a Snowball stemmer keeps state while it works: one per thread
-        stemmer = _local.stemmer = snowballstemmer.stemmer("porter")
-    return stemmer.stemWords(list(words))
+def stem(words: Sequence[str], stemming: Stemming = ENGLISH) -> list[str]:
+    """Each word as the keyword index holds it after FTS5's own Porter: the key of its term counts."""
+    return stemming.stems(words)
 
 
-def fts_terms(text: str) -> list[str]:
-    """The user's literal terms, each a quoted FTS5 string; stopwords dropped unless nothing else is left."""
+def fts_terms(text: str, stemming: Stemming = ENGLISH) -> list[str]:
+    """The user's literal terms, each a quoted FTS5 string in the index's language; stopwords (of that
+    language and English) dropped unless nothing else is left."""
     terms: list[str] = []
     text = re.sub(r"[\x00-\x1f\x7f]", " ", text)  # SQLite reads a string only up to a NUL
     for raw in _TERM.findall(text):
@@ -42,8 +40,10 @@ def fts_terms(text: str) -> list[str]:
         term = re.sub(r"['’]s$", "", term)  # possessive: "Vex's" is "Vex"
         if term and re.search(r"\w", term) and term not in terms:
             terms.append(term)
-    kept = [t for t in terms if normalize(t) not in STOPWORDS] or terms
-    return ['"' + t.replace('"', '""') + '"' for t in kept]
+    stopwords = lexicon(stemming.code).stopwords
+    kept = [t for t in terms if normalize(t) not in stopwords] or terms
+    written = dict.fromkeys(stemming.term(t) for t in kept)
+    return ['"' + t.replace('"', '""') + '"' for t in written if t]
 
 
 def fts_query(text: str) -> str:
@@ -93,6 +93,7 @@ async def common_words(
     clearance: Clearance = Clearance.PLAYER,
     counts: TermCounts | None = None,
     total: int | None = None,
+    stemming: Stemming = ENGLISH,
 ) -> set[str]:
     """The words (lower-cased, one token each) found in more than `share` of the chunks the reader
     may read (`total`, counted if not given). FTS5's bm25 gives such a term an idf of 1e-6, so it
@@ -100,7 +101,7 @@ async def common_words(
     that holds it. A word whose stem differs from the index's merely stays in the query."""
     if not words:
         return set()
-    stems = dict(zip(words, stem(words), strict=True))
+    stems = dict(zip(words, stem(words, stemming), strict=True))
     docs = await reader_counts(store, clearance, counts).of(stems.values())
     if total is None:
         total = await store.count_chunks(clearance)
@@ -116,6 +117,7 @@ async def keyword_path(
     *,
     counts: TermCounts | None = None,
     total: int | None = None,
+    stemming: Stemming = ENGLISH,
 ) -> Scored:
     """bm25 over the question's terms. Terms in over half the chunks score next to nothing but
     cost the most (half the keyword time on a 2,500-chunk index), so the rarer terms are asked
@@ -123,11 +125,12 @@ async def keyword_path(
     tail is ranked, as always, by the common terms (a small campaign, mostly). `counts` and `total`:
     the question's term counts and the number of chunks the reader reads, when the caller keeps them
     (both of this `clearance`)."""
-    terms = fts_terms(text)
+    terms = fts_terms(text, stemming)
     folded = {t: normalize(t[1:-1].replace('""', '"')) for t in terms}
     common = await common_words(
         store, sorted({f for f in folded.values() if " " not in f}), clearance=clearance, counts=counts,
-        total=total,
+        # The terms are written in the index's language already: only FTS5's own Porter is left to apply.
+        total=total, stemming=ENGLISH,
     )
     rare = [t for t in terms if folded[t] not in common]
     if rare and len(rare) < len(terms):

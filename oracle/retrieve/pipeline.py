@@ -80,13 +80,16 @@ class SearchPipeline:
             windows.update(found)
             return [(cid, sims[0]) for cid, sims in found]
 
-        # Read by the keyword path, with the learned fusion's terms; reused by its evidence.
-        stems = query_stems(query) if self.learned else {}
+        # Read by the keyword path, with the learned fusion's terms; reused by its evidence. Both in the
+        # language the index was built in.
+        stemming = await store.stemming()
+        stems = query_stems(query, stemming) if self.learned else {}
         counts = TermCounts(store, clearance, also=stems.values())
         total = await mention_stats.indexed(store, clearance)
         keyword, semantic_hits, entity = await asyncio.gather(
             timed("keyword", keyword_path(
-                store, query, clearance, depth, (settings.fts_head_weight, 1.0), counts=counts, total=total
+                store, query, clearance, depth, (settings.fts_head_weight, 1.0), counts=counts, total=total,
+                stemming=stemming,
             )),
             timed("semantic", semantic()),
             timed("entity", entity_path(store, entities, clearance, depth, stats=mention_stats)),

@@ -70,7 +70,7 @@ def test_terms_are_stemmed_content_words_and_entity_names():
         "What did Vex's lanterns cost us at the Night Market?"
     )
     assert frozenset({"peddler", "go", "old", "voss"}) == query_terms("Where did the peddler go?", ["Old Voss"])
-    assert frozenset({"paso", "sesion", "aldou"}) == query_terms("¿Qué pasó en la Sesión con Aldous?")
+    assert frozenset({"sesion", "aldou"}) == query_terms("¿Qué pasó en la Sesión con Aldous?")  # "pasó": "happened"
 
 
 def test_idf_over_the_sentences():

@@ -316,6 +316,11 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
         db.execute("ALTER TABLE chunks DROP COLUMN sessions")
         db.execute("ALTER TABLE files DROP COLUMN entity")  # and no conventions of the vault kept per note
         db.execute("ALTER TABLE files DROP COLUMN facts")
+        for old in ("TRIGGER chunks_ai", "TRIGGER chunks_ad", "TRIGGER public_fts_ai", "TRIGGER public_fts_ad",
+                    "TRIGGER public_fts_au", "VIEW public_chunks", "TABLE public_fts"):
+            db.execute(f"DROP {old}")  # and search head and text themselves, not a copy of them
+        db.execute("ALTER TABLE chunks DROP COLUMN kw_head")
+        db.execute("ALTER TABLE chunks DROP COLUMN kw_text")
         db.execute("UPDATE meta SET value = '1' || substr(value, 2) WHERE key = 'chunking'")
         db.execute("DROP TRIGGER chunks_refs_ad")  # and no references between notes
         db.execute("DROP TABLE refs")
@@ -325,6 +330,12 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
             DROP TABLE chunks_fts;
             CREATE VIRTUAL TABLE chunks_fts USING fts5(
                 head, text, content='chunks', content_rowid='n', tokenize='unicode61 remove_diacritics 2');
+            CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+                INSERT INTO chunks_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
+            END;
+            CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+                INSERT INTO chunks_fts(chunks_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
+            END;
             INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
         """)
         assert not db.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'ambushing'").fetchone()[0]

@@ -308,11 +308,12 @@ def test_chunks_removed_and_added_keep_the_public_table_in_step(tmp_path):
     async def run():
         store = await Store.open(tmp_path / "index.sqlite3")
         db = store.db
-        columns = "(id, path, label, kind, part, parts, heading, start_line, end_line, head, text, text_hash, visibility, words)"
-        row = "VALUES (?, 'p.md', 'Note: p', 'note', 1, 1, '', 1, 1, 'Note: p', ?, 'h', ?, 3)"
+        columns = ("(id, path, label, kind, part, parts, heading, start_line, end_line, head, text, text_hash, visibility,"
+                   " words, kw_head, kw_text)")
+        row = "VALUES (?, 'p.md', 'Note: p', 'note', 1, 1, '', 1, 1, 'Note: p', ?, 'h', ?, 3, 'Note: p', ?)"
         for cid, text, visibility in [("a", "ilsa marrow harbor", "public"), ("b", "ilsa ilsa gull", "gm"),
                                       ("c", "odile fenn kite", "public")]:
-            await db.execute(f"INSERT INTO chunks {columns} {row}", (cid, text, visibility))
+            await db.execute(f"INSERT INTO chunks {columns} {row}", (cid, text, visibility, text))
         first = (await store.term_docs(["ilsa", "gull", "kite"], PLAYER), await store.term_docs(["ilsa", "gull"], EVERYONE))
         await db.execute("DELETE FROM chunks WHERE id IN ('a', 'b')")
         second = (await store.term_docs(["ilsa", "gull", "kite"], PLAYER), await store.term_docs(["ilsa", "gull"], EVERYONE))
@@ -346,6 +347,21 @@ async def test_an_index_of_the_previous_schema_gets_the_public_table(campaign, t
             ALTER TABLE chunks DROP COLUMN sessions;
             ALTER TABLE files DROP COLUMN entity;
             ALTER TABLE files DROP COLUMN facts;
+            -- Schema 6 searched head and text themselves, not a copy of them.
+            DROP TRIGGER chunks_ai;
+            DROP TRIGGER chunks_ad;
+            DROP TABLE chunks_fts;
+            ALTER TABLE chunks DROP COLUMN kw_head;
+            ALTER TABLE chunks DROP COLUMN kw_text;
+            CREATE VIRTUAL TABLE chunks_fts USING fts5(
+                head, text, content='chunks', content_rowid='n', tokenize='porter unicode61 remove_diacritics 2');
+            CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+                INSERT INTO chunks_fts(rowid, head, text) VALUES (new.n, new.head, new.text);
+            END;
+            CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+                INSERT INTO chunks_fts(chunks_fts, rowid, head, text) VALUES ('delete', old.n, old.head, old.text);
+            END;
+            INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
             PRAGMA user_version = 6;
         """)
         assert not db.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'public%'").fetchone()[0]
@@ -363,7 +379,7 @@ async def test_an_index_of_the_previous_schema_gets_the_public_table(campaign, t
     finally:
         await store.close()
     with sqlite3.connect(old) as db:
-        assert SCHEMA_VERSION == db.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert SCHEMA_VERSION == db.execute("PRAGMA user_version").fetchone()[0] == 10
         db.execute("INSERT INTO public_fts(public_fts) VALUES ('integrity-check')")
         # And it keeps step with the next ingest's writes: a public chunk removed leaves the index.
         db.execute("DELETE FROM chunks WHERE path = 'npcs/Odile_Fenn.md'")

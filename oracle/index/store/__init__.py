@@ -24,7 +24,7 @@ from .chunks import CHUNK_COLUMNS, ChunkHash, ChunkPlace, ChunkReads, ChunkScore
 from .connection import BATCH, StoreError, batches, compendium_view, fts_tables, now
 from .entities import EntityName, EntityRecord, MentionWeight, VisibleAlias
 from .status import GMStats, StatusReads, StoreStats, Withheld, WithheldAnswer
-from .writes import Changes, Compendium, FileRecord, Writes
+from .writes import Changes, Compendium, FileRecord, Indexed, Writes
 
 
 class Store(ChunkReads, StatusReads, AnnotationCache, Writes):
@@ -33,7 +33,7 @@ class Store(ChunkReads, StatusReads, AnnotationCache, Writes):
 
 __all__ = [
     "BATCH", "CHUNK_COLUMNS", "CachedAnnotation", "Changes", "ChunkHash", "ChunkPlace", "ChunkScore", "Compendium",
-    "EntityName", "EntityRecord", "FileRecord", "GMStats", "MentionWeight", "Reference", "Store", "StoreError",
+    "EntityName", "EntityRecord", "FileRecord", "GMStats", "Indexed", "MentionWeight", "Reference", "Store", "StoreError",
     "StoreStats", "Titled", "VisibleAlias", "Withheld", "WithheldAnswer", "batches", "compendium_view", "fts_tables",
     "now",
 ]

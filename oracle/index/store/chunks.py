@@ -10,6 +10,8 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from ...lexicon import DEFAULT as DEFAULT_LANGUAGE
+from ...stems import Stemming
 from ...types import Chunk, ChunkText, Clearance
 from .connection import Connection, fts_tables, marks
 
@@ -158,6 +160,11 @@ class ChunkReads(Connection):
             " ORDER BY path, start_line, part"
         )
         return [row_chunk(r) for r in rows]
+
+    async def stemming(self) -> Stemming:
+        """How the keyword index writes words: in the language the last ingest read the notes in."""
+        row = await self._one("SELECT value FROM meta WHERE key = 'language'")
+        return Stemming(row[0] if row else DEFAULT_LANGUAGE)
 
     async def sessions_by_path(self) -> dict[str, set[int]]:
         """The session numbers each note's chunks record (a log's sections too), secrets' included."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...text import normalize
 from ...types import GM, PUBLIC, Chunk, Visibility
@@ -34,12 +35,22 @@ class FileRecord:
     facts: str = "{}"  # what the ingest report tells of the note (JSON: `index.report.note_facts`)
 
 
+class Indexed(NamedTuple):
+    """A chunk as the index stores it: its head (label, heading path, aliases) and what the keyword
+    path searches, head and text as the vault's language stems them (`oracle/stems.py`)."""
+
+    chunk: Chunk
+    head: str
+    kw_head: str
+    kw_text: str
+
+
 @dataclass(frozen=True)
 class Changes:
     """One ingest's edit of the index, applied in a single transaction."""
 
     remove_chunks: Sequence[str]
-    add_chunks: Sequence[tuple[Chunk, str]]  # (chunk, index head)
+    add_chunks: Sequence[Indexed]
     add_windows: Sequence[tuple[str, str]]  # (window id, chunk id)
     add_refs: Sequence[tuple[str, str, str]]  # (chunk id, kind, key): see notes.refs.chunk_refs
     put_files: Sequence[FileRecord]
@@ -88,8 +99,8 @@ class Writes(Connection):
                 await db.execute(f"DELETE FROM chunks WHERE id IN ({placeholders})", batch)
                 await db.execute(f"DELETE FROM windows WHERE chunk_id IN ({placeholders})", batch)
             await db.executemany(
-                f"INSERT INTO chunks ({CHUNK_COLUMNS}, head, words) VALUES ({marks(16)})",
-                [(*chunk_row(c), head, c.words) for c, head in changes.add_chunks],
+                f"INSERT INTO chunks ({CHUNK_COLUMNS}, head, words, kw_head, kw_text) VALUES ({marks(18)})",
+                [(*chunk_row(a.chunk), a.head, a.chunk.words, a.kw_head, a.kw_text) for a in changes.add_chunks],
             )
             await db.executemany("INSERT OR REPLACE INTO windows (id, chunk_id) VALUES (?, ?)", changes.add_windows)
             await db.executemany("INSERT OR IGNORE INTO refs (chunk_id, kind, key) VALUES (?, ?, ?)", changes.add_refs)

@@ -1,0 +1,86 @@
+"""Keyword search in the vault's own language: Spanish, Portuguese, French, German, Italian and Dutch
+words stemmed by their own Snowball stemmer, accents folded, alike in the index and in the question;
+an English vault searched exactly as before."""
+import sqlite3
+
+import pytest
+
+from oracle.index.ingest import ingest
+from oracle.retrieve.keyword import fts_terms, keyword_path
+from oracle.stems import Stemming
+from oracle.types import Clearance
+from tests.conftest import closed_port_url, quick_settings, write_notes
+
+
+@pytest.mark.parametrize(
+    "code, a, b",
+    [
+        ("es", "atacado", "ataca"), ("es", "mantícora", "manticora"), ("es", "naufragios", "naufragio"),
+        ("pt", "atacou", "atacar"), ("pt", "Sessões", "sessoes"), ("fr", "attaqués", "attaque"),
+        ("de", "Drachen", "Drache"), ("it", "attaccato", "attaccata"), ("nl", "aanvallen", "aanval"),
+    ],
+)
+def test_a_words_forms_are_one_term_in_its_language(code, a, b):
+    stemming = Stemming(code)
+    assert stemming.text(a) == stemming.text(b) == stemming.term(a) == stemming.term(b)
+
+
+def test_english_text_is_left_to_fts5s_own_porter():
+    english = Stemming("en")
+    text = "The party was ambushed at the Ford; Mirela's compass spun."
+    assert (text, "ambushed") == (english.text(text), english.term("ambushed"))
+    assert ["ambush", "compass"] == english.stems(["ambushed", "compass"])
+
+
+def test_a_questions_terms_are_written_as_the_index_writes_them():
+    assert ['"vec"', '"atac"', '"dragon"', '"phandalin"'] == fts_terms(
+        "¿Cuántas veces ha atacado el dragón Phandalin?", Stemming("es"))
+    # An English vault reads the words as written, and no Spanish word is an English stopword.
+    assert ['"Cuántas"', '"veces"', '"ha"', '"atacado"', '"el"', '"dragón"', '"Phandalin"'] == fts_terms(
+        "¿Cuántas veces ha atacado el dragón Phandalin?")
+
+
+SPANISH = {
+    "Sesiones/Sesion-3.md": "# Sesión 3\nEl dragón ataca Phandalin por la noche y quema los establos.",
+    "Sesiones/Sesion-4.md": "# Sesión 4\nLos caballeros cruzan el pantano; la mantícora los sigue de lejos.",
+    "Sesiones/Sesion-5.md": "# Sesión 5\nEl dragón vuelve a atacar: los barcos hundidos arden en el puerto.",
+    "Lugares/Phandalin.md": "# Phandalin\nUn pueblo minero con una posada y un establo.",
+}
+
+
+async def test_a_spanish_vault_is_searched_in_spanish(tmp_path, open_quick_index):
+    notes = write_notes(tmp_path / "notes", SPANISH)
+    index = open_quick_index(quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False))
+    await ingest(index)
+    store = await index.store()
+    assert "es" == (await store.stemming()).code
+    found = await keyword_path(store, "¿Cuántas veces ha atacado el dragón?", Clearance.PLAYER, 8,
+                               stemming=await store.stemming())
+    chunks = {c.id: c.path for c in await store.chunks_by_ids([cid for cid, _ in found])}
+    assert {"Sesiones/Sesion-3.md", "Sesiones/Sesion-5.md"} == {chunks[cid] for cid, _ in found[:2]}
+    manticora = await keyword_path(store, "¿dónde está la manticora?", Clearance.PLAYER, 8,
+                                   stemming=await store.stemming())
+    assert "Sesiones/Sesion-4.md" == (await store.chunks_by_ids([manticora[0][0]]))[0].path
+
+
+async def test_an_english_vault_keeps_its_text_as_the_keyword_index(tmp_path, open_quick_index, mini_notes):
+    index = open_quick_index(quick_settings(mini_notes, tmp_path / "data", closed_port_url(), annotate=False))
+    await ingest(index)
+    with sqlite3.connect(index.settings.sqlite_path) as db:
+        assert [] == db.execute("SELECT id FROM chunks WHERE kw_head != head OR kw_text != text").fetchall()
+        assert "en" == db.execute("SELECT value FROM meta WHERE key = 'language'").fetchone()[0]
+
+
+async def test_an_index_written_before_in_another_language_is_rewritten_whole(tmp_path, open_quick_index):
+    """An index whose keyword copy was written in English (by an earlier release, which recorded no
+    language) of notes read as Spanish now: every chunk is written again, none lost."""
+    notes = write_notes(tmp_path / "notes", SPANISH)
+    settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
+    first = await ingest(open_quick_index(settings))
+    with sqlite3.connect(settings.sqlite_path) as db:
+        db.execute("UPDATE chunks SET kw_head = head, kw_text = text")
+        db.execute("DELETE FROM meta WHERE key = 'language'")
+    second = await ingest(open_quick_index(settings))
+    assert first.chunks == second.chunks > 0
+    with sqlite3.connect(settings.sqlite_path) as db:
+        assert [] == db.execute("SELECT id FROM chunks WHERE kw_text = text").fetchall()
