@@ -126,6 +126,13 @@ class Marks:
             return " ".join(markers[0])
         return ""
 
+    def table_talk(self, heading: str) -> str:
+        """The out-of-game heading (`Feedback`, `Notas importantes de la sesión`, `Session zero`) a
+        heading opens with, or "": what the table says to itself, never what happened in the game."""
+        words = tuple(w for w in name_words(heading) if not w.isdigit())
+        return next((" ".join(e) for e in sorted(self.lexicon.table_talk, key=len, reverse=True)
+                     if words[: len(e)] == e), "")
+
     def story_title(self, text: str) -> str:
         """A marker used as part of a story's name ("Secrets of the Deep", "Hidden Valley"), or "":
         not a mark, but worth the game master's look."""

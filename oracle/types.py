@@ -60,6 +60,15 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Aside:
+    """A section of what the table says to itself, out of the game (lines, 1-based, inclusive)."""
+
+    start_line: int
+    end_line: int
+    heading: str
+
+
+@dataclass(frozen=True)
 class Note:
     """One parsed Markdown file.
 
@@ -82,6 +91,7 @@ class Note:
     sessions: tuple[int, ...] = ()  # the sessions the note records, as its game master numbered them
     entity: bool = False  # a character, place or thing of its own (notes/conventions.py): the Compendium takes its name
     public_marks: tuple[tuple[int, str], ...] = ()  # (line, what) players read that carries a mark's word (notes/looks.py)
+    asides: tuple[Aside, ...] = ()  # out-of-game sections, cut from `text` (notes/asides.py)
 
 
 # A session word of any language (`lexicon/*.toml`), and a label that starts with a date.

@@ -50,6 +50,7 @@ class NoteVisibility:
     hidden: tuple[HiddenBlock, ...] = ()
     warnings: tuple[str, ...] = ()
     text: str | None = None  # what players read (lines kept), when asked for and players read it
+    asides: tuple[HiddenBlock, ...] = ()  # out of the game: readable, never searched (notes/asides.py)
 
     @property
     def players(self) -> bool:
@@ -57,7 +58,8 @@ class NoteVisibility:
 
     def to_json(self) -> dict:
         out = {"path": self.path, "reader": self.reader, "rule": self.rule,
-               "hidden": [h.to_json() for h in self.hidden], "warnings": list(self.warnings)}
+               "hidden": [h.to_json() for h in self.hidden], "warnings": list(self.warnings),
+               "asides": [a.to_json() for a in self.asides]}
         if self.text is not None:
             out["text"] = self.text
         return out
@@ -145,6 +147,8 @@ def note_visibility(settings: Settings, paths: Sequence[str] = (), *, players_te
             hidden=tuple(HiddenBlock(s.start_line, s.end_line, s.rule) for s in note.secrets),
             warnings=note.warnings,
             text=note.text if players_text and public else None,
+            asides=tuple(HiddenBlock(a.start_line, a.end_line, f"out of the game, never searched ({a.heading!r})")
+                         for a in note.asides),
         ))
     return VisibilityReport(
         notes_dir=str(root),

@@ -157,6 +157,9 @@ def print_visibility(report: VisibilityReport) -> None:
         for h in n.hidden:
             lines = f"line {h.start_line}" if h.start_line == h.end_line else f"lines {h.start_line}–{h.end_line}"
             out.print(f"    {lines}  {escape(h.rule)}", soft_wrap=True, highlight=False)
+        for a in n.asides:
+            lines = f"line {a.start_line}" if a.start_line == a.end_line else f"lines {a.start_line}–{a.end_line}"
+            out.print(f"    {lines}  [dim]{escape(a.rule)}[/]", soft_wrap=True, highlight=False)
         for w in n.warnings:
             out.print(f"    [yellow]warning[/] {escape(w)}", soft_wrap=True, highlight=False)
     for s in report.skipped:

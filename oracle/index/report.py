@@ -60,6 +60,7 @@ class VaultReport:
     hidden: tuple[Group, ...]  # by rule
     looks_gm: tuple[Group, ...]  # read by players, though it looks like the game master's
     suggest: bool  # no policy, and the vault looks like it holds GM material
+    asides: tuple[Group, ...] = ()  # out of the game: never searched (notes/asides.py)
 
     def to_json(self) -> dict:
         return {
@@ -72,6 +73,7 @@ class VaultReport:
             "hidden": [g.to_json() for g in self.hidden],
             "looks_gm": [g.to_json() for g in self.looks_gm],
             "suggest": self.suggest,
+            "asides": [g.to_json() for g in self.asides],
         }
 
     @classmethod
@@ -86,6 +88,7 @@ class VaultReport:
             hidden=tuple(Group.from_json(g) for g in data.get("hidden", ())),
             looks_gm=tuple(Group.from_json(g) for g in data.get("looks_gm", ())),
             suggest=bool(data.get("suggest", False)),
+            asides=tuple(Group.from_json(g) for g in data.get("asides", ())),
         )
 
     def lines(self) -> list[str]:
@@ -108,6 +111,9 @@ class VaultReport:
             out += [f"  {g.line()}" for g in self.hidden]
         else:
             out.append("kept from players: nothing")
+        if self.asides:
+            out.append("out of the game, never searched for what happened (players still read them in their notes):")
+            out += [f"  {g.line()}" for g in self.asides]
         if self.looks_gm:
             out.append("players read these, though they look like the game master's:")
             out += [f"  {g.line()}" for g in self.looks_gm]
@@ -126,6 +132,8 @@ def note_facts(note: Note) -> str:
         facts["hidden"] = [[s.start_line, s.end_line, s.rule] for s in note.secrets]
     if note.public_marks:
         facts["public_marks"] = [list(m) for m in note.public_marks]
+    if note.asides:
+        facts["asides"] = [[a.start_line, a.end_line, a.heading] for a in note.asides]
     return json.dumps(facts, ensure_ascii=False, sort_keys=True)
 
 
@@ -153,6 +161,7 @@ def vault_report(conventions: Conventions, files: Iterable[FileRecord], policy: 
             entities[kind].append(entity_name(f.title))
     hidden: dict[str, list[str]] = defaultdict(list)
     looks: dict[str, list[str]] = defaultdict(list)
+    asides: dict[str, list[str]] = defaultdict(list)
     for f in records:
         facts = json.loads(f.facts or "{}")
         if f.visibility == GM and facts.get("rule"):
@@ -161,6 +170,8 @@ def vault_report(conventions: Conventions, files: Iterable[FileRecord], policy: 
             hidden[_rule_group(rule)].append(f.path)
         for line, what in facts.get("public_marks", ()):
             looks[what].append(f"{f.path}:{line}")
+        for heading in dict.fromkeys(a[2] for a in facts.get("asides", ())):
+            asides[f"sections under the heading {heading!r}"].append(f.path)
     marks = policy.speaking(conventions.language).marks
     for folder in sorted({str(p) for f in records for p in PurePosixPath(f.path).parents if str(p) != "."}):
         word = marks.story_title(PurePosixPath(folder).name)
@@ -182,6 +193,7 @@ def vault_report(conventions: Conventions, files: Iterable[FileRecord], policy: 
         hidden=_groups(hidden),
         looks_gm=_groups(looks),
         suggest=proposal is not None and proposal.needed,
+        asides=_groups(asides),
     )
 
 

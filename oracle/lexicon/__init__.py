@@ -59,12 +59,14 @@ class Lexicon:
     prep: frozenset[tuple[str, ...]]
     reference: frozenset[tuple[str, ...]]
     stopwords: frozenset[str]  # a question's words the keyword path does without
+    table_talk: frozenset[tuple[str, ...]]  # headings of what the table says to itself, out of the game
 
     @classmethod
     def read(cls, code: str) -> Lexicon:
         """One data file; its session words as written (accents kept), the rest folded."""
         raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
         gm, kinds, tags, vault, keyword = raw["gm"], raw["kinds"], raw["tags"], raw["vault"], raw["keyword"]
+        table = raw["table"]
         return cls(
             code=raw["language"],
             name=raw["name"],
@@ -84,6 +86,7 @@ class Lexicon:
             prep=frozenset(_phrase(w) for w in vault["prep"]),
             reference=frozenset(_phrase(w) for w in vault["reference"]),
             stopwords=frozenset(fold(w) for w in keyword["stopwords"]),
+            table_talk=frozenset(tuple(re.findall(r"[^\W_]+", fold(w))) for w in table["headings"]),
         )
 
     @property
@@ -162,6 +165,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         prep=own.prep | shared.prep,
         reference=own.reference | shared.reference,
         stopwords=own.stopwords | language(DEFAULT).stopwords,  # players ask in English too
+        table_talk=own.table_talk | shared.table_talk,
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from ..lexicon import lexicon
 from ..policy import Policy
 from ..types import GM, PUBLIC, Link, Note, Secret
+from .asides import cut_asides
 from .code import drop_code
 from .conventions import ENTITY_KINDS, Kinds
 from .decode import NoteError, decode
@@ -104,6 +105,7 @@ def parse_note(
         secrets = tuple(
             Secret(s.start_line, s.end_line, render_wikilinks(s.text)[0], s.rule) for s in body.secrets
         )
+    text, asides = cut_asides(text, vault.policy.marks)
     text, links = render_wikilinks(text)
     fm = body.frontmatter
     aliases = strings(fm.get("aliases")) + strings(fm.get("alias"))
@@ -127,6 +129,7 @@ def parse_note(
         sessions=facts.sessions,
         entity=named,
         public_marks=() if body.gm else public_marks(body.text, vault.policy.marks),
+        asides=asides,
     )
 
 
