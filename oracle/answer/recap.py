@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from ..notes.sessions import tells_what_happened
 from ..types import Chunk
 from .citations import Citation
 
@@ -34,9 +35,29 @@ def opening_lines(lines: Sequence[str], words: int = OPENING_WORDS) -> tuple[int
     return first, shown
 
 
+# A session note with fewer words of its own than this is a template not yet filled in, not the
+# last session played ("sesion 25.md": its headings and a checklist of quests).
+TOLD = 10
+_MARKUP_ONLY = re.compile(r"^[\s>*_\-+|=#`~<>\[\]():.,;!?0-9]*$")
+_TASK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[.\]")
+
+
+def told(parts: Sequence[Chunk]) -> int:
+    """The words a session tells: its lines but headings, bare markup and checklist items."""
+    words = 0
+    for chunk in parts:
+        for line in chunk.text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("#") or _MARKUP_ONLY.match(stripped) or _TASK.match(line):
+                continue
+            words += len(stripped.split())
+    return words
+
+
 def pick_session(chunks: Sequence[Chunk], wanted: str | None) -> list[Chunk]:
-    """The parts of one session note (or hub section): the highest-numbered one, or the one `wanted`
-    names by number ("12", "Session 12") or by a word of its label or heading."""
+    """The parts of one session note (or hub section): the highest-numbered one that tells something
+    (`told`), or the one `wanted` names by number ("12", "Session 12") or by a word of its label or
+    heading."""
     sessions: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         sessions.setdefault(chunk.label, []).append(chunk)
@@ -61,14 +82,28 @@ def pick_session(chunks: Sequence[Chunk], wanted: str | None) -> list[Chunk]:
             return []
         label = max(matches, key=number)
     else:
-        label = max(sessions, key=number)
+        filled = [label for label, parts in sessions.items() if told(parts) >= TOLD] or list(sessions)
+        label = max(filled, key=number)
     return sorted(sessions[label], key=lambda c: (c.path, c.start_line, c.part))
 
 
+def story_start(parts: Sequence[Chunk]) -> tuple[Chunk, int]:
+    """Where a session tells what happened: the part and line (0-based) of the first heading of what
+    happened (`What happened`, `Notes`, `Sucesos`, `Acontecimentos`), else the opening of its first
+    part (the game master's notes before it are no story)."""
+    for chunk in parts:
+        for i, line in enumerate(chunk.text.splitlines()):
+            if line.lstrip().startswith("#") and tells_what_happened(line.strip().lstrip("#")):
+                return chunk, i
+    return parts[0], 0
+
+
 def session_passages(reason: str, parts: Sequence[Chunk], annotations: Mapping[str, str]) -> tuple[str, Citation]:
-    """The recap without the model's text: the session's annotation and its opening lines, cited."""
-    first = parts[0]
-    offset, opening = opening_lines(first.text.splitlines())
+    """The recap without the model's text: the session's annotation and the opening of what it tells
+    happened, cited."""
+    first, at = story_start(parts)
+    offset, opening = opening_lines(first.text.splitlines()[at:])
+    offset += at
     start = first.start_line + offset
     end = start + max(len(opening), 1) - 1
     annotation = annotations.get(first.id)

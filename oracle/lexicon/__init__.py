@@ -35,6 +35,11 @@ def _phrase(entry: str) -> tuple[str, ...]:
     return tuple(fold(entry).split())
 
 
+def _words(entry: str) -> tuple[str, ...]:
+    """A heading of a list, as headings are compared: its folded words, punctuation dropped."""
+    return tuple(re.findall(r"[^\W_]+", fold(entry)))
+
+
 @dataclass(frozen=True)
 class Lexicon:
     """Word lists, folded. `language(code)` is one data file as written; `lexicon(code)` the words
@@ -60,13 +65,15 @@ class Lexicon:
     reference: frozenset[tuple[str, ...]]
     stopwords: frozenset[str]  # a question's words the keyword path does without
     table_talk: frozenset[tuple[str, ...]]  # headings of what the table says to itself, out of the game
+    recap_previous: frozenset[tuple[str, ...]]  # headings of a retelling of the session before
+    recap_happened: frozenset[tuple[str, ...]]  # headings of what happened in the session
 
     @classmethod
     def read(cls, code: str) -> Lexicon:
         """One data file; its session words as written (accents kept), the rest folded."""
         raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
         gm, kinds, tags, vault, keyword = raw["gm"], raw["kinds"], raw["tags"], raw["vault"], raw["keyword"]
-        table = raw["table"]
+        table, recap = raw["table"], raw["recap"]
         return cls(
             code=raw["language"],
             name=raw["name"],
@@ -86,7 +93,9 @@ class Lexicon:
             prep=frozenset(_phrase(w) for w in vault["prep"]),
             reference=frozenset(_phrase(w) for w in vault["reference"]),
             stopwords=frozenset(fold(w) for w in keyword["stopwords"]),
-            table_talk=frozenset(tuple(re.findall(r"[^\W_]+", fold(w))) for w in table["headings"]),
+            table_talk=frozenset(_words(w) for w in table["headings"]),
+            recap_previous=frozenset(_words(w) for w in recap["previous"]),
+            recap_happened=frozenset(_words(w) for w in recap["happened"]),
         )
 
     @property
@@ -166,6 +175,9 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         reference=own.reference | shared.reference,
         stopwords=own.stopwords | language(DEFAULT).stopwords,  # players ask in English too
         table_talk=own.table_talk | shared.table_talk,
+        # A session's recap and its story are headed alike whatever the vault's language.
+        recap_previous=frozenset().union(*(lang.recap_previous for lang in every)),
+        recap_happened=frozenset().union(*(lang.recap_happened for lang in every)),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from ..lexicon import fold, lexicon
 from ..types import Note
 from .names import SESSION_WORD
 
@@ -107,16 +108,26 @@ def split_sessions(note: Note) -> list[Span]:
     return spans
 
 
-_RECAP = re.compile(
-    r"^(?:recap|previously(?: on\b.*)?|last (?:session|time)|(?:a )?summary of (?:the )?last session"
-    r"|r[eé]sum[eé]|resumen|r[uü]ckblick|riassunto)\W*$",
-    re.I,
-)
+def _heading_words(heading: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"[^\W_]+", fold(heading.strip().strip("*_"))))
+
+
+def _heads(heading: str, entries: frozenset[tuple[str, ...]]) -> bool:
+    """The heading is an entry, or starts with an entry of two words or more (`Previously on Critical Role`)."""
+    words = _heading_words(heading)
+    return any(words == e or (len(e) >= 2 and words[: len(e)] == e) for e in entries)
 
 
 def is_recap(heading: str) -> bool:
-    """A heading under which a session retells the one before: `Recap`, `Previously on…`, `Last time`."""
-    return bool(_RECAP.match(heading.strip().strip("*_").strip()))
+    """A heading under which a session retells the one before: `Recap`, `Previously on…`, `Last time`,
+    `Resumen`, `Rückblick` (`oracle/lexicon/*.toml`, `[recap] previous`, every language)."""
+    return _heads(heading, lexicon().recap_previous)
+
+
+def tells_what_happened(heading: str) -> bool:
+    """A heading of what happened in the session (`What happened`, `Notes`, `Sucesos`, `Acontecimentos`):
+    what a recap retells first (`[recap] happened`, every language)."""
+    return _heads(heading, lexicon().recap_happened)
 
 
 def is_subheading(line: str) -> bool:

@@ -15,7 +15,7 @@ from oracle.answer.recap import opening_lines, pick_session
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
 from oracle.types import Chunk, Clearance
-from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, quick_settings, request_kind, write_notes
 
 SECRETS = ("SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR")
 
@@ -107,3 +107,37 @@ async def test_cited_lines_are_read_with_the_readers_clearance(tmp_path, make_se
     assert not any(s in c.text for c in as_player for s in SECRETS)
     assert [c.text for c in as_player[1:]] == ["", ""]
     assert "SECRET-COMPASS" in as_gm[0].text and "SECRET-HEIR" in as_gm[1].text and as_gm[2].text == ""
+
+
+SPANISH_SESSIONS = {
+    "Sesiones/sesion 24.md": """
+        # Sesión 24
+        ## Notas del máster
+        Preparar el mapa del cubil. Comprar dados nuevos.
+        ## Sucesos
+        Thalorien y Facktoré subieron a la montaña y derrotaron al dragón verde junto al lago helado.
+        El pueblo de Phandalin celebró con una fiesta que duró tres días.
+        """,
+    "Sesiones/sesion 25.md": """
+        # Sesión 25
+        ## Notas importantes de la sesión
+        ## Sucesos
+        ## Misiones
+        - [ ] Encontrar la espada de Facktoré
+        - [ ] Volver a Phandalin
+        - [x] Derrotar al dragón
+        """,
+}
+
+
+async def test_a_recap_skips_an_unfilled_session_and_retells_what_happened(tmp_path, open_quick_index):
+    index = open_quick_index(quick_settings(write_notes(tmp_path / "notes", SPANISH_SESSIONS), tmp_path / "data",
+                                            closed_port_url(), annotate=False))
+    await ingest(index)
+    last = await Oracle(index).recap()
+    assert (last.question, last.mode) == ("Recap of sesion 24", "passages")
+    [citation] = last.citations
+    assert (citation.path, citation.start_line) == ("Sesiones/sesion 24.md", 5)  # under Sucesos, not the GM's notes
+    assert "derrotaron al dragón verde" in last.text and "Comprar dados" not in last.text
+    named = await Oracle(index).recap("25")  # named, the template is what is asked for
+    assert "Recap of sesion 25" == named.question
