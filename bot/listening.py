@@ -25,6 +25,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from oracle.lexicon import fold
 from oracle.retrieve.followup import CONNECTIVES, INTERJECTIONS
 
 DEFAULT_PREFIXES = "!?.$;"
@@ -110,14 +111,15 @@ def is_question_like(text: str) -> bool:
     if "?" in text or "¿" in text:
         return True
     words = [w.casefold() for w in _WORD.findall(text)]
-    first = next((w for w in words if w not in INTERJECTIONS), "")
-    return first in OPENERS
+    # The connectives and interjections are folded (`oracle/lexicon/*.toml`): "después" is "despues".
+    first = next((w for w in words if fold(w) not in INTERJECTIONS), "")
+    return first in OPENERS or fold(first) in CONNECTIVES
 
 
 def is_asked_of_someone(text: str) -> bool:
     """A question to "you" about what they do ("are you coming on friday?"), not a request to be told."""
     words = [w.casefold() for w in _WORD.findall(text)]
-    words = words[next((i for i, w in enumerate(words) if w not in INTERJECTIONS), len(words)):]
+    words = words[next((i for i, w in enumerate(words) if fold(w) not in INTERJECTIONS), len(words)):]
     if len(words) < 2 or words[0] not in YOU_AUXILIARIES or words[1] not in ("you", "u", "ya"):
         return False
     return not any(w in TELLING_VERBS for w in words[2:4])

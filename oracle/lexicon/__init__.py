@@ -67,13 +67,18 @@ class Lexicon:
     table_talk: frozenset[tuple[str, ...]]  # headings of what the table says to itself, out of the game
     recap_previous: frozenset[tuple[str, ...]]  # headings of a retelling of the session before
     recap_happened: frozenset[tuple[str, ...]]  # headings of what happened in the session
+    connectives: frozenset[str]  # words that open a question continuing the last one ("and", "y")
+    interjections: frozenset[str]  # said before a question ("ok so…", "vale, y…")
+    openers: frozenset[tuple[str, ...]]  # elliptical openings ("what about", "y después")
+    same: tuple[tuple[tuple[str, ...], str], ...]  # "the same" and the word that says as what
+    pronouns: frozenset[str]  # third-person pronouns for a person
 
     @classmethod
     def read(cls, code: str) -> Lexicon:
         """One data file; its session words as written (accents kept), the rest folded."""
         raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
         gm, kinds, tags, vault, keyword = raw["gm"], raw["kinds"], raw["tags"], raw["vault"], raw["keyword"]
-        table, recap = raw["table"], raw["recap"]
+        table, recap, follow = raw["table"], raw["recap"], raw["followup"]
         return cls(
             code=raw["language"],
             name=raw["name"],
@@ -96,6 +101,11 @@ class Lexicon:
             table_talk=frozenset(_words(w) for w in table["headings"]),
             recap_previous=frozenset(_words(w) for w in recap["previous"]),
             recap_happened=frozenset(_words(w) for w in recap["happened"]),
+            connectives=frozenset(fold(w) for w in follow["connectives"]),
+            interjections=frozenset(fold(w) for w in follow["interjections"]),
+            openers=frozenset(_words(w) for w in follow["openers"]),
+            same=tuple((_words(word), fold(as_what)) for word, as_what in follow["same"]),
+            pronouns=frozenset(fold(w) for w in follow["pronouns"]),
         )
 
     @property
@@ -146,7 +156,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
     """The lexicon of a vault written in `code` (one of `languages()`)."""
     if code not in languages():
         raise ValueError(f"no word lists for the language {code!r}: one of {', '.join(languages())}")
-    own, shared = language(code), language(INTERNATIONAL)
+    own, shared, english = language(code), language(INTERNATIONAL), language(DEFAULT)
     every = [language(c) for c in languages()]
     folder_kinds: dict[tuple[str, ...], str] = {}
     tag_kinds: dict[str, str] = {}
@@ -178,6 +188,12 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         # A session's recap and its story are headed alike whatever the vault's language.
         recap_previous=frozenset().union(*(lang.recap_previous for lang in every)),
         recap_happened=frozenset().union(*(lang.recap_happened for lang in every)),
+        # A player may ask in English whatever the vault's language.
+        connectives=own.connectives | shared.connectives | english.connectives,
+        interjections=own.interjections | shared.interjections | english.interjections,
+        openers=own.openers | english.openers,
+        same=own.same + (english.same if code != DEFAULT else ()),
+        pronouns=own.pronouns | english.pronouns,
     )
 
 

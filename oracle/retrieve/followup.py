@@ -1,8 +1,11 @@
 """Follow-up expansion: deterministic, no LLM.
 
 "And then what?" cannot be searched alone. A question that needs the thread is searched together
-with the user's previous turn; the question answered stays the user's own words, only the search
-query changes. A question needs the thread, in this order:
+with the user's previous turn, and with the latest earlier turn that named the thread's subject when
+the previous one names nobody ("¿Quién es Facktoré?", "¿y qué hizo?", "¿y después?": Facktoré is kept);
+the question answered stays the user's own words, only the search query changes. The words are the
+vault's language's and English (`oracle/lexicon/*.toml`, `[followup]`). A question needs the thread,
+in this order:
 
 1. When it has no words ("???").
 2. When it is elliptical, even if it names someone: it opens (after any interjection or connective)
@@ -29,25 +32,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
 
-CONNECTIVES = {"and", "but", "then", "so", "also", "y", "e", "pero", "entonces", "luego", "después", "despues"}
-# Said before the question proper: "ok so how did we…", "wait, and then?"
-INTERJECTIONS = {
-    "ok", "okay", "oh", "ah", "eh", "wait", "hmm", "hm", "um", "uh", "right", "well", "yeah", "alright",
-    "vale", "bueno", "oye", "espera",
-}  # fmt: skip
-# Elliptical openers: the question borrows the rest of the previous one.
-OPENERS = (
-    ("what", "about"), ("how", "about"), ("and", "then"), ("why", "not"), ("what", "else"),
-    ("qué", "hay", "de"), ("que", "hay", "de"), ("y", "luego"), ("y", "después"), ("y", "despues"),
-    ("por", "qué", "no"), ("por", "que", "no"), ("qué", "más"), ("que", "más"),
-)  # fmt: skip
-# "the same" borrows what it is the same as, unless the question says it: "the same ship as…".
-SAME = {"same": "as", "mismo": "que"}  # the word, and the word that says "as what"
-# Third-person pronouns for a person: tied to the question by a name before them, else to the thread.
-PRONOUNS = {
-    "he", "him", "his", "she", "her", "hers", "they", "them", "their", "theirs", "él", "ella", "ellos", "ellas",
-}  # fmt: skip
+from ..lexicon import DEFAULT, Lexicon, fold, language, lexicon
+
+# English and Spanish connectives and interjections, folded: what the bot hears as a thread message
+# that continues a question (bot/listening.py).
+CONNECTIVES = language("en").connectives | language("es").connectives
+INTERJECTIONS = language("en").interjections | language("es").interjections
 SHORT_WORDS = 6
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 
@@ -71,47 +63,66 @@ def has_proper_noun(question: str) -> bool:
     return any(_is_name(question, m) for m in _WORD.finditer(question))
 
 
-def is_elliptical(question: str) -> bool:
-    """Opens with "what about", "and then", "why not"…, or says "the same" without "as" what."""
-    words = [w.lower().replace("’", "'") for w in _WORD.findall(question)]
+def _words(question: str) -> list[str]:
+    return [fold(w.replace("’", "'")) for w in _WORD.findall(question)]
+
+
+@cache
+def _lexicon(code: str) -> Lexicon:
+    return lexicon(code)
+
+
+def is_elliptical(question: str, code: str = DEFAULT) -> bool:
+    """Opens with "what about", "and then", "why not", "y después"…, or says "the same" without
+    "as" what."""
+    lex = _lexicon(code)
+    words = _words(question)
     for i, word in enumerate(words):
-        if any(tuple(words[i : i + len(opener)]) == opener for opener in OPENERS):
+        if any(tuple(words[i : i + len(opener)]) == opener for opener in lex.openers):
             return True
-        if word not in INTERJECTIONS and word not in CONNECTIVES:
+        if word not in lex.interjections and word not in lex.connectives:
             break
-    for i, word in enumerate(words):
-        if word in SAME and (word != "mismo" or words[i - 1 : i] == ["lo"]) and SAME[word] not in words[i + 1 :]:
-            return True
+    for same, as_what in lex.same:
+        for i in range(len(words) - len(same) + 1):
+            if tuple(words[i : i + len(same)]) == same and as_what not in words[i + len(same) :]:
+                return True
     return False
 
 
-def dangling_pronoun(question: str) -> str | None:
+def dangling_pronoun(question: str, code: str = DEFAULT) -> str | None:
     """The first third-person pronoun for a person with no name before it in the question, if any."""
+    pronouns = _lexicon(code).pronouns
     for m in _WORD.finditer(question):
         if _is_name(question, m):
             return None
-        if m.group().lower() in PRONOUNS:
+        if fold(m.group()) in pronouns:
             return m.group().lower()
     return None
 
 
-def needs_history(question: str, *, names_entity: bool = False) -> bool:
+def needs_history(question: str, *, names_entity: bool = False, code: str = DEFAULT) -> bool:
     """Whether the question must be searched with the thread: the module's rule, in its order."""
     words = _WORD.findall(question)
     if not words:
         return True
-    if is_elliptical(question) or dangling_pronoun(question):
+    if is_elliptical(question, code) or dangling_pronoun(question, code):
         return True
     if names_entity or has_proper_noun(question):
         return False
-    lowered = [w.lower() for w in words]
-    first = next((w for w in lowered if w not in INTERJECTIONS), "")
-    return first in CONNECTIVES or len(words) <= SHORT_WORDS
+    lex = _lexicon(code)
+    first = next((w for w in _words(question) if w not in lex.interjections), "")
+    return first in lex.connectives or len(words) <= SHORT_WORDS
 
 
-def expand_followup(question: str, history: Sequence[str], *, names_entity: bool = False) -> str:
-    """The text to search for: the question, prefixed by the previous user turn when it needs one."""
-    previous = next((h.strip() for h in reversed(history) if h and h.strip()), "")
-    if previous and needs_history(question, names_entity=names_entity):
-        return f"{previous} {question}".strip()
-    return question
+def expand_followup(question: str, history: Sequence[str], *, names_entity: bool = False, code: str = DEFAULT) -> str:
+    """The text to search for: the question, prefixed by the previous user turn when it needs one, and
+    by the latest earlier turn that named someone when the previous one names nobody."""
+    turns = [h.strip() for h in history if h and h.strip()]
+    if not turns or not needs_history(question, names_entity=names_entity, code=code):
+        return question
+    context = [turns[-1]]
+    if not has_proper_noun(turns[-1]):
+        named = next((t for t in reversed(turns[:-1]) if has_proper_noun(t)), None)
+        if named is not None:
+            context.insert(0, named)
+    return " ".join([*context, question]).strip()

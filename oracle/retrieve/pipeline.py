@@ -58,8 +58,10 @@ class SearchPipeline:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         matcher, mention_stats = await self.matchers.lookup(clearance, store)
+        # The language the index was built in: its follow-up words, its keyword stems.
+        stemming = await store.stemming()
         entities = matcher.find(question)
-        query = expand_followup(question, history, names_entity=bool(entities))
+        query = expand_followup(question, history, names_entity=bool(entities), code=stemming.code)
         if query != question:
             entities = matcher.find(query)
         timings["expand"] = elapsed_ms(started)
@@ -80,9 +82,7 @@ class SearchPipeline:
             windows.update(found)
             return [(cid, sims[0]) for cid, sims in found]
 
-        # Read by the keyword path, with the learned fusion's terms; reused by its evidence. Both in the
-        # language the index was built in.
-        stemming = await store.stemming()
+        # Read by the keyword path, with the learned fusion's terms; reused by its evidence.
         stems = query_stems(query, stemming) if self.learned else {}
         counts = TermCounts(store, clearance, also=stems.values())
         total = await mention_stats.indexed(store, clearance)

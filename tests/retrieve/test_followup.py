@@ -9,6 +9,8 @@ non-empty item of the history.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from oracle.retrieve.followup import (
@@ -21,6 +23,13 @@ from oracle.retrieve.followup import (
 
 PREVIOUS = "Who ambushed the party at the ford?"
 HISTORY = ["Who sold the compass?", PREVIOUS]
+
+
+def lang(question: str) -> str:
+    """The language a question of these tests is asked in, as a campaign in that language reads it."""
+    spanish = re.search(r"[¿¡áéíóúñ]", question) or question.split()[:1] and question.split()[0].lower().strip("¿,") in {
+        "y", "pero", "entonces", "luego", "vale", "qué", "que"}
+    return "es" if spanish else "en"
 
 
 @pytest.mark.parametrize(
@@ -38,29 +47,29 @@ HISTORY = ["Who sold the compass?", PREVIOUS]
 )
 def test_a_leading_connective_prepends_the_previous_turn_even_to_a_long_question(question):
     assert len(question.split()) > 6  # long: only the connective can trigger the expansion
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize("question", ["And then?", "AND what?", "But why?", "Entonces qué?", "Y luego?"])
 def test_the_connective_is_case_insensitive(question):
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 def test_a_connective_must_be_the_whole_first_word():
     question = "someone told me the bridge was destroyed last night, is that true?"
-    assert question == expand_followup(question, HISTORY)
+    assert question == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize("question", ["what about the compass?", "who paid?", "what did the monk sell them?"])
 def test_a_short_question_naming_nobody_is_expanded(question):
     assert len(question.split()) <= 6
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 def test_seven_words_is_no_longer_short():
     question = "what did the old monk sell there?"
     assert 7 == len(question.split())
-    assert question == expand_followup(question, HISTORY)
+    assert question == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -74,12 +83,12 @@ def test_seven_words_is_no_longer_short():
 )
 def test_a_connective_after_an_interjection_still_starts_the_question(question):
     assert len(question.split()) > 6
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 def test_an_interjection_alone_is_not_a_connective():
     question = "ok what did the party find inside the old chapel after the fight?"
-    assert question == expand_followup(question, HISTORY)
+    assert question == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -93,25 +102,25 @@ def test_an_interjection_alone_is_not_a_connective():
 )
 def test_a_long_question_about_someone_by_pronoun_only_is_expanded(question):
     assert len(question.split()) > 6
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 def test_a_pronoun_after_a_name_does_not_expand_but_beside_an_uncapitalised_entity_it_does():
     # Was "a pronoun beside a name does not expand". After a capitalised name it still does not: the
     # pronoun is taken to be about a name of the question.
     question = "what did Mirela tell him about the compass and the bell?"
-    assert dangling_pronoun(question) is None
-    assert question == expand_followup(question, HISTORY)
+    assert dangling_pronoun(question, lang(question)) is None
+    assert question == expand_followup(question, HISTORY, code=lang(question))
     # But a matched entity that is not capitalised ("the innkeeper") says nothing of where it is in
     # the question, so it no longer stops a pronoun from taking the thread's subject.
     question = "what did the innkeeper tell him about the compass and the bell?"
-    assert "him" == dangling_pronoun(question)
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True)
+    assert "him" == dangling_pronoun(question, lang(question))
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
 
 
 def test_a_long_question_without_names_is_unchanged():
     question = "what did the party find inside the old chapel after the fight?"
-    assert question == expand_followup(question, HISTORY)
+    assert question == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -124,8 +133,8 @@ def test_a_long_question_without_names_is_unchanged():
 )
 def test_a_proper_noun_after_the_first_word_overrides(question):
     assert has_proper_noun(question)
-    assert not needs_history(question)
-    assert question == expand_followup(question, HISTORY)
+    assert not needs_history(question, code=lang(question))
+    assert question == expand_followup(question, HISTORY, code=lang(question))
 
 
 def test_a_capitalised_first_word_alone_is_not_a_proper_noun():
@@ -138,47 +147,70 @@ def test_a_capitalised_first_word_alone_is_not_a_proper_noun():
 @pytest.mark.parametrize("question", ["can I see it?", "so I'm next?", "what would I'd have said?"])
 def test_the_pronoun_i_is_not_a_proper_noun(question):
     assert not has_proper_noun(question)
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize("question", ["and the candle monk?", "what did old wick sell?"])
 def test_names_entity_overrides(question):
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
-    assert question == expand_followup(question, HISTORY, names_entity=True)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
+    assert question == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
     assert not needs_history(question, names_entity=True)
 
 
 @pytest.mark.parametrize("history", [[], (), [""], ["", "   ", "\n\t"]])
 def test_no_history_leaves_the_question_unchanged(history):
     for question in ["and then what?", "what about the compass?", "???"]:
-        assert question == expand_followup(question, history)
+        assert question == expand_followup(question, history, code=lang(question))
 
 
-def test_the_previous_turn_is_the_last_item_of_history():
+def test_the_previous_turn_and_the_latest_turn_that_named_the_subject_are_searched():
     history = ["Who is Mirela?", "What did the monk sell?", "Who ambushed them at the ford?"]
-    assert "Who ambushed them at the ford? and then?" == expand_followup("and then?", history)
+    assert "Who is Mirela? Who ambushed them at the ford? and then?" == expand_followup("and then?", history)
+    named = ["Who is Mirela?", "Why did Teodric leave?"]  # the previous turn names its own subject
+    assert "Why did Teodric leave? and then?" == expand_followup("and then?", named)
+
+
+def test_a_thread_keeps_its_subject_from_its_first_question(history=("¿Quién es Facktoré?", "¿Y qué hizo en la sesión 3?")):
+    assert "¿Quién es Facktoré? ¿Y qué hizo en la sesión 3? ¿y después?" == expand_followup(
+        "¿y después?", history, code="es")
 
 
 def test_blank_history_items_are_skipped_and_the_turn_is_stripped():
     history = ["Who is Mirela?", "  Who ambushed them at the ford?\n", "", "   ", "\n"]
-    assert "Who ambushed them at the ford? and then?" == expand_followup("and then?", history)
+    assert "Who is Mirela? Who ambushed them at the ford? and then?" == expand_followup("and then?", history)
+
+
+@pytest.mark.parametrize("code, question", [
+    ("pt", "e depois, o que aconteceu com o grupo na estrada para o castelo?"),
+    ("fr", "et ensuite, où sont-ils allés après la bataille du vieux pont ?"),
+    ("de", "und dann, wohin ist die Gruppe nach dem Kampf an der Brücke gegangen?"),
+])
+def test_follow_up_words_of_the_vaults_language(code, question):
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=code)
+
+
+def test_a_word_of_one_language_never_decides_a_question_in_another():
+    # Spanish "y" opens a follow-up in a Spanish campaign; in an English one this long question stands alone.
+    question = "y qué encontraron dentro de la vieja capilla después de la pelea?"
+    assert question == expand_followup(question, HISTORY, code="en")
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code="es")
 
 
 @pytest.mark.parametrize("question", ["???", "...", "🤔", "🎲🎲!", "¿?", ""])
 def test_a_question_of_only_punctuation_or_emoji_is_expanded(question):
-    assert needs_history(question)
-    assert f"{PREVIOUS} {question}".strip() == expand_followup(question, HISTORY)
+    assert needs_history(question, code=lang(question))
+    assert f"{PREVIOUS} {question}".strip() == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize("question", ["so I’m next?", "and then I'll what?", "so I've lost it?"])
 def test_other_forms_of_the_pronoun_i_are_not_proper_nouns(question):
     assert not has_proper_noun(question)
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 @pytest.mark.parametrize("question", ["AND THEN?", "ok. What now?"])
 def test_capitals_that_are_not_names_do_not_block_the_expansion(question):
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, code=lang(question))
 
 
 # A pronoun or an ellipsis keeps the thread's subject even when the question names someone else.
@@ -198,16 +230,16 @@ def test_capitals_that_are_not_names_do_not_block_the_expansion(question):
     ],
 )
 def test_a_pronoun_before_another_name_keeps_the_subject(history, question):
-    assert dangling_pronoun(question)
+    assert dangling_pronoun(question, lang(question))
     expected = f"{history[-1]} {question}"
-    assert expected == expand_followup(question, history)
-    assert expected == expand_followup(question, history, names_entity=True)
+    assert expected == expand_followup(question, history, code=lang(question))
+    assert expected == expand_followup(question, history, names_entity=True, code=lang(question))
 
 
 def test_a_name_that_opens_the_question_ties_no_pronoun():
     # Every question starts with a capital: the first word is not known to be a name.
     question = "Thinora, why did she leave the monastery so early?"
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True)
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -226,10 +258,10 @@ def test_a_name_that_opens_the_question_ties_no_pronoun():
     ],
 )
 def test_a_pronoun_after_a_name_is_about_the_question(question):
-    assert dangling_pronoun(question) is None
-    assert not is_elliptical(question)
-    assert question == expand_followup(question, HISTORY)
-    assert question == expand_followup(question, HISTORY, names_entity=True)
+    assert dangling_pronoun(question, lang(question)) is None
+    assert not is_elliptical(question, lang(question))
+    assert question == expand_followup(question, HISTORY, code=lang(question))
+    assert question == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -250,8 +282,8 @@ def test_a_pronoun_after_a_name_is_about_the_question(question):
     ],
 )
 def test_an_elliptical_question_expands_even_when_it_names_someone(question):
-    assert is_elliptical(question)
-    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True)
+    assert is_elliptical(question, lang(question))
+    assert f"{PREVIOUS} {question}" == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -264,8 +296,8 @@ def test_an_elliptical_question_expands_even_when_it_names_someone(question):
     ],
 )
 def test_words_of_an_ellipsis_that_are_not_one(question):
-    assert not is_elliptical(question)
-    assert question == expand_followup(question, HISTORY, names_entity=True)
+    assert not is_elliptical(question, lang(question))
+    assert question == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
 
 
 @pytest.mark.parametrize(
@@ -278,6 +310,6 @@ def test_words_of_an_ellipsis_that_are_not_one(question):
     ],
 )
 def test_a_question_naming_its_subject_with_no_dangling_pronoun_is_unchanged(question):
-    assert dangling_pronoun(question) is None
-    assert not is_elliptical(question)
-    assert question == expand_followup(question, HISTORY, names_entity=True)
+    assert dangling_pronoun(question, lang(question)) is None
+    assert not is_elliptical(question, lang(question))
+    assert question == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
