@@ -188,7 +188,7 @@ class Answering:
             await self.generation(table),
         ), answer)
         message = await deliver(answer, reply.first, reply.more, asker=asker,
-                                view=answer_view(table.name, answer_id, sources=bool(answer.citations)))
+                                view=answer_view(table.name, answer_id, sources=bool(answer.citations), language=answer.language))
         if message is not None:
             await table.journal.shown_in(answer_id, message.channel.id, message.id)
         if private or message is None:
@@ -301,7 +301,7 @@ class Answering:
 
             shown = await deliver(
                 answer, first, lambda text, embed, view: thread.send(text, embed=embed, view=view),
-                view=answer_view(table.name, answer_id, sources=bool(answer.citations)),
+                view=answer_view(table.name, answer_id, sources=bool(answer.citations), language=answer.language),
             )
             if shown is not None:
                 await table.journal.shown_in(answer_id, thread.id, shown.id)

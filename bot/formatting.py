@@ -11,6 +11,7 @@ import discord
 from oracle.answer.results import Answer
 from oracle.dossier import Dossier
 from oracle.index.report import VaultReport
+from oracle.texts import texts
 
 MESSAGE_LIMIT = 2000
 EMBED_DESCRIPTION_LIMIT = 4096
@@ -98,14 +99,16 @@ def sources_embed(answer: Answer, asker: Asker | None = None) -> discord.Embed |
     """The answer's embed: who asked and the question (public answers), and the sources cited."""
     if not answer.citations and asker is None:
         return None
-    lines = [f"**{c.label}** — `{c.path}` lines {c.start_line}–{c.end_line}" for c in answer.citations]
+    words = texts(answer.language)
+    lines = [f"**{c.label}** — `{c.path}` {words.lines.format(start=c.start_line, end=c.end_line)}"
+             for c in answer.citations]
     embed = discord.Embed(description=_fit(lines, EMBED_DESCRIPTION_LIMIT) or None)
     if asker is not None:
         embed.title = clip(asker.title, EMBED_TITLE_LIMIT)
         embed.url = asker.url
-        embed.set_author(name=clip(f"{asker.name} asked", EMBED_TITLE_LIMIT), icon_url=asker.icon)
+        embed.set_author(name=clip(words.asked.format(name=asker.name), EMBED_TITLE_LIMIT), icon_url=asker.icon)
     if answer.citations:
-        embed.set_footer(text="Passages" if answer.mode == "passages" else "Sources")
+        embed.set_footer(text=words.passages if answer.mode == "passages" else words.sources)
     return embed
 
 
@@ -161,7 +164,7 @@ async def deliver(
 
 def answer_text(answer: Answer) -> str:
     if answer.mode == "passages":
-        return f"**Passages, not an answer.** {answer.text}"
+        return f"**{texts(answer.language).passages_title}** {answer.text}"
     return answer.text
 
 

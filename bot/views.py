@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 import discord
 from discord.ext import commands
 
+from oracle.texts import texts
+
 from .errors import report_failure
 
 
@@ -37,11 +39,12 @@ CAMPAIGN = r"(?P<campaign>[a-z0-9][a-z0-9_-]{0,23})"
 
 
 class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=rf"oracle:sources:{CAMPAIGN}:(?P<answer>\d+)"):
-    def __init__(self, campaign: str, answer_id: int) -> None:
+    def __init__(self, campaign: str, answer_id: int, label: str = "Show sources") -> None:
+        # A restored button only dispatches clicks; the message keeps the label it was sent with.
         self.campaign = campaign
         self.answer_id = answer_id
         super().__init__(discord.ui.Button(
-            label="Show sources", emoji="📜", style=discord.ButtonStyle.secondary,
+            label=label, emoji="📜", style=discord.ButtonStyle.secondary,
             custom_id=f"oracle:sources:{campaign}:{answer_id}",
         ))
 
@@ -84,11 +87,12 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button],
 DYNAMIC_ITEMS = (SourcesButton, VoteButton)
 
 
-def answer_view(campaign: str, answer_id: int, *, sources: bool) -> discord.ui.View:
-    """The buttons of one answer; no Show sources when it cites nothing."""
+def answer_view(campaign: str, answer_id: int, *, sources: bool, language: str = "en") -> discord.ui.View:
+    """The buttons of one answer, labelled in the answer's language; no Show sources when it cites
+    nothing."""
     view = discord.ui.View(timeout=None)
     if sources:
-        view.add_item(SourcesButton(campaign, answer_id))
+        view.add_item(SourcesButton(campaign, answer_id, texts(language).show_sources))
     view.add_item(VoteButton(campaign, answer_id, "up"))
     view.add_item(VoteButton(campaign, answer_id, "down"))
     return view

@@ -12,7 +12,7 @@ Definitions (each measured over the questions named, and None when there are non
 - gold citation recall: gold entries of a question matched by a cited label or note path, over its
   gold entries, averaged. Answerable questions, every mode (passages cite the passages shown).
 - abstention: an answer abstains when its mode is `not_found`, or when a model's answer says the
-  notes do not say (`ABSTAINS`). Correct abstention: share of unanswerable questions that abstain;
+  notes do not say (`[texts] abstains` of its language). Correct abstention: share of unanswerable questions that abstain;
   false abstention: share of answerable questions that do.
 - uncited sentences: sentences of four words or more citing nothing (`verify`). `llm` answers.
 - tokens per request: `trace["tokens"]["total"]` and `trace["tokens"]["prompt_eval_count"]` (what

@@ -19,11 +19,11 @@ from .answer.citations import Citation, CitedText, cited_lines
 from .answer.context import Context, pack_context
 from .answer.excerpts import Excerpt
 from .answer.leaks import Guards
-from .answer.passages import PLAYER_LOADING, Fallbacks, excerpts, passages_answer
+from .answer.passages import Fallbacks, excerpts, passages_answer
 from .answer.prompt import Turn
 from .answer.recap import pick_session, recap_prompt, session_passages
 from .answer.rerank import Candidate, Reranked, make_reranker
-from .answer.results import NOT_FOUND, Answer, compose
+from .answer.results import Answer, compose
 from .answer.selection import Selection
 from .answer.trace import PLAYER_REASON
 from .answer.writer import Asking, StageFn, Unwritten, Writer
@@ -33,11 +33,14 @@ from .index import annotate
 from .index.index import Index
 from .index.seam import search_concurrency
 from .index.store import Store
+from .lexicon import DEFAULT
 from .llm import TextFn
 from .offload import off_loop
+from .policy import AUTO
 from .retrieve.entity import Matchers
 from .retrieve.pipeline import SearchPipeline, elapsed_ms
 from .retrieve.retrieval import Retrieval
+from .texts import Texts, question_language, texts
 from .types import Chunk, Clearance
 
 log = logging.getLogger(__name__)
@@ -116,19 +119,22 @@ class Oracle:
         stage, show_text = _stager(on_stage), _shower(on_text, question)
         question = " ".join(question.split())
         if not question:
-            return self._cleared(self._compose(question, "Ask a question about the campaign.", "not_found",
-                                               "empty question"), clearance)
+            words = texts(self.settings.language if self.settings.language != AUTO else DEFAULT)
+            return self._cleared(self._compose(question, words.empty_question, "not_found", "empty question"),
+                                 clearance, words)
         await self._ready()
         deadline = Deadline.of(self.settings)
         started = time.perf_counter()
         async with self.index.snapshot() as store:  # every stage of the question reads one index
             await stage("searching")
+            # What the Oracle writes itself, in the question's language (the vault's when it cannot tell).
+            words = texts(question_language(question, (await store.stemming()).code))
             user_turns = [t.content for t in history if t.role == "user"]
             async with self.search_slots:
                 retrieval = await self.search(question, history=user_turns, clearance=clearance, store=store)
             if not retrieval.fused:
-                answer = self._compose(question, NOT_FOUND, "not_found", "no passage matched", retrieval=retrieval)
-                return self._cleared(answer, clearance)
+                answer = self._compose(question, words.not_found, "not_found", "no passage matched", retrieval=retrieval)
+                return self._cleared(answer, clearance, words)
             await self._start_loading(deadline)
             if self.settings.reranker == "llm" and self.llm_slots.locked():
                 await stage("queued")
@@ -138,10 +144,10 @@ class Oracle:
                             started, stage, show_text)
             written = await self.writer.write(asking)
             if isinstance(written, Unwritten):
-                written = await self._passages(asking, written)
-            return self._cleared(written, clearance)
+                written = await self._passages(asking, written, words)
+            return self._cleared(written, clearance, words)
 
-    async def _passages(self, asking: Asking, unwritten: Unwritten) -> Answer:
+    async def _passages(self, asking: Asking, unwritten: Unwritten, words: Texts) -> Answer:
         """The model gave nothing usable: the passages, with the reason."""
         timings = asking.retrieval.timings_ms
         timings["answer"] = elapsed_ms(unwritten.began)
@@ -152,6 +158,7 @@ class Oracle:
         return await passages_answer(
             await self.index.embedder(), asking.question, unwritten.reason, asking.retrieval, asking.selection,
             unwritten.trace, clearance=asking.clearance, reranker=self.settings.reranker, loading=unwritten.loading,
+            words=words,
         )
 
     async def recap(
@@ -170,11 +177,12 @@ class Oracle:
         started = time.perf_counter()
         stage, show_text = _stager(on_stage), _shower(on_text, f"recap {session or ''}")
         async with self.index.snapshot() as store:
+            words = texts((await store.stemming()).code)  # a recap is told in the vault's language
             parts = pick_session(await store.session_chunks(clearance), session)
             if not parts:
-                text = f"The notes hold no session matching “{session}”." if session else "The notes hold no session yet."
+                text = words.no_session_matching.format(session=session) if session else words.no_session
                 answer = self._compose(f"Recap of {session or 'the last session'}", text, "not_found", "no session")
-                return self._cleared(answer, clearance)
+                return self._cleared(answer, clearance, words)
             label = parts[0].label
             question = f"Recap of {label}"
             annotations = await self._annotations(store, parts)
@@ -191,11 +199,11 @@ class Oracle:
             written = await self.writer.write(asking)
             if isinstance(written, Unwritten):
                 log.warning("recap of %s without the LLM: %s", label, written.reason)
-                shown = written.reason if clearance.gm else PLAYER_LOADING if written.loading else PLAYER_REASON
-                text, citation = session_passages(shown, parts, annotations)
+                shown = written.reason if clearance.gm else words.model_loading if written.loading else words.no_usable_answer
+                text, citation = session_passages(shown, parts, annotations, words)
                 written = self._compose(question, text, "passages", shown, retrieval=retrieval, selection=selection,
                                         citations=(citation,), trace=written.trace)
-            return self._cleared(written, clearance)
+            return self._cleared(written, clearance, words)
 
     async def cited(self, citations: Sequence[Citation], *, clearance: Clearance) -> list[CitedText]:
         """What each citation points at, read again from the index as it is now and only as far as
@@ -236,10 +244,11 @@ class Oracle:
         return compose(question, text, mode, reason, reranker=self.settings.reranker, **parts)
 
     @staticmethod
-    def _cleared(answer: Answer, clearance: Clearance) -> Answer:
-        """The answer marked with its reader's clearance: `Answer.to_json()` for a player names no
-        host, path or error (the answer keeps them, for the game master and the log)."""
-        return replace(answer, clearance=clearance)
+    def _cleared(answer: Answer, clearance: Clearance, words: Texts | None = None) -> Answer:
+        """The answer marked with its reader's clearance (`Answer.to_json()` for a player names no
+        host, path or error: the answer keeps them, for the game master and the log) and with the
+        language the Oracle wrote its own words in."""
+        return replace(answer, clearance=clearance, language=words.code if words else answer.language)
 
 
 def _stager(on_stage: StageFn | None) -> StageFn:

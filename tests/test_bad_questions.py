@@ -85,3 +85,15 @@ async def test_a_truncated_rerank_reply_keeps_the_fused_order(oracle, fake_ollam
     answer = await oracle.ask("Who sold Mirela the brass compass?")
     assert "llm" == answer.mode
     assert answer.trace.rerank["used"] is False
+
+
+async def test_the_oracle_s_own_words_are_in_the_question_s_language(oracle, fake_ollama):
+    """An English vault, a question in Spanish, a model that fails: the passages come with the
+    Oracle's sentence in Spanish; the same question in English keeps it English."""
+    fake_ollama.responder = lambda request: ModelNotFound()
+    spanish = await oracle.ask("¿Quién le vendió a Mirela la brújula de latón (brass compass)?")
+    assert ("passages", "es") == (spanish.mode, spanish.language)
+    assert spanish.text.startswith("El Oráculo no pudo escribir una respuesta (")
+    assert "es" == spanish.to_json()["language"]
+    english = await oracle.ask("Who sold Mirela the brass compass?")
+    assert ("passages", "en") == (english.mode, english.language)

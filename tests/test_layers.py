@@ -14,7 +14,7 @@ CORE = Path(__file__).resolve().parent.parent / "oracle"
 # A module may import its own layer and those below; never one above.
 LAYERS = {
     "errors": 0, "settings": 0, "types": 0, "text": 0, "tokens": 0, "llm": 0, "campaigns": 0, "policy": 0,
-    "lexicon": 0, "marks": 0, "stems": 0,
+    "lexicon": 0, "marks": 0, "stems": 0, "texts": 0,
     "deadline": 0, "context_window": 0, "offload": 0,
     "notes": 1,
     "index": 2, "watch": 2, "visibility": 2,

@@ -11,16 +11,16 @@ from ..index.seam import Embeddings
 from ..offload import question_step
 from ..retrieve.pipeline import elapsed_ms
 from ..retrieve.retrieval import Retrieval
+from ..texts import Texts, texts
 from ..types import Chunk, Clearance
 from .citations import Citation
 from .excerpts import Excerpt, choose_excerpts, query_terms
 from .results import PASSAGES_SHOWN, Answer, compose, passage_blocks, passages_text
 from .selection import Selection
-from .trace import PLAYER_REASON
 
 # The first reply when the deadline for the first words passed while the model was still loading.
-LOADING = "The model is still loading; here are the passages meanwhile"
-PLAYER_LOADING = "the model is still loading"  # a recap's passages say it in their own sentence
+LOADING = texts().loading
+PLAYER_LOADING = texts().model_loading  # a recap's passages say it in their own sentence
 
 
 @dataclass
@@ -62,9 +62,11 @@ async def passages_answer(
     clearance: Clearance,
     reranker: str,
     loading: bool = False,
+    words: Texts | None = None,
 ) -> Answer:
     """The best passages as the answer, with `reason` for a game master (`loading`: say the model
-    is still loading)."""
+    is still loading), written in `words`' language."""
+    words = words or texts()
     t = time.perf_counter()
     shown = await excerpts(embedder, retrieval, selection.context.fragments[:PASSAGES_SHOWN])
     timings = retrieval.timings_ms
@@ -73,11 +75,11 @@ async def passages_answer(
         timings["total"] += timings["excerpts"]
     citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line, e.chunk.sessions) for e in shown)
     if loading:
-        intro = f"{LOADING} ({reason})." if clearance.gm else f"{LOADING}."
+        intro = f"{words.loading} ({reason})." if clearance.gm else f"{words.loading}."
         text = "\n\n".join([intro, *passage_blocks(shown)])
     else:
-        text = passages_text(reason if clearance.gm else PLAYER_REASON, shown)
+        text = passages_text(reason if clearance.gm else words.no_usable_answer, shown, words)
     return compose(
         question, text, "passages", reason, reranker=reranker, retrieval=retrieval, selection=selection,
-        citations=citations, trace=extra | {"excerpts": [e.to_json() for e in shown]},
+        citations=citations, trace=extra | {"excerpts": [e.to_json() for e in shown]}, language=words.code,
     )

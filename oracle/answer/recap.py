@@ -5,6 +5,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..notes.sessions import tells_what_happened
+from ..texts import Texts, texts
 from ..types import Chunk
 from .citations import Citation
 
@@ -98,7 +99,8 @@ def story_start(parts: Sequence[Chunk]) -> tuple[Chunk, int]:
     return parts[0], 0
 
 
-def session_passages(reason: str, parts: Sequence[Chunk], annotations: Mapping[str, str]) -> tuple[str, Citation]:
+def session_passages(reason: str, parts: Sequence[Chunk], annotations: Mapping[str, str],
+                     words: Texts | None = None) -> tuple[str, Citation]:
     """The recap without the model's text: the session's annotation and the opening of what it tells
     happened, cited."""
     first, at = story_start(parts)
@@ -107,7 +109,7 @@ def session_passages(reason: str, parts: Sequence[Chunk], annotations: Mapping[s
     start = first.start_line + offset
     end = start + max(len(opening), 1) - 1
     annotation = annotations.get(first.id)
-    blocks = [f"The Oracle could not write the recap ({reason}). {first.label} in the notes:"]
+    blocks = [(words or texts()).could_not_recap.format(reason=reason, label=first.label)]
     if annotation:
         blocks.append(f"*{annotation}*")
     blocks.append(f"[{first.label}] ({first.path}, lines {start}–{end})\n> " + "\n> ".join(opening))

@@ -1,11 +1,12 @@
 """What answering produces: the Answer, and the passages shown when there is no written answer."""
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..lexicon import DEFAULT
 from ..retrieve.retrieval import Retrieval
+from ..texts import Texts, texts
 from ..types import Chunk, Clearance
 from .citations import Citation
 from .context import Headline
@@ -14,14 +15,6 @@ from .selection import Selection
 from .trace import JSON_VERSION, Mode, Trace, build_trace
 
 PASSAGES_SHOWN = 5
-NOT_FOUND = "The notes hold nothing on that."
-# "The notes do not say", "the notes don't mention", "nothing in the notes", "no mention of".
-ABSTAINS = re.compile(
-    r"\bnotes?\b[^.\n]{0,40}\b(?:do not|don't|does not|doesn't|never)\b[^.\n]{0,20}"
-    r"\b(?:say|mention|tell|record|hold|answer|cover)|\bnothing (?:in|on|about)\b[^.\n]{0,30}\bnotes?\b"
-    r"|\bnotes hold nothing\b|\bno mention of\b",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -39,6 +32,7 @@ class Answer:
     headlines: tuple[Headline, ...]
     trace: Trace
     clearance: Clearance = Clearance.PLAYER  # a game master's JSON keeps the detail
+    language: str = DEFAULT  # of the question: what the Oracle writes itself is written in it (`texts.py`)
 
     def shown_trace(self) -> Trace:
         """The trace as this answer's reader may read it."""
@@ -55,6 +49,7 @@ class Answer:
             "fragments": [c.label for c in self.fragments],
             "headlines": [h.chunk.label for h in self.headlines],
             "trace": trace.to_json(),
+            "language": self.language,
         }
 
 
@@ -69,18 +64,19 @@ def compose(
     selection: Selection | None = None,
     citations: tuple[Citation, ...] = (),
     trace: dict | None = None,
+    language: str = DEFAULT,
 ) -> Answer:
     """An answer and its trace. `trace`: what the answer stage adds to the stages' own record (see
     `answer.trace`); `reranker`: the ORACLE_RERANKER the trace names."""
     record = build_trace(mode, reason, retrieval, selection, reranker, **(trace or {}))
     fragments = selection.context.fragments if selection else ()
     headlines = selection.context.headlines if selection else ()
-    return Answer(question, text, mode, reason, citations, fragments, headlines, record)
+    return Answer(question, text, mode, reason, citations, fragments, headlines, record, language=language)
 
 
-def passages_text(reason: str, excerpts: Sequence[Excerpt]) -> str:
-    """The answer without the LLM: the best passages, plainly marked as passages."""
-    intro = f"The Oracle could not write an answer ({reason}). The most relevant passages from the notes:"
+def passages_text(reason: str, excerpts: Sequence[Excerpt], words: Texts | None = None) -> str:
+    """The answer without the LLM: the best passages, plainly marked as passages (in `words`' language)."""
+    intro = (words or texts()).could_not_answer.format(reason=reason)
     return "\n\n".join([intro, *passage_blocks(excerpts)])
 
 
@@ -93,5 +89,7 @@ def passage_blocks(excerpts: Sequence[Excerpt]) -> list[str]:
 
 
 def abstains(answer: Answer) -> bool:
-    """The answer says the notes hold nothing on the question: nothing matched, or the model said so."""
-    return answer.mode == "not_found" or (answer.mode == "llm" and bool(ABSTAINS.search(answer.text)))
+    """The answer says the notes hold nothing on the question: nothing matched, or the model said so
+    (in the question's language or in English)."""
+    abstention = texts(answer.language).abstention
+    return answer.mode == "not_found" or (answer.mode == "llm" and bool(abstention.search(answer.text)))

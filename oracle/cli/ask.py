@@ -14,6 +14,7 @@ from ..answer.results import Answer
 from ..journal import Journal
 from ..oracle import Oracle
 from ..retrieve.retrieval import Hit
+from ..texts import texts
 from ..types import Clearance
 from .common import build_settings, campaign_index, console, ensure_index, out, snippet
 
@@ -99,7 +100,7 @@ def print_answer(answer: Answer, streamed: str, args: argparse.Namespace) -> int
     if streamed:
         sys.stdout.write("\n\n")
     if answer.mode == "passages":
-        out.print("[yellow bold]Passages, not an answer[/]")
+        out.print(texts(answer.language).passages_title, style="yellow bold", markup=False)
         out.print(answer.text, markup=False, soft_wrap=True)
     elif not streamed:
         out.print(answer.text, markup=False, soft_wrap=True)

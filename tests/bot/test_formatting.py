@@ -21,6 +21,7 @@ from bot.formatting import (
     split_message,
     thread_name,
 )
+from bot.views import answer_view
 from oracle.answer.citations import Citation
 from oracle.answer.results import Answer
 from oracle.dossier import Dossier, Mentioned
@@ -33,8 +34,8 @@ def squeeze(text: str) -> str:
     return "".join(text.split())
 
 
-def answer(text: str = "An answer.", mode: str = "llm", citations=()) -> Answer:
-    return Answer("q", text, mode, "", tuple(citations), (), (), {})
+def answer(text: str = "An answer.", mode: str = "llm", citations=(), language: str = "en") -> Answer:
+    return Answer("q", text, mode, "", tuple(citations), (), (), {}, language=language)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,6 +222,17 @@ def test_answer_text_marks_passages():
     assert answer_text(answer("Orrin Hale [Session 10].")) == "Orrin Hale [Session 10]."
     assert answer_text(answer("The Oracle could not write…", mode="passages")) == (
         "**Passages, not an answer.** The Oracle could not write…")
+
+
+def test_what_the_oracle_writes_around_an_answer_is_in_the_question_s_language():
+    cited = [Citation("Sesión 1", "sesiones/1.md", 3, 5)]
+    passages = answer("El Oráculo no pudo…", mode="passages", citations=cited, language="es")
+    assert answer_text(passages) == "**Pasajes, no una respuesta.** El Oráculo no pudo…"
+    embed = sources_embed(passages, Asker("Lucía", "¿Quién vendió la brújula?"))
+    assert (embed.author.name, embed.footer.text) == ("Lucía preguntó", "Pasajes")
+    assert embed.description == "**Sesión 1** — `sesiones/1.md` líneas 3–5"
+    [sources, *_] = answer_view("mesa", 7, sources=True, language="es").children
+    assert sources.item.label == "Ver fuentes"
 
 
 # ---------------------------------------------------------------------------------------------
