@@ -35,6 +35,8 @@ GM_FOLDERS = frozenset({"gm", "dm", "secret", "secrets", "private"})
 # Folders of Templater (and core Templates) templates: prep scaffolding, never campaign facts.
 TEMPLATE_FOLDERS = frozenset({"templates", "template", "_templates", "templater"})
 _TEMPLATER_TAG = re.compile(r"<%[-_*~]?[\s\S]*?%>")
+# A fenced block (a dataview query, say): tags left in one are code a written note kept, not a form.
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$", re.M)
 _SPOILER_WARNING = re.compile(
     r"\bspoilers?\b|\bdo\s+not\s+read\b|\bdon[’']?t\s+read\b|\b(?:gm|dm)(?:'s)?\s+eyes\s+only\b",
     re.I,
@@ -191,7 +193,8 @@ class Policy:
         return out
 
 
-POLICY_VERSION = "4"
+# Bumped when the rules that file a note change: an index filed under older rules is filed again.
+POLICY_VERSION = "5"
 
 
 def is_gm_folder(name: str) -> bool:
@@ -222,7 +225,7 @@ def looks_like_gm(path: str, text: str, marks: Marks) -> Decision:
     word = marks.name(stem, session_title=marks.lexicon.session_titled(stem))
     if word:
         return Decision(GM, f"file name {stem!r} is named like GM material ({word})", True)
-    if _TEMPLATER_TAG.search(text):
+    if "<%" in text and _TEMPLATER_TAG.search(_FENCED.sub("", text)):
         return Decision(GM, "a Templater template (<% … %> tags)", True)
     opening = _opening(text)
     if opening and _SPOILER_WARNING.search(opening):

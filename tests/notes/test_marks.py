@@ -96,6 +96,15 @@ def test_a_spoiler_warning_or_a_template_keeps_the_note(text):
     assert GM == parse("Index.md", text).visibility
 
 
+def test_templater_tags_left_in_a_query_block_of_a_written_note_keep_it_public():
+    """A session written from a template whose dataview block still holds `<% tp.file.title %>`
+    (a real Spanish vault's last session) is a note, not a form; a tag in its prose is a form."""
+    query = '```dataview\nLIST FROM "" WHERE file.name != "<% tp.file.title %>"\n```\n'
+    assert PUBLIC == parse("Sesiones/Sesion-6.md", f"## Día 12\nEl caballero cae.\n{query}").visibility
+    assert GM == parse("Sesiones/Sesion-7.md", f"## Día <% tp.date.now() %>\n{query}").visibility
+    assert GM == parse("Sesiones/Sesion-8.md", "```dataview\nLIST\n```\nCreated <% tp.date.now() %>").visibility
+
+
 def test_a_spoiler_warning_further_down_keeps_the_note_public():
     assert PUBLIC == parse("factions/Mistcutter.md", "The order.\n> [!WARNING] Spoiler warning!\n> Story.").visibility
 

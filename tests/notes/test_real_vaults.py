@@ -142,3 +142,10 @@ def test_the_policy_proposed_from_the_folders_is_what_the_author_publishes(vault
     hubs = {rel: data.decode("utf-8", "replace") for rel, data in vault.files.items() if "/" not in rel}
     proposal = propose(vault.vault.conventions, readers, hubs)
     assert PROPOSED[vault.name] == (proposal.player_notes, proposal.gm_notes, tuple(f.path for f in proposal.reference))
+
+
+def test_players_read_every_session_their_authors_wrote(vault: Read) -> None:
+    """No written session is kept from players wholesale (a query block's leftover Templater tag once
+    hid the Spanish vault's last one)."""
+    public = {n for note in vault.notes.values() if note.visibility == "public" for n in note.sessions}
+    assert SESSIONS[vault.name] == public
