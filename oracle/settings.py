@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     ollama_host: str = Field("http://127.0.0.1:11434", validation_alias="OLLAMA_HOST")
     model: str = Field("qwen2.5:14b", validation_alias="ORACLE_MODEL")
     embed_model: str = Field(BUNDLED_EMBED_MODEL, validation_alias="ORACLE_EMBED_MODEL")
+    # Put before each question and each window when they are embedded; unset: the model's own
+    # (its configuration, else oracle/index/models.toml: e5's "query: " and "passage: ").
+    embed_query_prompt: str | None = Field(None, validation_alias="ORACLE_EMBED_QUERY_PROMPT")
+    embed_passage_prompt: str | None = Field(None, validation_alias="ORACLE_EMBED_PASSAGE_PROMPT")
     # Questions are embedded by ONNX Runtime (~4 ms instead of torch's ~14 ms, same vector).
     query_backend: str = Field("onnx", validation_alias="ORACLE_QUERY_BACKEND", pattern="^(onnx|torch)$")
     chroma_url: str | None = Field(None, validation_alias="ORACLE_CHROMA_URL")

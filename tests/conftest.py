@@ -74,7 +74,7 @@ def closed_port_url() -> str:
 
 
 # Fixtures that load the real model; any test whose fixture closure holds one is `integration`.
-REAL_MODEL_FIXTURES = frozenset({"embedder"})
+REAL_MODEL_FIXTURES = frozenset({"embedder", "multilingual_model"})
 
 # The files that take longest (`--durations`), longest first. xdist hands out whole files
 # (`--dist loadfile`) in collection order (`--no-loadscope-reorder`): started first, the long ones do
@@ -159,6 +159,15 @@ def _model_loads_only_when_marked(request):
 def embedder() -> Embedder:
     """The real bundled model, loaded once per process; its tests are `integration`."""
     return Embedder()
+
+
+@pytest.fixture(scope="session")
+def multilingual_model(tmp_path_factory) -> Path:
+    """A small multilingual model built and trained here (tests/fakes/multilingual_model.py), once
+    per process: its folder, for ORACLE_EMBED_MODEL. Its tests are `integration`."""
+    from tests.fakes.multilingual_model import build
+
+    return build(tmp_path_factory.mktemp("multilingual") / "multilingual-model")
 
 
 @pytest.fixture(scope="session")

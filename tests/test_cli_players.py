@@ -193,7 +193,7 @@ def test_a_players_dossier_counts_only_public_mentions(run):
 def test_a_players_status_counts_public_text_and_names_no_host_or_policy(run):
     code, out = run("status", "--json")
     status = json.loads(out)
-    assert (0, 1) == (code, status["sessions"])
+    assert (0, 1, "en") == (code, status["sessions"], status["language"])
     assert {"notes_dir", "policy", "withheld", "sessions_gm_only", "chunks_by_visibility", "entities_gm"}.isdisjoint(status)
     assert ({"ok": False, "reason": PLAYER_OLLAMA}, PLAYER_OLLAMA) == (status["ollama"], status["model_loaded"]["reason"])
     assert PLAYER_WINDOW_UNKNOWN == status["context"]["reason"]
@@ -202,6 +202,7 @@ def test_a_players_status_counts_public_text_and_names_no_host_or_policy(run):
 
     code, out = run("status")
     assert 0 == code and "as players read it" in out and "oracle status --gm" in out
+    assert "language of the notes" in out and "English (en)" in out
     assert [] == machine_details(run, out), out
     assert "who reads what" not in out and "TODO.md" not in out
 

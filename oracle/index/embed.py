@@ -2,6 +2,9 @@
 
 The bundled all-MiniLM-L6-v2 reads at most 256 word pieces and silently drops the rest, so a chunk
 is embedded as token windows sized with the model's own tokenizer, each headed by the chunk's label.
+Any sentence-transformers model can take its place (ORACLE_EMBED_MODEL): its tokenizer cuts the
+windows, its limit caps them, its vector size names its collection, and the prompts it was trained
+with (e5's "query: " and "passage: ") go before questions and windows (`Prompts`).
 Loading torch and the model takes seconds: build one `Embedder` per process and share it.
 Everything here is synchronous and CPU-bound; callers run it off the event loop.
 """
@@ -12,8 +15,12 @@ import hashlib
 import logging
 import os
 import threading
+import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +38,35 @@ _MARGIN = 4
 
 class EmbedError(OracleError, RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """What goes before a question and before a window when they are embedded."""
+
+    query: str = ""
+    passage: str = ""
+
+    @classmethod
+    def of(cls, model: Any, name: str, query: str | None = None, passage: str | None = None) -> Prompts:
+        """The prompts given (ORACLE_EMBED_QUERY_PROMPT / _PASSAGE_PROMPT), else the model's own
+        (its configuration's `query`, and `document`, `passage` or `corpus`), else what its card
+        asks (`models.toml`), else none."""
+        own = dict(getattr(model, "prompts", None) or {})
+        card = _card(name)
+        own_passage = next((own[k] for k in ("document", "passage", "corpus") if own.get(k)), "")
+        return cls(
+            query=query if query is not None else own.get("query") or card.get("query", ""),
+            passage=passage if passage is not None else own_passage or card.get("passage", ""),
+        )
+
+
+def _card(name: str) -> dict[str, str]:
+    raw = tomllib.loads(resources.files("oracle.index").joinpath("models.toml").read_text(encoding="utf-8"))
+    for family in raw.values():
+        if name.lower() in family.get("names", ()):
+            return {k: v for k, v in family.items() if k in ("query", "passage")}
+    return {}
 
 
 def resolve_model(ref: str) -> str:
@@ -53,9 +89,12 @@ class Embedder:
         device: str = "cpu",
         query_backend: str = "onnx",
         cache_dir: Path | None = None,
+        query_prompt: str | None = None,
+        passage_prompt: str | None = None,
     ) -> None:
         """`query_backend="onnx"` embeds questions with ONNX Runtime (see `query_encoder`), cached
-        in `cache_dir` when given; windows are always embedded by torch, in batches."""
+        in `cache_dir` when given; windows are always embedded by torch, in batches. The prompts,
+        when given, replace the model's own (`Prompts.of`)."""
         self.ref = ref
         self.query_backend = query_backend
         self.cache_dir = cache_dir
@@ -85,12 +124,16 @@ class Embedder:
         if dim is None:  # a model whose last module does not say it: its vectors could not be stored
             raise EmbedError(f"the embedding model {ref!r} ({self.source}) does not report its vector size")
         self.dim = int(dim)
+        self.name = Path(self.source).name if Path(self.source).exists() else self.source
+        self.prompts = Prompts.of(self.model, Path(self.source).name, query_prompt, passage_prompt)
+        self._passage_tokens = self.token_count(self.prompts.passage) - self.token_count("")
 
     @property
     def fingerprint(self) -> str:
-        """Names the vector space: a different model or window size gets a different collection."""
-        name = Path(self.source).name if Path(self.source).exists() else self.source
-        key = f"{name}|{self.dim}|{self.max_tokens}"
+        """Names the vector space: a different model, window size or prompt gets a different collection."""
+        key = f"{self.name}|{self.dim}|{self.max_tokens}"
+        if self.prompts != Prompts():
+            key += f"|{self.prompts.query}|{self.prompts.passage}"
         return hashlib.sha1(key.encode()).hexdigest()[:12]
 
     def token_count(self, text: str) -> int:
@@ -112,11 +155,12 @@ class Embedder:
             [c.text for c in chunks], add_special_tokens=False, return_offsets_mapping=True
         )
         out: list[EmbeddingWindow] = []
+        room = limit - 2 - _MARGIN - self._passage_tokens  # the passage prompt is read within the limit
         for chunk, head, head_len, offsets in zip(chunks, heads, head_lens, encoded["offset_mapping"], strict=True):
-            budget = limit - 2 - _MARGIN - head_len
+            budget = room - head_len
             if budget < limit // 2:  # a long heading: keep the label alone
                 head = chunk.label
-                budget = limit - 2 - _MARGIN - self.token_count(head)
+                budget = room - self.token_count(head)
             for n, (start, end) in enumerate(_token_windows(chunk.text, offsets, budget, overlap_tokens)):
                 out.append(EmbeddingWindow(
                     EmbeddingWindow.make_id(chunk.id, n), chunk.id, f"{head}\n{chunk.text[start:end]}", chunk.visibility
@@ -125,10 +169,12 @@ class Embedder:
                 out.append(EmbeddingWindow(EmbeddingWindow.make_id(chunk.id, 0), chunk.id, head, chunk.visibility))
         return out
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32, *, prompt: str | None = None) -> np.ndarray:
+        """Windows (`prompt` None: the passage prompt), or questions given their prompt."""
         with self._batch_lock:
             return self.model.encode(
                 list(texts),
+                prompt=self.prompts.passage if prompt is None else prompt,
                 batch_size=batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
@@ -151,7 +197,8 @@ class Embedder:
                 # on the shared object, so a question tokenized while a reingest's batch is would
                 # unpad the batch or cut its windows short.
                 own = copy.deepcopy(self.tokenizer)
-                self._query_encoder = OnnxQueryEncoder(self.model, own, self.max_tokens, cache=cache)
+                self._query_encoder = OnnxQueryEncoder(self.model, own, self.max_tokens, cache=cache,
+                                                       prompt=self.prompts.query)
             except Exception as exc:  # never worse than torch: only slower
                 log.warning("questions are embedded with torch (slower): %s", exc)
 
@@ -164,7 +211,7 @@ class Embedder:
             self.prepare_queries()
         if self._query_encoder is not None:
             return self._query_encoder.encode(text)
-        return self.encode([text], batch_size=1)[0]
+        return self.encode([text], batch_size=1, prompt=self.prompts.query)[0]
 
 
 def _token_windows(

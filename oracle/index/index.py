@@ -43,7 +43,8 @@ def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
 
 def load_embedder(settings: Settings) -> Embedder:
     """The embedding model of `settings`, with its question encoder ready (seconds: off the loop)."""
-    embedder = Embedder(settings.embed_model, query_backend=settings.query_backend, cache_dir=settings.models_path)
+    embedder = Embedder(settings.embed_model, query_backend=settings.query_backend, cache_dir=settings.models_path,
+                        query_prompt=settings.embed_query_prompt, passage_prompt=settings.embed_passage_prompt)
     embedder.prepare_queries()
     return embedder
 

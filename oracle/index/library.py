@@ -83,7 +83,8 @@ class Library:
         A bad campaigns file raises `CampaignsError` before anything is loaded."""
         campaigns = campaigns or Campaigns.from_settings(settings)
         use_worker = settings.embed_worker if worker is None else worker
-        embed_worker = EmbedWorker(settings.embed_model) if use_worker else None
+        embed_worker = EmbedWorker(settings.embed_model, query_prompt=settings.embed_query_prompt,
+                                   passage_prompt=settings.embed_passage_prompt) if use_worker else None
         if embed_worker is not None:
             embed_worker.start()  # its model loads while ours does
         try:

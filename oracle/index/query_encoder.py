@@ -6,8 +6,9 @@ vector (cosine 1.0). The graph is exported from the loaded weights with torch's 
 (nothing is downloaded), cached next to the index, and checked against torch before it is used;
 any failure leaves questions on torch, which is only slower.
 
-Only a plain [Transformer, mean Pooling, optional Normalize] pipeline is exported: anything else
-(CLS pooling, dense layers, prompts) stays on torch rather than risk a different vector space.
+Only a plain [Transformer, mean Pooling, optional Normalize] pipeline is exported, a question's
+prompt (e5's "query: ") read with it: anything else (CLS pooling as bge-m3's, dense layers, pooling
+that leaves the prompt out) stays on torch rather than risk a different vector space.
 """
 from __future__ import annotations
 
@@ -38,10 +39,13 @@ class QueryEncoderUnavailable(OracleError, RuntimeError):
 class OnnxQueryEncoder:
     """Embeds single questions exactly as `SentenceTransformer.encode(..., normalize_embeddings=True)`."""
 
-    def __init__(self, model: Any, tokenizer: Any, max_tokens: int, *, cache: Path | None = None) -> None:
+    def __init__(self, model: Any, tokenizer: Any, max_tokens: int, *, cache: Path | None = None,
+                 prompt: str = "") -> None:
+        """`prompt`: put before every question, as `encode(..., prompt=prompt)` does."""
         transformer = _plain_mean_pooled(model)
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
+        self.prompt = prompt
         self.inputs = self._input_names()
         session = self._load(cache) if cache is not None and cache.exists() else None
         if session is None:
@@ -51,7 +55,8 @@ class OnnxQueryEncoder:
             written = cache is not None and _write_atomically(cache, graph)
             session = _session(str(cache) if written else graph)
         self.session = session
-        torch_vector = model.encode([_PROBE], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)[0]
+        torch_vector = model.encode([_PROBE], prompt=prompt, normalize_embeddings=True, convert_to_numpy=True,
+                                    show_progress_bar=False)[0]
         agreement = float(np.dot(self.encode(_PROBE), torch_vector))
         if agreement < _MIN_AGREEMENT:
             raise QueryEncoderUnavailable(f"the exported graph disagrees with torch (cosine {agreement:.6f})")
@@ -64,7 +69,7 @@ class OnnxQueryEncoder:
         return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
 
     def _tokens(self, text: str, tensors: str) -> Any:
-        return self.tokenizer([text], truncation=True, max_length=self.max_tokens, return_tensors=tensors)
+        return self.tokenizer([self.prompt + text], truncation=True, max_length=self.max_tokens, return_tensors=tensors)
 
     def _input_names(self) -> list[str]:
         names = self.tokenizer(["probe"], return_tensors="np").keys()

@@ -54,6 +54,7 @@ class IndexStatus:
     embed_model: str
     model: str
     context: dict[str, Any]
+    language: str | None  # the vault's, as the last ingest read it (`ORACLE_LANGUAGE` or detected)
     ollama: dict[str, Any]
     model_loaded: dict[str, Any]
     gm: GMStatus | None = None  # the game master's alone: None in a player's
@@ -67,6 +68,7 @@ class IndexStatus:
             "last_ingest_seconds": self.last_ingest_seconds,
             "embed_model": self.embed_model,
             "model": self.model,
+            "language": self.language,
             "context": self.context,
         }
         if self.gm is not None:
@@ -115,6 +117,7 @@ async def index_status(index: Index, *, clearance: Clearance = Clearance.GM) -> 
         embed_model=embed_model,
         model=settings.model,
         context=context,
+        language=meta.get("language"),
         ollama=ollama,
         model_loaded=loaded,
         gm=gm,

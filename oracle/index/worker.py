@@ -58,7 +58,7 @@ _model: Embedder | None = None
 _failure: str | None = None
 
 
-def _load(ref: str, nice: int, threads: int) -> None:
+def _load(ref: str, nice: int, threads: int, prompts: tuple[str | None, str | None]) -> None:
     """The worker's initializer: load the model once. A failure is kept and raised by every call, so
     the caller reads why (an initializer that raises only breaks the pool, with no reason)."""
     global _model, _failure
@@ -69,7 +69,7 @@ def _load(ref: str, nice: int, threads: int) -> None:
         import torch
 
         torch.set_num_threads(threads)
-        _model = Embedder(ref)
+        _model = Embedder(ref, query_prompt=prompts[0], passage_prompt=prompts[1])
     except Exception as exc:  # pragma: no cover - reported by the calls
         _failure = f"the embedding worker could not load the model {ref!r}: {exc}"
 
@@ -107,8 +107,11 @@ def _windows(chunks: list[Chunk], overlap_tokens: int, size: int | None) -> list
 class EmbedWorker:
     """One worker process, started once (`start`), shared by every campaign's `Embeddings`."""
 
-    def __init__(self, ref: str, *, nice: int = NICE, threads: int | None = None) -> None:
+    def __init__(self, ref: str, *, nice: int = NICE, threads: int | None = None,
+                 query_prompt: str | None = None, passage_prompt: str | None = None) -> None:
+        """`ref` and the prompts: as `Embedder` takes them."""
         self.ref = ref
+        self.prompts = (query_prompt, passage_prompt)
         self.nice = nice
         self.threads = threads or worker_threads()
         self._pool: ProcessPoolExecutor | None = None
@@ -126,7 +129,7 @@ class EmbedWorker:
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_load,
-                initargs=(self.ref, self.nice, self.threads),
+                initargs=(self.ref, self.nice, self.threads, self.prompts),
             )
             self._ready = self._pool.submit(_fingerprint)
         except OSError as exc:  # no process or semaphore allowed here (a sandbox without /dev/shm)

@@ -425,6 +425,7 @@ async def test_status_is_ephemeral_and_names_counts_ollama_and_the_intent(world,
         # A player's counts are of what a player can read: 2 notes and 4 passages are GM-only.
         "**Notes:** 5 files, 4 sessions, 8 passages, 44 Compendium entries",
         f"**Last ingest:** {last_ingest(world.settings)}",
+        "**Language of the notes:** English (en)",
         "**Annotations:** 8/8",
         f"**Models:** answers with `{MODEL}`, embeds with `bundled:all-MiniLM-L6-v2`",
         "**Ollama:** answers",
@@ -440,11 +441,11 @@ async def test_status_says_when_ollama_is_down_and_the_intent_is_off(world, fake
     async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index, message_content=False) as client:
         inter = await run(fake, client, "oracle status", member=fake.gm)
     lines = inter.original.content.split("\n")
-    assert lines[4] == f"**Ollama:** Ollama is not reachable at {host}"
-    assert lines[5] == (f"**Context window:** 16384 tokens, 1024 of them for the answer (the model's context "
+    assert lines[5] == f"**Ollama:** Ollama is not reachable at {host}"
+    assert lines[6] == (f"**Context window:** 16384 tokens, 1024 of them for the answer (the model's context "
                         f"length is unknown (Ollama is not reachable at {host}))")
-    assert lines[6] == f"**Model loaded:** unknown: Ollama is not reachable at {host}"
-    assert lines[7] == (
+    assert lines[7] == f"**Model loaded:** unknown: Ollama is not reachable at {host}"
+    assert lines[8] == (
         "**Thread follow-ups:** only when the bot is mentioned. To read every reply in a thread, enable the "
         "Message Content intent for this application in the Discord Developer Portal (Bot → Privileged Gateway "
         "Intents) and restart the bot."
@@ -467,7 +468,7 @@ async def test_a_players_status_names_no_host_nor_the_policy_a_game_masters_name
     port = host.rsplit(":", 1)[1]
     assert [] == re.findall(rf"127\.0\.0\.1|http|(?<!\d){port}(?!\d)|reachable|Who reads what|ORACLE_|TODO\.md", shown)
     lines = shown.split("\n")
-    assert lines[4:7] == [
+    assert lines[5:8] == [
         "**Ollama:** not answering",
         "**Context window:** 16384 tokens, 1024 of them for the answer (the model's context length is unknown)",
         "**Model loaded:** unknown: not answering",
