@@ -127,7 +127,9 @@ class Bench:
             from oracle.index.worker import EmbedWorker
 
             # Started as the bot starts it, before anything is measured: once, the model loaded there.
-            self.worker = EmbedWorker(self.settings().embed_model)
+            settings = self.settings()
+            self.worker = EmbedWorker(settings.embed_model, query_prompt=settings.embed_query_prompt,
+                                      passage_prompt=settings.embed_passage_prompt)
             self.worker.start()
             await self.worker.ready()
             await self.worker.encode(WARM_UP)
