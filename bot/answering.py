@@ -237,6 +237,7 @@ class Answering:
             replies_to_member=replied is not None and (me is None or replied != me.id),
             mentions_member=bool(message.role_mentions) or any(me is None or u.id != me.id for u in message.mentions),
             prefixes=self.bot.settings.ignore_prefixes,
+            language=await table.index.language(),
         )
         if heard.question is None:
             log.debug("not a question in thread %s (%s)", message.channel.id, heard.why)

@@ -10,11 +10,11 @@ bot, and answer each other. Only some of it is for the Oracle:
    ("@GM is Pip the heir?"): they are talking to each other.
 4. An acknowledgement or reaction-like message is not: only emoji, punctuation or a few words all of
    which are thanks, laughter or agreement ("thanks!", "ok cool", "lol", "👍", "gracias", "jajaja",
-   "vale"), in English and Spanish like the follow-up rule (`oracle.retrieve.followup`). Words with a
-   question mark ask something ("so?", "ok?") and are questions.
+   "vale", "valeu", "merci"): the words of the campaign's language and English (`[listening]` of
+   `oracle/lexicon/*.toml`). Words with a question mark ask something ("so?", "ok?") and are questions.
 5. A remark is not: a message with no question mark that does not open (after an "ok", "wait",
    "hmm") with a question word, a connective or a request ("who", "and", "tell me", "what about";
-   "quién", "y", "dime") is members talking ("I think it was the monk all along").
+   "quién", "y", "dime", "quem", "conta") is members talking ("I think it was the monk all along").
 6. A question put to "you" about the asked one's doings ("are you coming on friday?", "did you see
    that?") is not, unless it asks to be told something ("do you know…", "can you remind me…").
 7. Anything else is a follow-up question.
@@ -25,39 +25,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from oracle.lexicon import fold
-from oracle.retrieve.followup import CONNECTIVES, INTERJECTIONS
+from oracle.lexicon import DEFAULT, Lexicon, fold, lexicon
 
 DEFAULT_PREFIXES = "!?.$;"
-
-# Whole messages made only of these words (and emoji or punctuation) are acknowledgements.
-ACKNOWLEDGEMENTS = frozenset("""
-    thanks thank thx ty tysm tyvm cheers ta you u so much very
-    ok okay k kk okey oki alright aight right sure yes yep yup yeah ya no nope nah
-    cool nice great awesome perfect neat sweet good gotcha got it understood makes sense noted fair enough
-    lol lmao lmfao rofl haha hahaha hah heh hehe xd omg wow oh ah ooh oof damn dang yikes welp hmm gg
-    love it amazing wonderful brilliant lovely
-    gracias muchas mil vale bueno bien genial perfecto claro entendido guay sí si vaya jaja jajaja jeje
-    ostras madre mía mia de acuerdo buenísimo buenisimo
-""".split())
 MAX_ACK_WORDS = 5
-# What a question opens with, when it has no question mark: question words, connectives ("and then
-# what"), requests. English and Spanish, like `oracle.retrieve.followup`.
-OPENERS = CONNECTIVES | frozenset("""
-    who whom whose what when where why how which whats what's who's where's how's when's why's
-    did does do is are was were will would can could should has have had am
-    tell explain remind describe list name give show summarise summarize recap any anything anyone
-    quién quien quiénes quienes qué que cuándo cuando dónde donde adónde por cómo como cuál cual cuáles
-    cuánto cuanto cuántos cuantos es son fue era hay dime cuéntame cuentame explica explícame recuérdame
-    recuerdame
-""".split())
-# "are you coming on friday?": a second-person question opens with one of these before "you"...
-YOU_AUXILIARIES = frozenset("are were will would did do does can could should have has r".split())
-# ...and is for the Oracle only when its verb asks to be told something.
-TELLING_VERBS = frozenset("""
-    tell know remind explain recall remember say summarise summarize recap list name give show find check look
-    describe think mean
-""".split())
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _LAUGH = re.compile(r"^(?:(?:ha|ja|he|je|hi|ji)+h?|a?ha+|l+o+l+|x+d+)$")
 
@@ -93,8 +64,9 @@ def _is_emoji_or_mark(ch: str) -> bool:
     return category[0] in "PSZ" or category in ("Mn", "Me", "Cf", "Co", "Cs")
 
 
-def is_acknowledgement(text: str) -> bool:
+def is_acknowledgement(text: str, words_of: Lexicon | None = None) -> bool:
     """Only emoji, punctuation and at most a few thanks/laughter/agreement words."""
+    acknowledgements = (words_of or lexicon()).acknowledgements
     stripped = re.sub(r"<a?:\w+:\d+>", " ", text)  # custom emoji
     if all(_is_emoji_or_mark(ch) for ch in stripped):
         return True  # emoji or punctuation only ("👍", "?!", "❤️")
@@ -103,26 +75,27 @@ def is_acknowledgement(text: str) -> bool:
         return False  # "so?" and "ok?" ask something
     if any(ch.isdigit() for ch in stripped):
         return False
-    return all(w in ACKNOWLEDGEMENTS or _LAUGH.match(w) for w in words)
+    return all(fold(w) in acknowledgements or _LAUGH.match(w) for w in words)
 
 
-def is_question_like(text: str) -> bool:
+def is_question_like(text: str, words_of: Lexicon | None = None) -> bool:
     """A question mark, or a question word, connective or request first (after interjections)."""
     if "?" in text or "¿" in text:
         return True
-    words = [w.casefold() for w in _WORD.findall(text)]
-    # The connectives and interjections are folded (`oracle/lexicon/*.toml`): "después" is "despues".
-    first = next((w for w in words if fold(w) not in INTERJECTIONS), "")
-    return first in OPENERS or fold(first) in CONNECTIVES
+    said = words_of or lexicon()
+    words = [fold(w) for w in _WORD.findall(text)]  # the data files' words are folded: "después" is "despues"
+    first = next((w for w in words if w not in said.interjections), "")
+    return first in said.questions or first in said.connectives
 
 
-def is_asked_of_someone(text: str) -> bool:
+def is_asked_of_someone(text: str, words_of: Lexicon | None = None) -> bool:
     """A question to "you" about what they do ("are you coming on friday?"), not a request to be told."""
-    words = [w.casefold() for w in _WORD.findall(text)]
-    words = words[next((i for i, w in enumerate(words) if fold(w) not in INTERJECTIONS), len(words)):]
-    if len(words) < 2 or words[0] not in YOU_AUXILIARIES or words[1] not in ("you", "u", "ya"):
+    said = words_of or lexicon()
+    words = [fold(w) for w in _WORD.findall(text)]
+    words = words[next((i for i, w in enumerate(words) if w not in said.interjections), len(words)):]
+    if len(words) < 2 or words[0] not in said.you_asks or words[1] not in said.you:
         return False
-    return not any(w in TELLING_VERBS for w in words[2:4])
+    return not any(w in said.telling for w in words[2:4])
 
 
 def hear(
@@ -134,7 +107,10 @@ def hear(
     replies_to_member: bool,
     mentions_member: bool = False,
     prefixes: str = DEFAULT_PREFIXES,
+    language: str = DEFAULT,
 ) -> Heard:
+    """`language`: the campaign's notes'; its words are heard with English's (`[listening]`)."""
+    said = lexicon(language)
     text = strip_mentions(content, bot_id)
     if not text:
         return Heard(None, "nothing to read")  # without the message-content intent, unmentioned text is blank
@@ -146,10 +122,10 @@ def hear(
         return Heard(None, "a reply to another member")
     if mentions_member:
         return Heard(None, "addressed to another member")
-    if is_acknowledgement(text):
+    if is_acknowledgement(text, said):
         return Heard(None, "an acknowledgement")
-    if not is_question_like(text):
+    if not is_question_like(text, said):
         return Heard(None, "a remark")
-    if is_asked_of_someone(text):
+    if is_asked_of_someone(text, said):
         return Heard(None, "a question to someone at the table")
     return Heard(text, "a follow-up")

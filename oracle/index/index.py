@@ -105,6 +105,10 @@ class Index:
                 self._store = await Store.open(self.settings.sqlite_path)
             return self._store
 
+    async def language(self) -> str:
+        """The language the last ingest read the notes in."""
+        return (await (await self.store()).stemming()).code
+
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Store]:
         """A reader inside a read transaction: every query of one question sees the same committed

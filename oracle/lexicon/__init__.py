@@ -72,6 +72,12 @@ class Lexicon:
     openers: frozenset[tuple[str, ...]]  # elliptical openings ("what about", "y después")
     same: tuple[tuple[tuple[str, ...], str], ...]  # "the same" and the word that says as what
     pronouns: frozenset[str]  # third-person pronouns for a person
+    # Table talk in a thread (bot/listening.py):
+    acknowledgements: frozenset[str]  # whole messages of these are thanks, laughter, agreement
+    questions: frozenset[str]  # question words and requests a question opens with ("who", "dime")
+    you: frozenset[str]  # "you": "are you coming?" is put to someone at the table...
+    you_asks: frozenset[str]  # ...opening with one of these auxiliaries...
+    telling: frozenset[str]  # ...unless a verb of telling follows ("can you remind me")
 
     @classmethod
     def read(cls, code: str) -> Lexicon:
@@ -79,6 +85,7 @@ class Lexicon:
         raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
         gm, kinds, tags, vault, keyword = raw["gm"], raw["kinds"], raw["tags"], raw["vault"], raw["keyword"]
         table, recap, follow = raw["table"], raw["recap"], raw["followup"]
+        listening = raw.get("listening", {})
         return cls(
             code=raw["language"],
             name=raw["name"],
@@ -106,6 +113,8 @@ class Lexicon:
             openers=frozenset(_words(w) for w in follow["openers"]),
             same=tuple((_words(word), fold(as_what)) for word, as_what in follow["same"]),
             pronouns=frozenset(fold(w) for w in follow["pronouns"]),
+            **{key: frozenset(fold(w) for w in listening.get(key, ()))
+               for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},
         )
 
     @property
@@ -194,6 +203,9 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         openers=own.openers | english.openers,
         same=own.same + (english.same if code != DEFAULT else ()),
         pronouns=own.pronouns | english.pronouns,
+        # Table talk: the vault's language, the words every table says, and English.
+        **{key: getattr(own, key) | getattr(shared, key) | getattr(english, key)
+           for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},
     )
 
 

@@ -34,12 +34,8 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
-from ..lexicon import DEFAULT, Lexicon, fold, language, lexicon
+from ..lexicon import DEFAULT, Lexicon, fold, lexicon
 
-# English and Spanish connectives and interjections, folded: what the bot hears as a thread message
-# that continues a question (bot/listening.py).
-CONNECTIVES = language("en").connectives | language("es").connectives
-INTERJECTIONS = language("en").interjections | language("es").interjections
 SHORT_WORDS = 6
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 

@@ -37,12 +37,19 @@ from tests.bot.doubles import (
 TUESDAY, FRIDAY, TUESDAY_GM, ELSEWHERE = 10, 30, 20, 99  # channel ids
 
 
+class English:
+    """An index as hearing a thread reads it: only the notes' language."""
+
+    async def language(self) -> str:
+        return "en"
+
+
 def tables(campaigns: list[Campaign], *, several: bool, **settings) -> Tables:
     source = Path("campaigns.toml") if several else None
     bot_settings = BotSettings(_env_file=None, token="fake-token", **({"gm_roles": ["gm"]} | settings))
     # Routing and game masters read only the campaign: no index, Oracle or journal is opened.
     return Tables(Campaigns(tuple(campaigns), source),
-                  [Table(c, None, None, None) for c in campaigns], bot_settings)  # type: ignore[arg-type]
+                  [Table(c, English(), None, None) for c in campaigns], bot_settings)  # type: ignore[arg-type]
 
 
 def host(tables: Tables, history: ThreadHistory | None = None) -> SimpleNamespace:
