@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
-from .lexicon import Lexicon, fold, lexicon
+from .lexicon import Lexicon, fold, lexicon, words
 
 # Emoji and pictographs (and the joiners and variation selectors that build them) carry no words.
 _SYMBOLS = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2300-\u23ff\u2b00-\u2bff\ufe0f\u200d\u20e3]")
@@ -132,6 +132,14 @@ class Marks:
         words = tuple(w for w in name_words(heading) if not w.isdigit())
         return next((" ".join(e) for e in sorted(self.lexicon.table_talk, key=len, reverse=True)
                      if words[: len(e)] == e), "")
+
+    def warning(self, text: str) -> str:
+        """The "do not read" (`Spoilers!`, `No leer`, `GM eyes only`) a line says anywhere, or ""."""
+        said = words(text)
+        for phrase in sorted(self.lexicon.warnings, key=len, reverse=True):
+            if any(said[i:i + len(phrase)] == phrase for i in range(len(said) - len(phrase) + 1)):
+                return " ".join(phrase)
+        return ""
 
     def story_title(self, text: str) -> str:
         """A marker used as part of a story's name ("Secrets of the Deep", "Hidden Valley"), or "":

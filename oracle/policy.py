@@ -37,10 +37,6 @@ TEMPLATE_FOLDERS = frozenset({"templates", "template", "_templates", "templater"
 _TEMPLATER_TAG = re.compile(r"<%[-_*~]?[\s\S]*?%>")
 # A fenced block (a dataview query, say): tags left in one are code a written note kept, not a form.
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$", re.M)
-_SPOILER_WARNING = re.compile(
-    r"\bspoilers?\b|\bdo\s+not\s+read\b|\bdon[’']?t\s+read\b|\b(?:gm|dm)(?:'s)?\s+eyes\s+only\b",
-    re.I,
-)
 
 # The rule of a note kept only because the allowlist does not name it: an embed in a note the game
 # master publishes may still show its sections (he chose to show them).
@@ -194,7 +190,7 @@ class Policy:
 
 
 # Bumped when the rules that file a note change: an index filed under older rules is filed again.
-POLICY_VERSION = "5"
+POLICY_VERSION = "6"
 
 
 def is_gm_folder(name: str) -> bool:
@@ -228,7 +224,7 @@ def looks_like_gm(path: str, text: str, marks: Marks) -> Decision:
     if "<%" in text and _TEMPLATER_TAG.search(_FENCED.sub("", text)):
         return Decision(GM, "a Templater template (<% … %> tags)", True)
     opening = _opening(text)
-    if opening and _SPOILER_WARNING.search(opening):
+    if opening and marks.warning(opening):
         return Decision(GM, f"it opens with a spoiler warning ({opening[:60]!r})", True)
     return Decision(PUBLIC, "")
 

@@ -35,9 +35,12 @@ def _phrase(entry: str) -> tuple[str, ...]:
     return tuple(fold(entry).split())
 
 
-def _words(entry: str) -> tuple[str, ...]:
-    """A heading of a list, as headings are compared: its folded words, punctuation dropped."""
+def words(entry: str) -> tuple[str, ...]:
+    """A heading or phrase, as they are compared: its folded words, punctuation dropped."""
     return tuple(re.findall(r"[^\W_]+", fold(entry)))
+
+
+_words = words
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Lexicon:
     openers: frozenset[tuple[str, ...]]  # elliptical openings ("what about", "y después")
     same: tuple[tuple[tuple[str, ...], str], ...]  # "the same" and the word that says as what
     pronouns: frozenset[str]  # third-person pronouns for a person
+    warnings: frozenset[tuple[str, ...]]  # a note opening with one of these is kept from players ("do not read")
     # Table talk in a thread (bot/listening.py):
     acknowledgements: frozenset[str]  # whole messages of these are thanks, laughter, agreement
     questions: frozenset[str]  # question words and requests a question opens with ("who", "dime")
@@ -99,6 +103,7 @@ class Lexicon:
             helpers=frozenset(fold(w) for w in gm["helpers"]),
             numbers=frozenset(fold(w) for w in gm["numbers"]),
             narrative=frozenset(fold(w) for w in gm["narrative"]),
+            warnings=frozenset(_words(w) for w in gm["warnings"]),
             folder_kinds={_phrase(w): kind for kind in ("sheet", "world") for w in kinds[kind]},
             tag_kinds={fold(w): kind for kind in ("sheet", "world") for w in tags[kind]},
             hubs=frozenset(fold(w) for w in vault["hubs"]),
@@ -187,6 +192,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         helpers=own.helpers | shared.helpers,
         numbers=own.numbers | shared.numbers,
         narrative=own.narrative | shared.narrative,
+        warnings=own.warnings | shared.warnings | english.warnings,  # an English warning warns in any vault
         folder_kinds=folder_kinds,
         tag_kinds=tag_kinds,
         hubs=own.hubs | shared.hubs,

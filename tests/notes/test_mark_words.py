@@ -6,7 +6,8 @@ import pytest
 
 from oracle.notes.embeds import Vault
 from oracle.notes.parse import extract_secrets, parse_note
-from oracle.policy import Policy
+from oracle.marks import marks_of
+from oracle.policy import Policy, looks_like_gm
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM, PUBLIC
 
@@ -185,3 +186,21 @@ def test_a_link_to_a_heading_keeps_the_headings_name():
              "Thalorien compra un [[Objetos Mágicos#vial de sangre +1]] y un [[Objetos Mágicos#^x|frasco]]. Ver [[#Botín]]."}
     text = parse("Sesion-2.md", files["Sesion-2.md"], vault=vault_of(files)).text
     assert "Thalorien compra un Objetos Mágicos > vial de sangre +1 y un frasco. Ver Botín." == text
+
+
+@pytest.mark.parametrize("code, opening", [
+    ("es", "# ¡No leer! Solo para el máster"), ("pt", "NÃO leia: spoilers da campanha"), ("fr", "Ne pas lire"),
+    ("de", "Nicht lesen – nur für den SL"), ("it", "Non leggere"), ("pl", "Nie czytać, gracze!"),
+    ("es", "Spoilers de la campaña"), ("es", "Do not read"),  # the borrowed word, and English, in any vault
+])
+def test_a_note_opening_with_a_warning_in_its_language_is_kept_from_players(code, opening):
+    decision = looks_like_gm("Notas/Trama.md", f"{opening}\nEl heredero vive.", marks_of(code))
+    assert GM == decision.visibility and "spoiler warning" in decision.rule
+
+
+@pytest.mark.parametrize("code, opening", [
+    ("es", "No leímos el libro, pero la sesión fue larga."), ("pt", "Não lemos a carta."),
+    ("en", "No leer es necesario"),  # a Spanish warning decides nothing in an English vault
+])
+def test_an_opening_that_warns_of_nothing_keeps_the_note_public(code, opening):
+    assert PUBLIC == looks_like_gm("Notas/Diario.md", f"{opening}\nEl heredero vive.", marks_of(code)).visibility
