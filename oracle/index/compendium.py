@@ -187,10 +187,14 @@ def _capitalised_runs(text: str, lower_vocab: set[str]) -> Iterator[tuple[str, b
         yield from emit()
 
 
+_NAMED_KINDS = frozenset({"sheet", "world"})  # a character's, a place's or a thing's own note
+
+
 def adopt_name_parts(entities: list[Entity], lower_vocab: Iterable[str] = frozenset()) -> list[Entity]:
     """A word of exactly one noted entity's full name becomes its alias: players say "Aldous" for
     "Brother Aldous". Only words the notes never write in lower case ("brother" is a common word),
-    and never a word two full names share. A proper-noun entity that is such a word merges into it.
+    and never a word two full names share, unless only one of them is a character's or a place's.
+    A proper-noun entity that is such a word merges into it.
     """
     owners: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(entities):
@@ -199,6 +203,11 @@ def adopt_name_parts(entities: list[Entity], lower_vocab: Iterable[str] = frozen
                 norm = normalize(word)
                 if len(norm) >= 3 and norm not in _CONNECTORS and norm not in _NOT_NAMES:
                     owners[norm].append(i)
+    for norm, owner in owners.items():
+        # "Thinora" is the character's, not the encounter's named after her ("Thinora at Monastary").
+        named = [i for i in owner if entities[i].kind in _NAMED_KINDS]
+        if len(owner) > 1 and len(named) == 1:
+            owners[norm] = named
     lower = {normalize(w) for w in lower_vocab}
     for norm, owner in owners.items():
         if len(owner) == 1 and norm not in lower:

@@ -155,7 +155,7 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     files_for_compendium = kept_files + list(notes_meta.values())
     # The version is of how the Compendium is built: a new one rebuilds it on the next ingest.
     compendium_key = hashlib.sha256(
-        ("2" + repr(sorted(map(repr, scan.compendium)))).encode()
+        ("3" + repr(sorted(map(repr, scan.compendium)))).encode()
     ).hexdigest()[:16]
     if touched or full or to_add or meta.get("compendium") != compendium_key:
         compendium: Compendium | None = await embedder.offload(

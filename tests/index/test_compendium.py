@@ -65,6 +65,19 @@ def test_a_name_word_shared_by_two_notes_is_nobody_alias():
     assert [{"Orsolya": PUBLIC}, {"Mattias": PUBLIC}] == [e.aliases for e in kept]
 
 
+def test_a_name_word_of_a_character_and_of_a_note_named_after_her_is_the_character_s():
+    """Players say "Thinora" for the archmage, not for the encounter note titled after her."""
+    entities = merge_sources([
+        EntitySource("Lady Thinora Va'del", (), "sheet", "frontmatter", "NPCs/Lady Thinora Va'del.md"),
+        EntitySource("Thinora at Monastary", (), "note", "frontmatter", "Encounters/Thinora at Monastary.md"),
+        EntitySource("Thinora", (), "name", "proper-noun"),
+    ])
+    kept = adopt_name_parts(entities)
+    assert ["Lady Thinora Va'del", "Thinora at Monastary"] == [e.name for e in kept]
+    assert {"Thinora": PUBLIC} == {a: v for a, v in kept[0].aliases.items() if a == "Thinora"}
+    assert "Thinora" not in kept[1].aliases
+
+
 def test_mentions_count_names_links_and_visibility():
     entities = merge_sources([
         EntitySource("Vex Aldercott", ("Vex",), "sheet", "frontmatter", "sheets/Vex_Aldercott.md"),
