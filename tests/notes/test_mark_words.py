@@ -4,9 +4,9 @@ import unicodedata
 
 import pytest
 
+from oracle.marks import marks_of
 from oracle.notes.embeds import Vault
 from oracle.notes.parse import extract_secrets, parse_note
-from oracle.marks import marks_of
 from oracle.policy import Policy, looks_like_gm
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.types import GM, PUBLIC
