@@ -30,6 +30,7 @@ _SYMBOLS = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2300-\u23ff\u2b00-\u
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
 _LONGEST_JOINED = 40
+_TABLE_TALK_MORE = 2  # words an out-of-game heading may add to its phrase: `Feedback from players`
 
 
 def name_words(text: str, vocabulary: frozenset[str] = frozenset(), anchors: frozenset[str] = frozenset()) -> list[str]:
@@ -128,10 +129,12 @@ class Marks:
 
     def table_talk(self, heading: str) -> str:
         """The out-of-game heading (`Feedback`, `Notas importantes de la sesión`, `Session zero`) a
-        heading opens with, or "": what the table says to itself, never what happened in the game."""
+        heading opens with, or "": what the table says to itself, never what happened in the game. Two
+        more words may follow (`Feedback from players`); a longer heading is a title that opens with the
+        word (`Feedback Circuit among INK4 Tumor Suppressors…`, `Schedule-dependent interaction…`)."""
         words = tuple(w for w in name_words(heading) if not w.isdigit())
         return next((" ".join(e) for e in sorted(self.lexicon.table_talk, key=len, reverse=True)
-                     if words[: len(e)] == e), "")
+                     if words[: len(e)] == e and len(words) - len(e) <= _TABLE_TALK_MORE), "")
 
     def warning(self, text: str) -> str:
         """The "do not read" (`Spoilers!`, `No leer`, `GM eyes only`) a line says anywhere, or ""."""

@@ -33,7 +33,7 @@ from .store import CachedAnnotation, Compendium, FileRecord
 
 log = logging.getLogger(__name__)
 
-CHUNKER_VERSION = "5"
+CHUNKER_VERSION = "6"
 COMPENDIUM_FILES = {"compendium.yaml", "compendium.yml", "compendium.md"}
 
 

@@ -35,9 +35,22 @@ def test_an_out_of_game_section_is_cut_from_what_is_indexed_and_the_story_kept(p
     assert 1 == len(note.asides) and text.count("\n") == note.text.count("\n")
 
 
-def test_a_heading_that_only_mentions_feedback_in_a_story_stays():
-    note = read("Sessions/Session 4.md", "# Session 4\n## The Feedback Loop of the Clockwork God\nGears turned.")
+@pytest.mark.parametrize("heading", [
+    "The Feedback Loop of the Clockwork God",
+    # A title that opens with the word: a SciFact abstract's, and a story's.
+    "Feedback Circuit among INK4 Tumor Suppressors Constrains Human Glioblastoma Development",
+    "Schedule-dependent interaction between anticancer treatments",
+    "Logistics of the Caravan Guild of Westmarch",
+])
+def test_a_heading_that_only_mentions_feedback_in_a_story_stays(heading):
+    note = read("Sessions/Session 4.md", f"# Session 4\n## {heading}\nGears turned.")
     assert ((), True) == (note.asides, "Gears turned." in note.text)
+
+
+@pytest.mark.parametrize("heading", ["Feedback", "Feedback from players", "Session zero notes", "Housekeeping (session 5)"])
+def test_an_out_of_game_heading_may_say_a_little_more(heading):
+    note = read("Sessions/Session 4.md", f"# Session 4\n## {heading}\nSam was late.\n## The fight\nGears turned.")
+    assert (1, False, True) == (len(note.asides), "Sam was late" in note.text, "Gears turned." in note.text)
 
 
 async def test_out_of_game_words_are_found_by_nobody_and_the_report_names_them(tmp_path, open_quick_index):
