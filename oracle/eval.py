@@ -12,8 +12,9 @@ passages' former text, kept here as the baseline only.
 
 `per_question` lists each question with its fused order (`fused_order`): the distinct (label, path)
 places of the whole fused list (at most ORACLE_FUSED_POOL chunks, 40 by default; fewer when the paths
-found fewer), each with the session numbers it records, in order of their best chunk, so a bank can
-also be scored by note path or by session number.
+found fewer), in order of their best chunk, each with the session numbers it records (so a bank can
+also be scored by note path or by session number), its fused score and its rank in each path that
+found it.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from .types import PUBLIC, Chunk, Clearance
 
 if TYPE_CHECKING:
     from .oracle import Oracle
+    from .retrieve.retrieval import Hit
 
 
 
@@ -224,11 +226,20 @@ class QuestionResult:
     fused_order: list[dict[str, str]] = field(default_factory=list)  # see `fused_order`
 
 
-def fused_order(chunks: Iterable[Chunk]) -> list[dict]:
-    """Distinct places of a ranked list, `{"label", "path", "sessions"}`, in order of their best chunk."""
+def fused_order(fused: Sequence[Hit], paths: Mapping[str, Sequence[Hit]]) -> list[dict]:
+    """Distinct places of the fused list, `{"label", "path", "sessions", "score", "paths"}`, in order of
+    their best chunk: its fused score, and for each path that found it the place's rank in that path's
+    own list (its chunks counted once, at the best): what each path contributed to where it stands."""
+    by_path: dict[tuple[str, str], dict[str, int]] = {}
+    for name, hits in paths.items():
+        places = dict.fromkeys((h.chunk.label, h.chunk.path) for h in hits)
+        for rank, place in enumerate(places, 1):
+            by_path.setdefault(place, {})[name] = rank
     seen: dict[tuple[str, str], dict] = {}
-    for c in chunks:
-        seen.setdefault((c.label, c.path), {"label": c.label, "path": c.path, "sessions": list(c.sessions)})
+    for h in fused:
+        c = h.chunk
+        seen.setdefault((c.label, c.path), {"label": c.label, "path": c.path, "sessions": list(c.sessions),
+                                            "score": round(h.score, 6), "paths": by_path.get((c.label, c.path), {})})
     return list(seen.values())
 
 
@@ -386,7 +397,7 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, clearance: 
                 lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
                 answer_terms=answer_terms,
                 answer_terms_first_words=first_words,
-                fused_order=fused_order(fused),
+                fused_order=fused_order(retrieval.fused, retrieval.paths),
             )
         )
     summary = summarise(results)

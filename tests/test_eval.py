@@ -505,11 +505,19 @@ def test_eval_json_lists_each_question_with_its_fused_places(campaign, ollama_do
     }  # fmt: skip
     for q in per_question:
         fused = [(p["label"], p["path"]) for p in q["fused"]]
-        assert all({"label", "path", "sessions"} == set(p) for p in q["fused"])
+        assert all({"label", "path", "sessions", "score", "paths"} == set(p) for p in q["fused"])
         assert (8, places) == (len(fused), set(fused)), q["id"]
-    assert {"label": "campaign-log › Session 1", "path": log, "sessions": [1]} == per_question[0]["fused"][0]
+        # Each place's fused score, best first, and its rank in each path that found it.
+        scores = [p["score"] for p in q["fused"]]
+        assert scores == sorted(scores, reverse=True)
+        assert all(set(p["paths"]) <= {"keyword", "semantic", "entity"} for p in q["fused"])
+        assert all(rank >= 1 for p in q["fused"] for rank in p["paths"].values())
+    place = per_question[0]["fused"][0]
+    assert {"label": "campaign-log › Session 1", "path": log, "sessions": [1]} == {
+        k: place[k] for k in ("label", "path", "sessions")}
 
     # Scored by path: the alias finds the monk's note first, as the label-scored MRR says.
-    assert {"label": "Sheet: Brother_Aldous", "path": "npcs/Brother_Aldous.md", "sessions": []} == per_question[1][
-        "fused"][0]
+    monk = per_question[1]["fused"][0]
+    assert ("Sheet: Brother_Aldous", "npcs/Brother_Aldous.md", []) == (monk["label"], monk["path"], monk["sessions"])
+    assert 1 == monk["paths"]["entity"]  # the alias found it, through the Compendium
     assert 1.0 == result["by_kind"]["alias"]["mrr"]
