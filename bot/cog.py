@@ -16,7 +16,6 @@ from oracle.index.index import PolicyChanged
 from oracle.index.ingest import IngestError
 from oracle.index.lock import IngestBusy
 from oracle.index.status import index_status
-from oracle.lexicon import language
 from oracle.llm import describe_loaded
 from oracle.oracle import Oracle
 from oracle.types import Clearance
@@ -228,8 +227,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             f"**Notes:** {stats.files} files, {stats.sessions} sessions, {stats.chunks} passages, "
             f"{stats.entities} Compendium entries",
             f"**Last ingest:** {status.last_ingest or 'never'}",
-            *([f"**Language of the notes:** {language(status.language).name} ({status.language})"]
-              if status.language else []),
+            *([f"**Language of the notes:** {status.language_line()}"] if status.language else []),
             f"**Annotations:** {stats.annotated}/{stats.chunks}",
             f"**Models:** answers with `{status.model}`, embeds with `{status.embed_model}`",
             f"**Ollama:** {'answers' if status.ollama['ok'] else status.ollama['reason']}",

@@ -10,7 +10,6 @@ from rich.table import Table
 from ..context_window import describe_window
 from ..index.status import index_status, is_indexed
 from ..index.store import StoreError
-from ..lexicon import language
 from ..llm import describe_loaded
 from ..oracle import Oracle
 from ..types import Clearance
@@ -60,7 +59,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     table.add_row("annotation coverage", f"{stats.annotated}/{stats.chunks} ({status.annotation_coverage:.0%})")
     table.add_row("last ingest", f"{status.last_ingest} ({status.last_ingest_seconds} s)")
     if status.language:
-        table.add_row("language of the notes", escape(f"{language(status.language).name} ({status.language})"))
+        table.add_row("language of the notes", escape(status.language_line()))
     table.add_row("embedding model", escape(str(status.embed_model)))
     table.add_row("answer model", escape(str(status.model)))
     if gm:

@@ -61,12 +61,25 @@ class Prompts:
         )
 
 
-def _card(name: str) -> dict[str, str]:
+def _card(name: str) -> dict[str, Any]:
+    """What `models.toml` says of the model named `name` (the last part of its path or hub name)."""
     raw = tomllib.loads(resources.files("oracle.index").joinpath("models.toml").read_text(encoding="utf-8"))
-    for family in raw.values():
-        if name.lower() in family.get("names", ()):
-            return {k: v for k, v in family.items() if k in ("query", "passage")}
-    return {}
+    return next((family for family in raw.values() if name.lower() in family.get("names", ())), {})
+
+
+def model_languages(name: str) -> frozenset[str] | None:
+    """The languages the model named `name` was trained to read, from `models.toml`; None when it
+    does not say: a multilingual model, or one the game master chose for the notes."""
+    languages = _card(name).get("languages")
+    return frozenset(languages) if languages else None
+
+
+def card_name(ref: str, source: str) -> str:
+    """The name `models.toml` knows a model by: the bundled one's (its folder is `model`), else the
+    last part of its path or hub name."""
+    if ref in {BUNDLED_EMBED_MODEL, "", "bundled"}:
+        return BUNDLED_EMBED_MODEL.split(":", 1)[1]
+    return Path(source).name
 
 
 def resolve_model(ref: str) -> str:
@@ -82,6 +95,9 @@ def resolve_model(ref: str) -> str:
 
 
 class Embedder:
+    # The languages the model reads (`model_languages`); None: any.
+    languages: frozenset[str] | None = None
+
     def __init__(
         self,
         ref: str = BUNDLED_EMBED_MODEL,
@@ -125,7 +141,8 @@ class Embedder:
             raise EmbedError(f"the embedding model {ref!r} ({self.source}) does not report its vector size")
         self.dim = int(dim)
         self.name = Path(self.source).name if Path(self.source).exists() else self.source
-        self.prompts = Prompts.of(self.model, Path(self.source).name, query_prompt, passage_prompt)
+        self.prompts = Prompts.of(self.model, card_name(ref, self.source), query_prompt, passage_prompt)
+        self.languages = model_languages(card_name(ref, self.source))
         self._passage_tokens = self.token_count(self.prompts.passage) - self.token_count("")
 
     @property
@@ -135,6 +152,10 @@ class Embedder:
         if self.prompts != Prompts():
             key += f"|{self.prompts.query}|{self.prompts.passage}"
         return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+    def reads(self, language: str) -> bool:
+        """Whether the model was trained on text of `language` (an ISO code, as the index's)."""
+        return self.languages is None or language in self.languages
 
     def token_count(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])

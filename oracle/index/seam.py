@@ -101,6 +101,10 @@ class Embeddings:
         """The model itself, for code that already runs off the event loop (a lane or `off_loop`)."""
         return self._embedder
 
+    def reads(self, language: str) -> bool:
+        """Whether the model was trained on text of `language` (`Embedder.reads`)."""
+        return self._embedder.reads(language)
+
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
         if self.worker is not None:
             return await self.worker.encode(texts)

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..lexicon import language
 from ..types import Clearance
 from . import annotate
+from .embed import card_name, model_languages
 from .index import Index
 from .report import VaultReport
 from .store import StoreStats, Withheld
@@ -59,6 +61,22 @@ class IndexStatus:
     model_loaded: dict[str, Any]
     gm: GMStatus | None = None  # the game master's alone: None in a player's
 
+    @property
+    def embed_model_reads_language(self) -> bool:
+        """Whether the embedding model was trained on the notes' language (`models.toml`); when not,
+        its matches count a quarter in the fusion."""
+        return self.language is None or model_reads(self.embed_model, self.language)
+
+    def language_line(self) -> str:
+        """The notes' language as the status shows it, and what it means for the embedding model."""
+        if self.language is None:
+            return ""
+        line = f"{language(self.language).name} ({self.language})"
+        if not self.embed_model_reads_language:
+            line += ("; the embedding model was trained on other languages, so its matches count a quarter "
+                     "(a multilingual model: ORACLE_EMBED_MODEL)")
+        return line
+
     def to_json(self) -> dict:
         """The status as `oracle status --json` prints it."""
         out = {
@@ -69,6 +87,7 @@ class IndexStatus:
             "embed_model": self.embed_model,
             "model": self.model,
             "language": self.language,
+            "embed_model_reads_language": self.embed_model_reads_language,
             "context": self.context,
         }
         if self.gm is not None:
@@ -135,3 +154,10 @@ def model_name(model: str) -> str:
 async def is_indexed(index: Index) -> bool:
     """Whether an ingest has ever committed: an empty index answers every question with nothing."""
     return (await (await index.store()).meta()).get("last_ingest") is not None
+
+
+def model_reads(ref: str, code: str) -> bool:
+    """Whether the embedding model `ref` (ORACLE_EMBED_MODEL's value) reads `code`, from its card
+    alone: the model need not be loaded."""
+    languages = model_languages(card_name(ref, ref))
+    return languages is None or code in languages

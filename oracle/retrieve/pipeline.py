@@ -28,6 +28,10 @@ from .linked import linked_path
 from .retrieval import Hit, Retrieval
 from .semantic import semantic_windows
 
+# The semantic path's weight, as a share of ORACLE_PATH_WEIGHTS', on notes in a language the embedding
+# model does not read (docs/decisions.md, "The game master's own language").
+UNREAD_LANGUAGE = 0.25
+
 
 class SearchPipeline:
     def __init__(self, settings: Settings, matchers: Matchers) -> None:
@@ -38,10 +42,12 @@ class SearchPipeline:
         # readable model it is the current fusion.
         self.learned = settings.fusion == "learned"
         self.ranker = load_ranker(settings.fusion_model) if self.learned else None
-        self.fuse = make_fusion(
-            settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k,
-            limit=None if self.learned else settings.fused_pool,
-        )
+        limit = None if self.learned else settings.fused_pool
+        self.fuse = make_fusion(settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k, limit=limit)
+        # Notes in a language the embedding model was not trained on (the bundled model reads English):
+        # its nearest windows are mostly noise there, and its votes count a quarter.
+        unread = {**settings.path_weights, "semantic": settings.path_weights.get("semantic", 1.0) * UNREAD_LANGUAGE}
+        self.fuse_unread = make_fusion(settings.fusion, weights=unread, rrf_k=settings.rrf_k, limit=limit)
 
     async def search(
         self,
@@ -97,7 +103,7 @@ class SearchPipeline:
         scored = {"keyword": keyword, "semantic": semantic_hits, "entity": entity}
 
         t = time.perf_counter()
-        fused = self.fuse(scored)
+        fused = (self.fuse if embedder.reads(stemming.code) else self.fuse_unread)(scored)
         timings["fusion"] = elapsed_ms(t)
 
         t = time.perf_counter()
