@@ -22,7 +22,7 @@ PLACEHOLDERS = {"no_session_matching": {"session"}, "could_not_answer": {"reason
 
 
 def test_the_languages_of_the_vaults_have_texts_of_their_own():
-    assert {"en", "es", "pt", "fr", "de", "it"} <= set(WRITTEN)
+    assert {"en", "es", "pt", "fr", "de", "it", "pl", "nl"} <= set(WRITTEN)
 
 
 @pytest.mark.parametrize("code", WRITTEN)
@@ -40,7 +40,7 @@ def test_every_text_is_there_and_takes_what_the_oracle_fills_in(code):
 
 
 def test_a_language_without_texts_is_written_in_english():
-    assert texts("pl").not_found == texts("en").not_found
+    assert texts("nowhere").not_found == texts("en").not_found
     assert texts("nowhere").show_sources == "Show sources"
 
 
@@ -53,7 +53,10 @@ def test_a_language_without_texts_is_written_in_english():
     ("Was ist mit dem Erzherzog in der letzten Sitzung passiert?", "en", "de"),
     ("Cosa è successo all'arciduca nell'ultima sessione?", "en", "it"),
     ("Strahd?", "es", "es"),  # nothing tells: the vault's language
-    ("Strahd?", "pl", "en"),  # the vault's language has no texts: English
+    ("Co się stało z arcyksięciem na ostatniej sesji?", "en", "pl"),
+    ("Wat is er met de aartshertog gebeurd in de laatste sessie?", "en", "nl"),
+    ("Strahd?", "pl", "pl"),
+    ("Strahd?", "nowhere", "en"),  # the vault's language has no texts: English
     ("Who is Strahd?", "es", "en"),
 ])
 def test_the_question_s_language_is_told_by_its_words(question, vault, expected):
@@ -70,6 +73,9 @@ def test_the_question_s_language_is_told_by_its_words(question, vault, expected)
     ("fr", "Les notes n'en parlent pas."),
     ("de", "Die Notizen sagen nichts über den Erzherzog."),
     ("it", "Le note non dicono cosa sia successo all'arciduca."),
+    ("pl", "Notatki nie mówią, co stało się z arcyksięciem."),
+    ("pl", "Brak wzmianki o arcyksięciu."),
+    ("nl", "De aantekeningen zeggen niets over de aartshertog."),
     ("es", "The notes do not say."),  # a model that answered in English all the same
 ])
 def test_an_answer_saying_the_notes_hold_nothing_abstains(code, text):
@@ -83,6 +89,8 @@ def test_an_answer_saying_the_notes_hold_nothing_abstains(code, text):
     ("fr", "L'archiduc ne meurt pas : il s'enfuit [Session 3]."),
     ("de", "Der Erzherzog floh in die Berge [Sitzung 3]."),
     ("it", "L'arciduca non è morto: è fuggito [Sessione 3]."),
+    ("pl", "Arcyksiążę nie zginął: uciekł w góry [1925-02-10]. Notatki z sesji to potwierdzają."),
+    ("nl", "De aartshertog vluchtte de bergen in [Sessie 3]."),
 ])
 def test_an_answer_that_tells_something_does_not(code, text):
     assert not abstains(compose("?", text, "llm", "", reranker="none", language=code))
