@@ -182,6 +182,12 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a language the Oracle has word lists for: auto, {', '.join(languages())}")
         return value
 
+    @field_validator("embed_query_prompt", "embed_passage_prompt", mode="before")
+    @classmethod
+    def _own_prompt(cls, value: object) -> object:
+        """Left empty (as .env.example lists them), a prompt is the model's own."""
+        return None if value == "" else value
+
     @field_validator("fusion_model", mode="before")
     @classmethod
     def _empty_is_shipped(cls, value: object) -> object:

@@ -812,7 +812,7 @@ async def test_the_gm_gets_the_secret_in_context(campaign, fake, question, marke
 CLI_NOTES = dict(MINI_CAMPAIGN) | {
     f"sessions/Session {n}.md": session_file(n, event) for n, event in enumerate(EVENTS[:6], 10)
 }
-JSON_KEYS = {"version", "answer", "mode", "reason", "citations", "fragments", "headlines", "trace"}
+JSON_KEYS = {"version", "answer", "mode", "reason", "citations", "fragments", "headlines", "trace", "language"}
 
 
 def start_cli(root: Path, host: str, question: str) -> subprocess.Popen:
