@@ -1,14 +1,15 @@
 """Train the learned fusion (oracle/retrieve/learned.py) on the dev banks, reproducibly.
 
     python -m tools.train_fusion [--out oracle/retrieve/fusion_model.json] [--seed 0]
-        [--cache var/fusion-train] [--eval-root EVAL_DIR] [--loco]
+        [--cache var/fusion-train] [--eval-root EVAL_DIR] [--loco] [--vaults]
 
 It writes oracle/retrieve/fusion_model.json, which the package ships. --eval-root defaults to the
 shared evaluation data, `EVAL_DIR` of bench/common.py ($ORACLE_EVAL_DIR, else ../shared/eval beside
 the checkout, else /work/shared/eval).
 
 Dev banks only (the shared eval README's splits): LoCoMo conv-26, -30, -41, -42, -43; SciFact train;
-the CRD3 dev bank (bench/data/crd3_dev.jsonl); the sample campaign's bank (notes/questions.jsonl). Test
+the CRD3 dev bank (bench/data/crd3_dev.jsonl); the sample campaign's bank (notes/questions.jsonl); with
+--vaults, the real vaults' dev banks (bench/data/vaults), each vault a corpus of its own. Test
 splits are never read here.
 
 1. Collect. Each bank's notes are indexed where `oracle eval` keeps them (var/eval/<folder>-<hash>,
@@ -84,12 +85,20 @@ def dev_banks(eval_root: Path) -> list[Bank]:
     return banks
 
 
+def vault_banks(eval_root: Path) -> list[Bank]:
+    """The real vaults' dev banks (bench/data/vaults), each vault a corpus of its own."""
+    return [Bank(f"vault {bank.name.removesuffix('.dev.jsonl')}", bank.name.removesuffix(".dev.jsonl"), bank,
+                 eval_root / "vaults" / bank.name.removesuffix(".dev.jsonl") / "notes")
+            for bank in sorted((DATA_DIR / "vaults").glob("*.dev.jsonl"))]
+
+
 @dataclass
 class Unit:
     """What the metrics read of a chunk: its citation label and its note's path."""
 
     label: str
     path: str
+    sessions: tuple[int, ...] = ()  # what it records: a gold `Session 12` names a hub's section of it
 
 
 @dataclass
@@ -123,7 +132,7 @@ def code_digest() -> str:
 
 
 async def collect(bank: Bank, cache: Path | None, say) -> list[Row]:
-    key = hashlib.sha256(bank.bank.read_bytes() + code_digest().encode()).hexdigest()[:16]
+    key = hashlib.sha256(bank.bank.read_bytes() + code_digest().encode() + b"sessions").hexdigest()[:16]
     cached = cache / f"{bank.name}-{key}.json" if cache else None
     if cached and cached.exists():
         return [_row(r) for r in json.loads(cached.read_text())]
@@ -149,13 +158,13 @@ async def collect(bank: Bank, cache: Path | None, say) -> list[Row]:
             r = await oracle.search(q.question, history=q.history, k=settings.k)
             chunks = {h.chunk.id: h.chunk for hits in r.paths.values() for h in hits}
             ev = r.evidence
-            units = [Unit(chunks[cid].label, chunks[cid].path) for cid in ev.ids]
+            units = [Unit(chunks[cid].label, chunks[cid].path, tuple(chunks[cid].sessions)) for cid in ev.ids]
             rows.append({
                 "id": q.id, "kind": q.kind, "relevant": list(q.relevant),
-                "units": [[u.label, u.path] for u in units],
+                "units": [[u.label, u.path, list(u.sessions)] for u in units],
                 "features": np.round(ev.features, 10).tolist(),
                 "labels": [int(any(matches(e, chunks[cid]) for e in q.relevant)) for cid in ev.ids],
-                "linked": [[h.chunk.label, h.chunk.path] for h in r.linked],
+                "linked": [[h.chunk.label, h.chunk.path, list(h.chunk.sessions)] for h in r.linked],
             })
     say(f"{bank.name}: {len(rows)} questions searched")
     if cached:
@@ -165,9 +174,13 @@ async def collect(bank: Bank, cache: Path | None, say) -> list[Row]:
 
 
 def _row(r: dict) -> Row:
-    return Row(r["id"], r["kind"], r["relevant"], [Unit(*u) for u in r["units"]],
+    return Row(r["id"], r["kind"], r["relevant"], [_unit(u) for u in r["units"]],
                np.asarray(r["features"], dtype=np.float64).reshape(-1, len(FEATURES)),
-               np.asarray(r["labels"], dtype=np.int8), [Unit(*u) for u in r["linked"]])
+               np.asarray(r["labels"], dtype=np.int8), [_unit(u) for u in r["linked"]])
+
+
+def _unit(u: list) -> Unit:
+    return Unit(u[0], u[1], tuple(u[2]) if len(u) > 2 else ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,13 +297,14 @@ async def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", default=str(REPO / "var" / "fusion-train"), help="collected rows ('' : none)")
     p.add_argument("--eval-root", default=str(EVAL_DIR), help=f"the shared evaluation data (default {EVAL_DIR})")
     p.add_argument("--loco", action="store_true", help="also print the leave-one-corpus-out table")
+    p.add_argument("--vaults", action="store_true", help="also train on the real vaults' dev banks")
     p.add_argument("--collect-only", default="", help="only search these banks (comma-separated) into the cache")
     args = p.parse_args(argv)
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    banks = dev_banks(Path(args.eval_root))
+    banks = dev_banks(Path(args.eval_root)) + (vault_banks(Path(args.eval_root)) if args.vaults else [])
     if args.collect_only:
         for b in banks:
             if b.name in args.collect_only.split(","):

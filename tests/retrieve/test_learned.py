@@ -377,3 +377,16 @@ async def test_eval_reports_the_fused_stage_beside_the_final_one(mini, tmp_path)
     for name in ("hit_at_5", "hit_at_10", "mrr", "ndcg_at_10", "all_gold_at_10"):
         assert overall[name] == overall[f"fused_{name}"]
     assert 1.0 == overall["fused_hit_at_5"]
+
+
+def test_training_scores_a_hubs_section_by_the_session_it_records():
+    # CRD3's gold `Session 12` names the log's section `campaign-log › Session 12`, as `oracle eval` counts it.
+    train_fusion = pytest.importorskip("tools.train_fusion")
+    units = [train_fusion.Unit("campaign-log › Session 11", "log.md", (11,)),
+             train_fusion.Unit("campaign-log › Session 12", "log.md", (12,))]
+    row = train_fusion.Row("q", "single", ["Session 12"], units, np.zeros((2, len(FEATURES))), np.array([0, 1]), [])
+    assert 0.5 == train_fusion.metrics([row], None)["mrr"]
+    saved = train_fusion._row({"id": "q", "kind": "single", "relevant": ["Session 12"],
+                               "units": [["campaign-log › Session 12", "log.md", [12]]],
+                               "features": [[0.0] * len(FEATURES)], "labels": [1], "linked": []})
+    assert (12,) == saved.units[0].sessions
