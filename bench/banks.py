@@ -483,7 +483,7 @@ _SESSION_ENTRY = re.compile(r"session\s+0*(\d+)")
 
 
 def matches_place(entry: str, label: str, path: str, sessions: list[int] | tuple[int, ...] = ()) -> bool:
-    """A gold entry names a place: `oracle.eval.matches_place`, repeated here so that a half-edited working
+    """A gold entry names a place: `oracle.eval_bank.matches_place`, repeated here so that a half-edited working
     tree (whose `oracle` may not import) cannot stop a diff, and a saved run reads the same anywhere."""
     entry = " ".join(entry.split()).lower()
     path = path.lower()

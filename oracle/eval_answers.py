@@ -37,7 +37,8 @@ from .answer.excerpts import content_terms
 from .answer.prompt import Turn
 from .answer.results import Answer, abstains
 from .deadline import MISSED
-from .eval import Question, answer_terms_shown, matches_place
+from .eval import answer_terms_shown
+from .eval_bank import Question, matches_place
 from .types import Clearance
 
 if TYPE_CHECKING:

@@ -15,21 +15,8 @@ import numpy as np
 import pytest
 
 from oracle.cli import main
-from oracle.eval import (
-    BankError,
-    answer_shown,
-    answer_terms_shown,
-    entry_ranks,
-    exact_dense,
-    first_words_blocks,
-    hit,
-    load_bank,
-    lost_at,
-    matches,
-    mrr,
-    ndcg,
-    recall,
-)
+from oracle.eval import answer_shown, answer_terms_shown, exact_dense, first_words_blocks, lost_at
+from oracle.eval_bank import BankError, entry_ranks, hit, load_bank, matches, mrr, ndcg, recall
 from oracle.types import Chunk
 from tests.conftest import (
     MINI_CAMPAIGN,
@@ -441,7 +428,7 @@ def public_chunks(notes: Path) -> list[Chunk]:
 )  # fmt: skip
 def test_every_gold_answer_is_in_its_gold_notes(bank, notes):
     from oracle.answer.excerpts import content_terms
-    from oracle.eval import matches
+    from oracle.eval_bank import matches
 
     if not notes.is_dir():
         pytest.skip(f"{notes} is not on this machine")

@@ -14,7 +14,6 @@ from oracle.answer.results import Answer
 from oracle.answer.trace import Trace
 from oracle.cli import main
 from oracle.deadline import Deadline
-from oracle.eval import Question
 from oracle.eval_answers import (
     AnswerRecord,
     abstains,
@@ -23,6 +22,7 @@ from oracle.eval_answers import (
     summarise_answers,
     supported,
 )
+from oracle.eval_bank import Question
 from oracle.types import Chunk
 from tests.conftest import REPO, request_kind
 from tests.fakes.ollama_server import FakeOllama, cited_responder

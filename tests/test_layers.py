@@ -21,7 +21,7 @@ LAYERS = {
     "retrieve": 3,
     "answer": 4, "dossier": 4,
     "oracle": 5, "journal": 5,
-    "eval": 6, "eval_answers": 6, "cli": 6,
+    "eval": 6, "eval_bank": 6, "eval_answers": 6, "cli": 6,
 }
 # Parsing notes is pure text: no storage, network or event loop.
 PURE = {"notes"}

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import DATA_DIR, EVAL_DIR, REPO, SAMPLE_NOTES
-from oracle.eval import hit, load_bank, matches, mrr, ndcg, recall
+from oracle.eval_bank import hit, load_bank, matches, mrr, ndcg, recall
 from oracle.retrieve.evidence import FEATURES
 from oracle.retrieve.learned import FORMAT, VERSION
 

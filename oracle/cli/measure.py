@@ -8,8 +8,9 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..eval import load_bank, run_eval
+from ..eval import run_eval
 from ..eval_answers import run_answers
+from ..eval_bank import load_bank
 from ..index.ingest import ingest
 from ..oracle import Oracle
 from ..types import Clearance

@@ -361,7 +361,8 @@ def test_training_is_reproducible_from_the_same_rows_and_seed():
 
 @module_loop
 async def test_eval_reports_the_fused_stage_beside_the_final_one(mini, tmp_path):
-    from oracle.eval import Question, run_eval
+    from oracle.eval import run_eval
+    from oracle.eval_bank import Question
 
     path = tmp_path / "sheets-first.json"
     path.write_text(json.dumps(model_data({"kind_sheet": 5.0, "fused_rr": 1.0})))
