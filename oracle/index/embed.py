@@ -82,6 +82,16 @@ def card_name(ref: str, source: str) -> str:
     return Path(source).name
 
 
+def model_reads(ref: str, code: str) -> bool:
+    """Whether the model ORACLE_EMBED_MODEL names (`ref`) reads `code`, from its card alone: it need
+    not be loaded."""
+    return _reads(model_languages(card_name(ref, ref)), code)
+
+
+def _reads(languages: frozenset[str] | None, code: str) -> bool:
+    return languages is None or code in languages
+
+
 def resolve_model(ref: str) -> str:
     """The path or name SentenceTransformer loads for a setting value."""
     if ref in {BUNDLED_EMBED_MODEL, "", "bundled"}:
@@ -155,7 +165,7 @@ class Embedder:
 
     def reads(self, language: str) -> bool:
         """Whether the model was trained on text of `language` (an ISO code, as the index's)."""
-        return self.languages is None or language in self.languages
+        return _reads(self.languages, language)
 
     def token_count(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])

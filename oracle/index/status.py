@@ -15,7 +15,7 @@ from typing import Any
 from ..lexicon import language
 from ..types import Clearance
 from . import annotate
-from .embed import card_name, model_languages
+from .embed import model_reads
 from .index import Index
 from .report import VaultReport
 from .store import StoreStats, Withheld
@@ -154,10 +154,3 @@ def model_name(model: str) -> str:
 async def is_indexed(index: Index) -> bool:
     """Whether an ingest has ever committed: an empty index answers every question with nothing."""
     return (await (await index.store()).meta()).get("last_ingest") is not None
-
-
-def model_reads(ref: str, code: str) -> bool:
-    """Whether the embedding model `ref` (ORACLE_EMBED_MODEL's value) reads `code`, from its card
-    alone: the model need not be loaded."""
-    languages = model_languages(card_name(ref, ref))
-    return languages is None or code in languages
