@@ -101,6 +101,9 @@ class Settings(BaseSettings):
         validation_alias="ORACLE_PATH_WEIGHTS",
     )
     fts_head_weight: float = Field(2.0, validation_alias="ORACLE_FTS_HEAD_WEIGHT", gt=0)
+    # A session's record scores this share more in fusion than a page the paths rank alike, so the
+    # note that tells an event comes before one that mentions it (docs/measuring.md). 0: no preference.
+    telling_prior: float = Field(0.1, validation_alias="ORACLE_TELLING_PRIOR", ge=0, le=1)
     # Notes or sessions reached by one hop along the notes' references from the fused top k ("session
     # 14", a loot table's Session column, [[links]]), added after the fused pool for the reranker.
     # 0 turns the hop off.

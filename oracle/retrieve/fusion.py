@@ -5,11 +5,17 @@ ranks 1-based, k = 60. It never mixes scores across paths, only ranks. Distribut
 (the 3-sigma normalisation popularised by Qdrant's DBSF) is the alternative that does use scores:
 each path's scores are scaled by its own mean and standard deviation, clipped to [0, 1], then added.
 Ties break on the best single-path rank, then on the id, so the order is deterministic.
+
+Both fuse citation units (a session, a note: the place a player reads) when told each chunk's unit
+(`by_unit`): each path counts a unit once, by its best part, so a session whose events one path finds
+in its first part and another in its second gets both votes, as a one-part page does, and a long note
+gets no more than one vote per path however many of its parts match a little. The chunks follow their
+unit's place, best part first.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..types import Scored
@@ -27,11 +33,14 @@ class Fused:
 
 
 def _order(scores: dict[str, float], ranks: dict[str, dict[str, int]], limit: int | None) -> list[Fused]:
-    fused = [Fused(doc, score, tuple(sorted(ranks[doc].items()))) for doc, score in scores.items()]
+    fused = _sorted(Fused(doc, score, tuple(sorted(ranks[doc].items()))) for doc, score in scores.items())
+    return fused[:limit] if limit is not None else fused
+
+
+def _sorted(fused: Iterable[Fused]) -> list[Fused]:
     # Rounded: the same ranks summed in another order can differ in the last bit, and equal
     # scores must reach the tie-break.
-    fused.sort(key=lambda f: (-round(f.score, 12), f.best_rank, f.id))
-    return fused[:limit] if limit is not None else fused
+    return sorted(fused, key=lambda f: (-round(f.score, 12), f.best_rank, f.id))
 
 
 def _ranks(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
@@ -97,20 +106,68 @@ def dbsf(
     return _order(scores, ranks, limit)
 
 
-Fuse = Callable[[Mapping[str, Scored]], list[Fused]]
+@dataclass(frozen=True)
+class Unit:
+    """What a chunk is part of, as a player reads it: its citation label (a session, a note), and
+    whether it tells a session (a session's record) rather than being a page that may mention one."""
+
+    label: str
+    tells: bool = False
+
+
+def by_unit(
+    fuse: Callable[[Mapping[str, Scored]], list[Fused]],
+    scored: Mapping[str, Scored],
+    units: Mapping[str, Unit],
+    *,
+    telling: float = 0.0,
+    limit: int | None = None,
+) -> list[Fused]:
+    """`fuse` over units: each path's list as its units, each at its best part's score, fused, a
+    session's record scoring `telling` more in proportion; then every chunk at its unit's place and
+    score, the unit's parts in their own fused order. A chunk without a unit is a unit of its own."""
+    def key(cid: str) -> str:
+        unit = units.get(cid)
+        return unit.label if unit is not None else cid
+
+    tells = {key(cid) for cid, unit in units.items() if unit.tells}
+    found = {path: best_per_unit(hits, key) for path, hits in scored.items()}
+    fused = [Fused(f.id, f.score * (1 + telling) if f.id in tells else f.score, f.ranks) for f in fuse(found)]
+    place = {f.id: (rank, f.score) for rank, f in enumerate(_sorted(fused))}
+    parts = sorted(fuse(scored), key=lambda f: place[key(f.id)][0])  # stable: parts keep their order
+    out = [Fused(f.id, place[key(f.id)][1], f.ranks) for f in parts]
+    return out[:limit] if limit is not None else out
+
+
+def best_per_unit(hits: Scored, key: Callable[[str], str]) -> Scored:
+    """A path's (chunk, score) list, best first, as its units at their first chunk's score."""
+    seen: set[str] = set()
+    out: Scored = []
+    for cid, score in hits:
+        unit = key(cid)
+        if unit not in seen:
+            seen.add(unit)
+            out.append((unit, score))
+    return out
+
+
+Fuse = Callable[[Mapping[str, Scored], Mapping[str, Unit]], list[Fused]]
 
 
 def make_fusion(
-    method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None
+    method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None, telling: float = 0.0
 ) -> Fuse:
-    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list in, the fused pool out.
-    Plain RRF counts every path alike; weighted RRF and DBSF weigh them by `weights`. `learned` fuses
-    as DBSF does: the learned model (`learned.py`) reorders that list, and falls back to it."""
+    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list and each chunk's
+    unit in, the fused pool out. Plain RRF counts every path alike; weighted RRF and DBSF weigh them by
+    `weights`. `learned` fuses as DBSF does: the learned model (`learned.py`) reorders that list, and
+    falls back to it."""
     if method in ("dbsf", "learned"):
-        return lambda scored: dbsf(scored, weights=weights, limit=limit)
-    by = weights if method == "weighted_rrf" else None
+        def one(scored: Mapping[str, Scored]) -> list[Fused]:
+            return dbsf(scored, weights=weights)
+    else:
+        by = weights if method == "weighted_rrf" else None
 
-    def fuse(scored: Mapping[str, Scored]) -> list[Fused]:
-        return rrf({name: [cid for cid, _ in hits] for name, hits in scored.items()}, k=rrf_k, weights=by, limit=limit)
+        def one(scored: Mapping[str, Scored]) -> list[Fused]:
+            return rrf({name: [cid for cid, _ in hits] for name, hits in scored.items()}, k=rrf_k, weights=by)
 
-    return fuse
+    return lambda scored, units: by_unit(one, scored, units, telling=telling, limit=limit)

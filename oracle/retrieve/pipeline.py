@@ -1,7 +1,7 @@
 """The search pipeline: a question's three paths run at once, fused, then the linked notes.
 
-    expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion (→ evidence and the
-    learned ranker) → sources first → linked
+    expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion over the places a player
+    reads (→ evidence and the learned ranker) → sources first → linked
 
 Each stage is a plain function in its own module; this class calls them in order, reading one
 snapshot of the index, and times them for the trace.
@@ -21,7 +21,7 @@ from .copies import sources_first
 from .entity import Matchers, entity_path
 from .evidence import gather_evidence, query_stems
 from .followup import expand_followup
-from .fusion import make_fusion
+from .fusion import Unit, make_fusion
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
 from .linked import linked_path
@@ -43,11 +43,16 @@ class SearchPipeline:
         self.learned = settings.fusion == "learned"
         self.ranker = load_ranker(settings.fusion_model) if self.learned else None
         limit = None if self.learned else settings.fused_pool
-        self.fuse = make_fusion(settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k, limit=limit)
+        self.fuse = make_fusion(
+            settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k, limit=limit,
+            telling=settings.telling_prior,
+        )
         # Notes in a language the embedding model was not trained on (the bundled model reads English):
         # its nearest windows are mostly noise there, and its votes count a quarter.
         unread = {**settings.path_weights, "semantic": settings.path_weights.get("semantic", 1.0) * UNREAD_LANGUAGE}
-        self.fuse_unread = make_fusion(settings.fusion, weights=unread, rrf_k=settings.rrf_k, limit=limit)
+        self.fuse_unread = make_fusion(
+            settings.fusion, weights=unread, rrf_k=settings.rrf_k, limit=limit, telling=settings.telling_prior
+        )
 
     async def search(
         self,
@@ -103,15 +108,16 @@ class SearchPipeline:
         scored = {"keyword": keyword, "semantic": semantic_hits, "entity": entity}
 
         t = time.perf_counter()
-        fused = (self.fuse if embedder.reads(stemming.code) else self.fuse_unread)(scored)
-        timings["fusion"] = elapsed_ms(t)
-
-        t = time.perf_counter()
-        wanted = list(dict.fromkeys([f.id for f in fused] + [cid for hits in scored.values() for cid, _ in hits]))
+        wanted = list(dict.fromkeys(cid for hits in scored.values() for cid, _ in hits))
         loaded, rowids = await store.chunks_and_rowids(wanted)
         chunks = {c.id: c for c in loaded}
         paths = {name: ranked_hits(hits, chunks) for name, hits in scored.items()}
         timings["load"] = elapsed_ms(t)
+
+        t = time.perf_counter()
+        units = {cid: Unit(chunk.label, tells=chunk.kind == "session") for cid, chunk in chunks.items()}
+        fused = (self.fuse if embedder.reads(stemming.code) else self.fuse_unread)(scored, units)
+        timings["fusion"] = elapsed_ms(t)
 
         evidence = None
         if self.learned:
