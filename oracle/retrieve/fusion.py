@@ -6,16 +6,13 @@ ranks 1-based, k = 60. It never mixes scores across paths, only ranks. Distribut
 each path's scores are scaled by its own mean and standard deviation, clipped to [0, 1], then added.
 Ties break on the best single-path rank, then on the id, so the order is deterministic.
 
-Both fuse citation units (a session, a note: the place a player reads) when told each chunk's unit
-(`by_unit`): each path counts a unit once, by its best part, so a session whose events one path finds
-in its first part and another in its second gets both votes, as a one-part page does, and a long note
-gets no more than one vote per path however many of its parts match a little. The chunks follow their
-unit's place, best part first.
+Either way, a chunk that tells a session (a session's record) scores a share more (`telling`) than it
+would: a page that mentions an event and scores as the session telling it does not come first.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..types import Scored
@@ -41,6 +38,13 @@ def _sorted(fused: Iterable[Fused]) -> list[Fused]:
     # Rounded: the same ranks summed in another order can differ in the last bit, and equal
     # scores must reach the tie-break.
     return sorted(fused, key=lambda f: (-round(f.score, 12), f.best_rank, f.id))
+
+
+def prefer_tellings(fused: Iterable[Fused], tells: Collection[str], share: float) -> list[Fused]:
+    """`fused` with each chunk in `tells` (a session's record) scoring `share` more, in order again."""
+    if not share or not tells:
+        return list(fused)
+    return _sorted(Fused(f.id, f.score * (1 + share), f.ranks) if f.id in tells else f for f in fused)
 
 
 def _ranks(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
@@ -106,68 +110,24 @@ def dbsf(
     return _order(scores, ranks, limit)
 
 
-@dataclass(frozen=True)
-class Unit:
-    """What a chunk is part of, as a player reads it: its citation label (a session, a note), and
-    whether it tells a session (a session's record) rather than being a page that may mention one."""
-
-    label: str
-    tells: bool = False
-
-
-def by_unit(
-    fuse: Callable[[Mapping[str, Scored]], list[Fused]],
-    scored: Mapping[str, Scored],
-    units: Mapping[str, Unit],
-    *,
-    telling: float = 0.0,
-    limit: int | None = None,
-) -> list[Fused]:
-    """`fuse` over units: each path's list as its units, each at its best part's score, fused, a
-    session's record scoring `telling` more in proportion; then every chunk at its unit's place and
-    score, the unit's parts in their own fused order. A chunk without a unit is a unit of its own."""
-    def key(cid: str) -> str:
-        unit = units.get(cid)
-        return unit.label if unit is not None else cid
-
-    tells = {key(cid) for cid, unit in units.items() if unit.tells}
-    found = {path: best_per_unit(hits, key) for path, hits in scored.items()}
-    fused = [Fused(f.id, f.score * (1 + telling) if f.id in tells else f.score, f.ranks) for f in fuse(found)]
-    place = {f.id: (rank, f.score) for rank, f in enumerate(_sorted(fused))}
-    parts = sorted(fuse(scored), key=lambda f: place[key(f.id)][0])  # stable: parts keep their order
-    out = [Fused(f.id, place[key(f.id)][1], f.ranks) for f in parts]
-    return out[:limit] if limit is not None else out
-
-
-def best_per_unit(hits: Scored, key: Callable[[str], str]) -> Scored:
-    """A path's (chunk, score) list, best first, as its units at their first chunk's score."""
-    seen: set[str] = set()
-    out: Scored = []
-    for cid, score in hits:
-        unit = key(cid)
-        if unit not in seen:
-            seen.add(unit)
-            out.append((unit, score))
-    return out
-
-
-Fuse = Callable[[Mapping[str, Scored], Mapping[str, Unit]], list[Fused]]
+Fuse = Callable[[Mapping[str, Scored], Collection[str]], list[Fused]]
 
 
 def make_fusion(
     method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None, telling: float = 0.0
 ) -> Fuse:
-    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list and each chunk's
-    unit in, the fused pool out. Plain RRF counts every path alike; weighted RRF and DBSF weigh them by
-    `weights`. `learned` fuses as DBSF does: the learned model (`learned.py`) reorders that list, and
-    falls back to it."""
-    if method in ("dbsf", "learned"):
-        def one(scored: Mapping[str, Scored]) -> list[Fused]:
-            return dbsf(scored, weights=weights)
-    else:
-        by = weights if method == "weighted_rrf" else None
+    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list and the ids of the
+    chunks that tell a session in, the fused pool out. Plain RRF counts every path alike; weighted RRF
+    and DBSF weigh them by `weights`; a telling scores `telling` more. `learned` fuses as DBSF does:
+    the learned model (`learned.py`) reorders that list, and falls back to it."""
+    by = weights if method == "weighted_rrf" else None
 
-        def one(scored: Mapping[str, Scored]) -> list[Fused]:
-            return rrf({name: [cid for cid, _ in hits] for name, hits in scored.items()}, k=rrf_k, weights=by)
+    def fuse(scored: Mapping[str, Scored], tells: Collection[str]) -> list[Fused]:
+        if method in ("dbsf", "learned"):
+            fused = dbsf(scored, weights=weights)
+        else:
+            fused = rrf({name: [cid for cid, _ in hits] for name, hits in scored.items()}, k=rrf_k, weights=by)
+        fused = prefer_tellings(fused, tells, telling)
+        return fused[:limit] if limit is not None else fused
 
-    return lambda scored, units: by_unit(one, scored, units, telling=telling, limit=limit)
+    return fuse

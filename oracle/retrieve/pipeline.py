@@ -1,7 +1,7 @@
 """The search pipeline: a question's three paths run at once, fused, then the linked notes.
 
-    expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion over the places a player
-    reads (→ evidence and the learned ranker) → sources first → linked
+    expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion, sessions' records
+    preferred (→ evidence and the learned ranker) → sources first → linked
 
 Each stage is a plain function in its own module; this class calls them in order, reading one
 snapshot of the index, and times them for the trace.
@@ -21,7 +21,7 @@ from .copies import sources_first
 from .entity import Matchers, entity_path
 from .evidence import gather_evidence, query_stems
 from .followup import expand_followup
-from .fusion import Unit, make_fusion
+from .fusion import make_fusion
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
 from .linked import linked_path
@@ -115,8 +115,8 @@ class SearchPipeline:
         timings["load"] = elapsed_ms(t)
 
         t = time.perf_counter()
-        units = {cid: Unit(chunk.label, tells=chunk.kind == "session") for cid, chunk in chunks.items()}
-        fused = (self.fuse if embedder.reads(stemming.code) else self.fuse_unread)(scored, units)
+        tells = {cid for cid, chunk in chunks.items() if chunk.kind == "session"}
+        fused = (self.fuse if embedder.reads(stemming.code) else self.fuse_unread)(scored, tells)
         timings["fusion"] = elapsed_ms(t)
 
         evidence = None

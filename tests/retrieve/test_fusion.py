@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, rrf
+from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, make_fusion, prefer_tellings, rrf
 
 
 def ids(fused: list[Fused]) -> list[str]:
@@ -223,6 +223,42 @@ def test_dbsf_limit_and_empty_inputs():
     assert [Fused("a", 1.0, (("semantic", 1),))] == dbsf({"keyword": [], "semantic": [("a", 0.2)]})
     scored = {"keyword": [("a", 10.0), ("b", 6.0), ("c", 2.0)], "semantic": [("b", 0.9), ("d", 0.9)]}
     assert ["b", "d"] == ids(dbsf(scored, limit=2))
+
+
+# ---------------------------------------------------------------------------------------------
+# A session's record preferred (`telling`)
+
+
+def test_a_session_record_scores_the_telling_share_more():
+    # Equal scores in one path count 1.0 each: the sheet first by its rank, the session by a tenth.
+    scored = {"keyword": [("sheet", 3.0), ("session", 3.0)]}
+
+    assert ["sheet", "session"] == ids(dbsf(scored))
+    preferred = prefer_tellings(dbsf(scored), {"session"}, 0.1)
+    assert ["session", "sheet"] == ids(preferred)
+    assert pytest.approx({"session": 1.1, "sheet": 1.0}) == scores(preferred)
+    assert (("keyword", 2),) == preferred[0].ranks  # the paths' ranks stay as they were
+    assert ids(dbsf(scored)) == ids(prefer_tellings(dbsf(scored), {"session"}, 0.0))
+
+
+def test_the_telling_share_does_not_outvote_a_second_paths_vote():
+    fused = rrf({"keyword": ["sheet", "x"], "semantic": ["sheet", "session"]})
+
+    # 2/61 for the sheet against 1.1 · 1/62 for the session.
+    assert "sheet" == ids(prefer_tellings(fused, {"session"}, 0.1))[0]
+
+
+def test_make_fusion_prefers_tellings_for_every_method_then_cuts_the_pool():
+    # The session is right behind the page in each path (tied scores for DBSF; 2/62 against 2/61 in
+    # RRF, where a tenth is worth about six ranks near the top), and the pool holds one chunk.
+    scored = {"keyword": [("page", 2.0), ("session", 2.0)], "semantic": [("page", 0.5), ("session", 0.5)]}
+    weights = {"keyword": 1.0, "semantic": 1.0}
+
+    for method in ("rrf", "weighted_rrf", "dbsf", "learned"):
+        fuse = make_fusion(method, weights=weights, limit=1, telling=0.1)
+        assert ["page"] == ids(fuse(scored, set())), method
+        assert ["session"] == ids(fuse(scored, {"session"})), method
+    assert ["page", "session"] == ids(make_fusion("dbsf", weights=weights, telling=0.0)(scored, {"session"}))
 
 
 # ---------------------------------------------------------------------------------------------
