@@ -5,9 +5,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import discord
 from pydantic import ValidationError
@@ -154,8 +155,26 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+# The HTTP clients' INFO line for every request (each Ollama call, each Discord call) says nothing the
+# Oracle's own lines do not; their warnings and errors still show.
+QUIET = ("httpx", "httpcore")
+
+
+def log_format(environ: Mapping[str, str]) -> str:
+    """Each line's layout: under systemd (JOURNAL_STREAM is set) the journal stamps every line with its
+    time, so the line carries none of its own."""
+    stamp = "" if environ.get("JOURNAL_STREAM") else "%(asctime)s "
+    return stamp + "%(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(environ: Mapping[str, str] = os.environ) -> None:
+    logging.basicConfig(level=logging.INFO, format=log_format(environ))
+    for name in QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     try:
         settings, bot_settings = Settings(), BotSettings()
     except ValidationError as exc:
