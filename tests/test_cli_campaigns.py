@@ -193,3 +193,23 @@ def test_oracle_watch_stops_cleanly_on_sigterm(tmp_path):
     assert 143 == code, rest
     assert "Traceback" not in rest
     assert "stopped: no longer watching" in rest, rest
+
+
+def test_a_timer_ingest_skips_a_campaign_being_ingested_and_succeeds(campaigns_file, tmp_path, capsys,
+                                                                     quick_command_line):
+    from oracle.index.lock import IngestLock
+    from oracle.settings import Settings
+
+    ember = Settings(_env_file=None, data_dir=tmp_path / "var" / "ember")
+    with IngestLock(ember.lock_path, by="gm#1234 (/oracle reingest)"):
+        code, out, _ = cli(capsys, "ingest", "--if-idle", "--json")
+        reports = json.loads(out)["campaigns"]
+        assert 0 == code
+        assert reports["ember"]["skipped"].startswith("an ingest is already running (started by gm#1234")
+        assert 4 == reports["harbour"]["files"]["added"]
+
+        code, out, _ = cli(capsys, "ingest", "--campaign", "ember", "--if-idle")
+        assert (0, True) == (code, "skipped: an ingest is already running" in " ".join(out.split()))
+
+        code, _, err = cli(capsys, "ingest", "--campaign", "ember")  # by hand: refused, as before
+        assert (1, True) == (code, "an ingest is already running" in err)

@@ -419,3 +419,15 @@ def test_systemd_analyze_verifies_the_units(tmp_path):
                           check=False)
     # verify exits 0 even when it ignores a line it cannot parse: its output must be empty too.
     assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done.stdout + done.stderr
+
+
+def test_the_timer_runs_on_the_quarter_hours_and_catches_up_a_missed_one():
+    timer = unit("oracle-reingest.timer")["Timer"]
+    # Persistent= only remembers OnCalendar= runs: with OnBootSec/OnUnitInactiveSec alone it did nothing.
+    assert (["*:0/15"], ["true"]) == (timer["OnCalendar"], timer["Persistent"])
+    assert "15 minutes" in (UNITS / "oracle-reingest.timer").read_text().splitlines()[0]
+
+
+def test_a_timer_run_that_finds_an_ingest_under_way_is_not_a_failed_unit():
+    argv = exec_start("oracle-reingest.service")
+    assert argv[1:] == ["ingest", "--if-idle"]

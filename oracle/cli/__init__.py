@@ -38,7 +38,10 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--data", help="where the index lives (default: ORACLE_DATA_DIR or ./var)")
         sp.add_argument("--json", action="store_true", help="print one JSON object")
 
-    common(sub.add_parser("ingest", help="index the notes folder (only what changed; every campaign without --campaign)"))
+    ingest_cmd = sub.add_parser("ingest", help="index the notes folder (only what changed; every campaign without --campaign)")
+    ingest_cmd.add_argument("--if-idle", action="store_true",
+                            help="skip a campaign another ingest is indexing, and exit 0 (for a timer)")
+    common(ingest_cmd)
     watch = sub.add_parser("watch", help="reingest by itself whenever the notes change and then stay quiet")
     common(watch)
     watch.add_argument("--quiet", type=_seconds, help="seconds of quiet before a reingest (default: ORACLE_WATCH_QUIET, 60)")

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..errors import OracleError
 from ..index.ingest import ingest
+from ..index.lock import IngestBusy
 from ..index.report import VaultReport
 from ..types import INGEST_STAGES, IngestProgress, IngestReport
 from ..watch import WatchError, watch_notes
@@ -50,7 +51,9 @@ class IngestBars:
 
 
 async def cmd_ingest(args: argparse.Namespace) -> int:
-    """The chosen campaign, or every campaign of ORACLE_CAMPAIGNS in turn."""
+    """The chosen campaign, or every campaign of ORACLE_CAMPAIGNS in turn. With --if-idle, a campaign
+    another ingest is indexing (the bot's /oracle reingest) is skipped, said, and not a failure: the
+    timer's next run catches up."""
     reports: dict[str, dict] = {}
     async with chosen(args).library() as library:
         indexes = library.indexes()
@@ -58,8 +61,16 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
             if len(indexes) > 1 and not args.json:
                 out.print(f"[bold]campaign {escape(name)}[/] ({escape(str(index.settings.notes_dir))})")
             bars = IngestBars(enabled=not args.json and console.is_terminal)
-            with bars.progress:
-                report = await ingest(index, progress=bars, by="the command line")
+            try:
+                with bars.progress:
+                    report = await ingest(index, progress=bars, by="the command line")
+            except IngestBusy as exc:
+                if not args.if_idle:
+                    raise
+                reports[name] = {"skipped": str(exc)}
+                if not args.json:
+                    out.print(f"skipped: {escape(str(exc))}", soft_wrap=True)
+                continue
             reports[name] = report.to_json()
             if not args.json:
                 print_ingest_report(report)
