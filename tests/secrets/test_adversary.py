@@ -396,7 +396,10 @@ def policy(draw, vault: Vault) -> None:
             if u.endswith(".md"):
                 patterns.append(draw(st.sampled_from([u, u.lower(), u.upper()[:-3] + ".md", f"**/{u}"])))
             else:
-                patterns.append(draw(st.sampled_from([u, f"{u}/", f"{u}/**", u.upper(), f"{u}/*.md"])))
+                # `*` stays within a folder: `{u}/*.md` names the unit's notes only when none is deeper.
+                flat = all(n.path.count("/") == 1 for n in vault.notes if unit(n.path) == u)
+                files = f"{u}/*.md" if flat else f"{u}/**/*.md"
+                patterns.append(draw(st.sampled_from([u, f"{u}/", f"{u}/**", u.upper(), files])))
         vault.settings["player_notes"] = patterns
         readable = {p for p in readable if unit(p) in keep}
     if mode in {"gm_notes", "both"} and len(readable) > 1:
