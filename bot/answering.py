@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import discord
 from discord import app_commands
@@ -60,6 +60,9 @@ WAITING = "⏳"  # a question over the member's limit: answered when the limit a
 DROPPED = "✋"  # too many of the member's questions already wait
 NO_THREAD = "No thread was opened for follow-ups: {why}. Ask again with `/oracle ask` to go on."
 MOVED = "This thread's campaign no longer answers in this channel: ask with `/oracle ask` to go on."
+# A week, the longest Discord allows (the channel's default is a day): a weekly table's thread is
+# still open at the next session.
+THREAD_ARCHIVE: Literal[10080] = 10080
 
 
 def no_thread_reason(channel: Any) -> str | None:
@@ -205,7 +208,7 @@ class Answering:
         why = no_thread_reason(interaction.channel)
         if why is None:
             try:
-                thread = await message.create_thread(name=thread_name(title))
+                thread = await message.create_thread(name=thread_name(title), auto_archive_duration=THREAD_ARCHIVE)
             except discord.Forbidden:
                 why = "the Oracle may not create public threads in this channel (a server admin can grant it " \
                       "*Create Public Threads*)"

@@ -81,7 +81,7 @@ class Message(Plain, discord.Message):
         self.content = content
         return self
 
-    async def create_thread(self, *, name: str) -> Any:
+    async def create_thread(self, *, name: str, auto_archive_duration: int = 1440) -> Any:
         self.calls.made("create_thread", self.id, name)
         return SimpleNamespace(id=self.id, name=name)  # a thread opened on a message takes its id
 

@@ -89,6 +89,8 @@ async def test_ask_end_to_end_as_a_player(world, fake, oracle_bot, tmp_path):
     assert (thread["parent_id"], thread["type"]) == (str(fake.channel_id), 11)
     assert thread["name"] == thread_name(question) == question[:99] + "…"
     assert len(thread["name"]) == 100
+    # Open for a week of silence, not the channel's default day: the next weekly session finds it.
+    assert (thread["thread_metadata"]["auto_archive_duration"], thread["thread_metadata"]["archived"]) == (10080, False)
     thread_id = int(thread["id"])
 
     history = tmp_path / "bot.sqlite3"

@@ -419,6 +419,18 @@ async def test_threads_cannot_open_in_threads_forum_posts_or_voice_chats(fake, b
         await fake.message(forum, fake.player, "straight into the forum")
 
 
+async def test_a_thread_archives_after_one_of_discords_four_durations(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    default = await (await channel.send("one")).create_thread(name="the channel's default")
+    week = await (await channel.send("two")).create_thread(name="a week", auto_archive_duration=10080)
+    assert (default.auto_archive_duration, week.auto_archive_duration) == (1440, 10080)
+    with pytest.raises(discord.HTTPException) as info:
+        await bot.http.start_thread_with_message(fake.channel_id, (await channel.send("three")).id,
+                                                 name="two hours", auto_archive_duration=120)
+    assert (info.value.status, info.value.code) == (400, 50035)
+    assert "auto_archive_duration" in info.value.text
+
+
 # ----- permission overwrites ----------------------------------------------------------------
 
 P = discord.Permissions

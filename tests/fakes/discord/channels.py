@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
 _ROLE_MENTION = re.compile(r"<@&(\d+)>")
 
+ARCHIVE_DURATIONS = (60, 1440, 4320, 10080)  # minutes
+
 
 class Channels:
     """The message store and the channel, message and thread routes."""
@@ -417,9 +419,14 @@ class Channels:
         owner = owner or self.bot
         if not isinstance(name, str) or not 1 <= len(name) <= 100:
             raise _invalid_form({"name": _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")})
+        # Discord takes 60, 1440, 4320 or 10080 minutes; without one, the parent channel's default.
+        duration = body.get("auto_archive_duration", parent.get("default_auto_archive_duration", 1440))
+        if duration not in ARCHIVE_DURATIONS:
+            raise _invalid_form({"auto_archive_duration": _err(
+                "BASE_TYPE_CHOICES", f"Value must be one of {{{', '.join(map(str, ARCHIVE_DURATIONS))}}}.")})
         now = _now_iso()
         metadata: dict[str, Any] = {
-            "archived": False, "auto_archive_duration": int(body.get("auto_archive_duration") or 4320),
+            "archived": False, "auto_archive_duration": duration,
             "archive_timestamp": now, "locked": False, "create_timestamp": now,
         }
         if kind == PRIVATE_THREAD:
