@@ -21,7 +21,7 @@ from .copies import sources_first
 from .entity import Matchers, entity_path
 from .evidence import gather_evidence, query_stems
 from .followup import expand_followup
-from .fusion import make_fusion
+from .fusion import Fuse, make_fusion
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
 from .linked import linked_path
@@ -42,16 +42,16 @@ class SearchPipeline:
         # readable model it is the current fusion.
         self.learned = settings.fusion == "learned"
         self.ranker = load_ranker(settings.fusion_model) if self.learned else None
-        limit = None if self.learned else settings.fused_pool
-        self.fuse = make_fusion(
-            settings.fusion, weights=settings.path_weights, rrf_k=settings.rrf_k, limit=limit,
-            telling=settings.telling_prior,
-        )
+        def fusion(weights: dict[str, float]) -> Fuse:
+            limit = None if self.learned else settings.fused_pool
+            return make_fusion(settings.fusion, weights=weights, rrf_k=settings.rrf_k, limit=limit,
+                               telling=settings.telling_prior)
+
+        self.fuse = fusion(settings.path_weights)
         # Notes in a language the embedding model was not trained on (the bundled model reads English):
         # its nearest windows are mostly noise there, and its votes count a quarter.
-        unread = {**settings.path_weights, "semantic": settings.path_weights.get("semantic", 1.0) * UNREAD_LANGUAGE}
-        self.fuse_unread = make_fusion(
-            settings.fusion, weights=unread, rrf_k=settings.rrf_k, limit=limit, telling=settings.telling_prior
+        self.fuse_unread = fusion(
+            {**settings.path_weights, "semantic": settings.path_weights.get("semantic", 1.0) * UNREAD_LANGUAGE}
         )
 
     async def search(
