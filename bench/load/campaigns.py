@@ -39,13 +39,19 @@ async def build_template(args, root: Path) -> dict:
 def fill_from_template(root: Path, embeddings, settings_of: list) -> None:
     """Each campaign's collections on the Chroma server, copied from the template's embedded store:
     the same notes, so the same windows (a copy stands for an ingest, as the SQLite files' copy does)."""
+    import sqlite3
+
     import numpy as np
 
+    from oracle.index import folders
     from oracle.index.index import collection_name
     from oracle.index.vectors import VectorStore
 
     template = bench_settings(root / "notes", root / "template")
-    source = VectorStore(template.chroma_path, collection_name(embeddings, template))
+    with sqlite3.connect(template.sqlite_path) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (folders.SERVED,)).fetchone()
+    served = folders.folder_of(template.chroma_path, row[0] if row else "")
+    source = VectorStore(served, collection_name(embeddings, template))
     for collection in source.collections.values():
         rows = collection.get(include=["embeddings", "metadatas"])
         for settings in settings_of:

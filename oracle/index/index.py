@@ -5,10 +5,10 @@ Chroma are synchronous and slow to load, so they load lazily, once, off the even
 handed out as the async facades of `seam`.
 
 Any process may ingest (the bot, `oracle ingest` from a shell or a timer, `oracle watch`): SQLite
-readers see its commit at once, while a Chroma store read from disk keeps what it read. So every
-commit of an ingest bumps the index's generation stamp (`Store.generation`), and `vectors()`, which
-each question calls, opens the dense index afresh when another process changed the stamp
-(docs/processes.md).
+readers see its commit at once, while a Chroma store read from disk keeps what it read. An ingest
+writes its windows into a draft folder and its commit names that folder as served (`folders`); so
+`vectors()`, which each question calls, opens the folder the index names when it is not the one it
+has open (docs/processes.md).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ..llm import LLM
 from ..offload import off_loop
 from ..settings import Settings
 from ..types import Clearance
+from . import folders
 from .embed import Embedder
 from .seam import Embeddings, Vectors
 from .store import Store
@@ -92,9 +93,9 @@ class Index:
         self._idle_readers: list[Store] = []
         self._vectors: Vectors | None = None
         self._vectors_checked = False
-        self._vectors_generation = ""  # the index's generation the dense index was last read at
+        self._vectors_folder = ""  # the served folder `_vectors` reads (`folders.SERVED`)
+        self._previous: Vectors | None = None  # the folder served before: questions may still be reading it
         self._lock = asyncio.Lock()
-        self._reopening = asyncio.Lock()
         self._owns_llm = llm is None
         self.llm = llm or LLM.from_settings(settings)
 
@@ -152,30 +153,24 @@ class Index:
             raise PolicyChanged(REINGEST_FOR_POLICY)
 
     async def vectors(self, *, check: bool = True) -> Vectors:
-        """The Chroma collection, as fresh as the last ingest committed by any process: when the
-        generation stamp changed since it was read (another process ingested), it is opened again
-        first (a few tens of milliseconds, off the event loop). With `check`, refuse one that lacks
-        windows SQLite has indexed (a deleted or foreign Chroma folder): questions would silently
-        lose the semantic path."""
+        """The Chroma collection the last ingest committed, by any process: when the index names
+        another folder than the one open (another ingest committed), that one is opened first (a few
+        tens of milliseconds, off the event loop). With `check`, refuse one that lacks windows SQLite
+        has indexed (a deleted or foreign Chroma folder): questions would silently lose the semantic path."""
         embedder = await self.embedder()
         store = await self.store()
+        served = "" if self.settings.chroma_url else await store.meta_value(folders.SERVED)
         async with self._lock:
-            if self._vectors is None:
-                name = collection_name(embedder, self.settings)
-                generation = await store.generation()  # read first: a commit meanwhile is seen next time
-                self._vectors = Vectors(
-                    await off_loop(VectorStore, self.settings.chroma_path, name, url=self.settings.chroma_url)
+            if self._vectors is None or served != self._vectors_folder:
+                path = folders.folder_of(self.settings.chroma_path, served)
+                opened = Vectors(
+                    await off_loop(VectorStore, path, collection_name(embedder, self.settings), url=self.settings.chroma_url)
                 )
-                self._vectors_generation = generation
-                self._vectors_checked = False
+                if self._previous is not None:
+                    await self._previous.close()
+                self._previous, self._vectors = self._vectors, opened
+                self._vectors_folder, self._vectors_checked = served, False
             vectors = self._vectors
-        generation = await store.generation()
-        if generation != self._vectors_generation:
-            async with self._reopening:
-                if generation != self._vectors_generation:  # not already done by a question before
-                    await vectors.reopen()
-                    self._vectors_generation = generation
-                    self._vectors_checked = False
         if check and not self._vectors_checked:
             expected = await store.window_count()
             present = await vectors.count()
@@ -188,17 +183,21 @@ class Index:
             self._vectors_checked = True
         return vectors
 
-    async def vectors_to_write(self) -> Vectors:
-        """The Chroma collection for an ingest, which holds the campaign's ingest lock: opened afresh
-        when another process wrote the folder since this one read it, whatever the stamp says (a
-        process killed half-way through an ingest wrote windows and committed nothing), since a write
-        through a store read before another process wrote it leaves it corrupt."""
-        vectors = await self.vectors(check=False)
-        generation = await (await self.store()).generation()
-        async with self._reopening:
-            await vectors.reopen_if_written()
-            self._vectors_generation = generation
-        return vectors
+    async def draft(self) -> tuple[Vectors, str | None]:
+        """Where an ingest, which holds the campaign's ingest lock, writes its windows, and the folder's
+        name for its commit to serve: a draft of the served folder (`folders.draft`), or a Chroma
+        server's collection itself (name None: a server is written in place). The caller closes it."""
+        if self.settings.chroma_url:
+            served = await self.vectors(check=False)
+            return served, None
+        store = await self.store()
+        name = await off_loop(
+            folders.draft, self.settings.chroma_path,
+            await store.meta_value(folders.SERVED), await store.meta_value(folders.BEFORE),
+        )
+        path = self.settings.chroma_path / name
+        collection = collection_name(await self.embedder(), self.settings)
+        return Vectors(await off_loop(VectorStore, path, collection)), name
 
     async def record_withheld(self, question: str, reason: str) -> None:
         """Kept for the game master's `status`, on a connection of its own: never inside a question's
@@ -209,19 +208,16 @@ class Index:
         finally:
             await store.close()
 
-    def wrote(self, generation: str) -> None:
-        """This process's ingest committed `generation`, through its own store: nothing to reopen."""
-        self._vectors_generation = generation
-
     async def close(self) -> None:
         for store in (self._store, self._writer, *self._idle_readers):
             if store is not None:
                 await store.close()
         self._store = self._writer = None
         self._idle_readers = []
-        if self._vectors is not None:
-            await self._vectors.close()
-            self._vectors = None
+        for vectors in (self._vectors, self._previous):
+            if vectors is not None:
+                await vectors.close()
+        self._vectors = self._previous = None
         if self._owns_llm:
             await self.llm.close()
 

@@ -1,15 +1,14 @@
 """Ingest: notes folder → chunks, windows, Compendium and annotations. Incremental and atomic.
 
-Order matters for atomicity. New windows go into Chroma first under ids nobody reads yet; then one
-SQLite transaction swaps the chunks, windows, manifest and Compendium; only then are windows that
-SQLite no longer names deleted. A run killed anywhere leaves the previous index served (questions
-drop dense hits whose chunk SQLite lacks) and the next run completes the work, reusing any windows
-already stored. Annotations come last: they are a cache, filled in chunk by chunk.
+Order matters for atomicity. New windows go into a draft of the served Chroma folder, and windows no
+chunk will name leave it; then one SQLite transaction swaps the chunks, windows, manifest and
+Compendium and names the draft as served (`folders`). A run killed anywhere leaves the previous index
+served, its Chroma folder untouched, and the next run goes on from the draft when every write to it
+returned. Annotations come last: they are a cache, filled in chunk by chunk.
 
 Any process may run it (the bot, `oracle ingest`, `oracle watch`, a timer); one at a time per campaign
-(`IngestLock`, across processes), and that one alone writes the campaign's Chroma folder, through a
-store it opens afresh under the lock. Its commits bump the index's generation stamp, which tells
-every other process to read the dense index again (docs/processes.md).
+(`IngestLock`, across processes), and that one alone writes the campaign's draft. Every other process
+opens the newly served folder at its next question (docs/processes.md).
 """
 from __future__ import annotations
 
@@ -26,11 +25,12 @@ from ..errors import OracleError
 from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..llm import LLMError
 from ..notes.refs import chunk_refs
-from ..offload import ingest_step
+from ..offload import ingest_step, off_loop
 from ..settings import Settings
 from ..stems import Stemming
 from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note
 from . import annotate as annotate_mod
+from . import folders
 from .index import Index, collection_name
 from .lock import IngestLock
 from .report import VaultReport, note_facts, vault_report
@@ -67,13 +67,22 @@ async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = 
 
 
 async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
+    # Written into a draft folder, served from the commit on: a kill never tears the served one.
+    vectors, folder = await index.draft()
+    try:
+        return await _ingest_into(index, vectors, folder, progress)
+    finally:
+        if folder is not None:  # served by now, or left for the next ingest: the index opens its own
+            await vectors.close()
+
+
+async def _ingest_into(index: Index, vectors: Vectors, folder: str | None, progress: ProgressFn) -> IngestReport:
+    """`folder`: the draft `vectors` writes, None for a Chroma server (written in place)."""
     settings = index.settings
     started = time.perf_counter()
     report = IngestReport()
     store = await index.writer()
     embedder = await index.embedder()
-    # Opened afresh: another process may have written it. An ingest is what repairs a missing one.
-    vectors = await index.vectors_to_write()
     meta = await store.meta()
     collection = collection_name(embedder, settings)
     # A new policy can change any note's visibility: every note is read again (unchanged text keeps
@@ -119,7 +128,8 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     new_ids = {c.id for c in new_chunks}
     to_add = [c for c in new_chunks if full or c.id not in existing]
     to_remove = sorted(old_ids - new_ids) if not full else sorted(old_ids)
-    # Chunks SQLite keeps whose windows Chroma lost (a deleted Chroma folder): embed them again.
+    # Chunks SQLite keeps whose windows Chroma lost (a deleted Chroma folder): embed them again. The
+    # draft is what an ingest goes on from: it may hold the windows of a killed ingest.
     stored_ids = await vectors.all_ids()
     lost = await store.chunks_missing_windows(stored_ids, exclude=set(to_remove) | {c.id for c in to_add})
     report.windows_repaired = len(lost)
@@ -131,6 +141,13 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     progress(IngestProgress("embed", 0, len(pending)))
     await _embed(embedder, vectors, pending, progress=progress)
     report.windows_embedded, report.windows_reused = len(pending), len(reused)
+    # Windows no chunk will name after the commit: out of the draft before it is served; out of a
+    # server only after the commit, which still serves them until then.
+    removing = set(to_remove)
+    named = {w for w in await store.window_ids() if EmbeddingWindow.chunk_of(w) not in removing}
+    orphans = stored_ids - named - {w.id for w in windows}
+    if folder is not None:
+        await vectors.delete(orphans)
 
     notes_meta = {rel: _file_record(note, scan.hashes[rel]) for rel, note in scan.notes.items()}
     put_files = list(notes_meta.values()) + [
@@ -144,7 +161,6 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
     report.vault = vault.to_json()
 
     progress(IngestProgress("commit", 0, 1))
-    removing = set(to_remove)
     remaining = [t for t in await store.chunk_texts() if t.id not in removing]
     remaining_ids = {t.id for t in remaining}
     all_texts = remaining + [
@@ -185,12 +201,16 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             "policy_text": settings.policy.describe(),
         },
     )
+    served = meta.get(folders.SERVED, "")
+    serve = folder if folder is not None and (windows or to_remove or orphans) else None
+    if serve is not None:
+        changes.meta.update({folders.SERVED: serve, folders.BEFORE: served})
     await store.apply(changes, compendium)
-    index.wrote(await store.generation())  # this process's dense index holds what it wrote
     progress(IngestProgress("commit", 1, 1))
-
-    orphans = await vectors.all_ids() - await store.window_ids()
-    if orphans:
+    if serve is not None:
+        await index.vectors(check=False)  # the draft, now served: opened while its client is still up
+        await off_loop(folders.retire, settings.chroma_path, serve, served)
+    elif folder is None:
         await vectors.delete(orphans)
 
     await store.forget_orphan_annotations()
@@ -200,7 +220,6 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
             build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
         )
         await store.replace_compendium(compendium)
-        index.wrote(await store.generation())
     report.entities = len(compendium[GM][0]) if compendium is not None else await store.entity_count(GM)
     report.chunks = len(all_texts)
     report.seconds = time.perf_counter() - started

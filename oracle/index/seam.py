@@ -71,14 +71,6 @@ class Vectors:
     async def embeddings_of(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
         return await off_loop(self._store.embeddings_of, list(ids))
 
-    async def reopen(self) -> None:
-        """Read the store afresh, once the calls in flight are done: what another process wrote."""
-        await off_loop(self._store.reopen)
-
-    async def reopen_if_written(self) -> None:
-        """Read the store afresh before writing it, if another process wrote it meanwhile."""
-        await off_loop(self._store.reopen_if_written)
-
     async def close(self) -> None:
         await off_loop(self._store.close)
 

@@ -4,20 +4,17 @@ The Chroma API is synchronous; callers reach it through the async facade in `sea
 of truth: a window whose chunk SQLite does not hold is ignored at query time and removed at ingest.
 
 An embedded folder may be open in several processes at once (the bot, `oracle ingest` from a shell or
-a timer, `oracle watch`): each holds Chroma's HNSW index in memory, loaded from the folder. Measured
-with chromadb 1.5 (docs/processes.md): a process that loads the index while another writes it can
-crash (a segmentation fault within seconds); a process that writes through an index loaded before
-another process wrote leaves the folder corrupt for every reader after it; and a process never sees
-what another wrote until it opens the folder again. So, per folder:
+a timer, `oracle watch`): each holds Chroma's HNSW index in memory, loaded from the folder once.
+Measured with chromadb 1.5 (docs/processes.md): a process that loads the index while another writes
+it can crash, and one that writes through an index loaded before another process wrote leaves the
+folder corrupt. An ingest therefore writes only a draft folder of its own, which no other process
+opens until a commit names it (`folders`); and per folder:
 
 - every call takes the folder's access lock (`oracle-access.lock` in the folder, `flock`): shared to
-  read, exclusive to write or to open, held for the one Chroma call only (a write is 16 windows);
-- `reopen` reads the folder afresh: a process does it before it writes (an ingest, under its own
-  lock, so no other process writes meanwhile) and when another process has committed an ingest
-  (the index's generation stamp, `Index.vectors`);
-- a process holds one Chroma client per folder (`_Folder`), whatever the number of stores on it, so
-  that a reopen is a real one (Chroma shares one store per folder within a process, kept until its
-  last client closes).
+  read, exclusive to write, open or close, held for the one Chroma call only (a write is 16 windows);
+- a write leaves a mark (`oracle-writing`) until it returns: a folder that keeps it was cut mid-write;
+- a process holds one Chroma client per folder (`_Folder`), whatever the number of stores on it
+  (Chroma shares one store per folder within a process, kept until its last client closes).
 
 A `chroma run` server serves every process as it is: none of this applies to it.
 """
@@ -97,10 +94,11 @@ class DenseHit:
 
 
 ACCESS_LOCK = "oracle-access.lock"
+WRITING = "oracle-writing"  # present while a write is under way: left behind, the folder may be torn
 
 
 @contextlib.contextmanager
-def _access(folder: Path, *, exclusive: bool) -> Iterator[None]:
+def access(folder: Path, *, exclusive: bool) -> Iterator[None]:
     """The folder's access lock for one Chroma call: shared to read, exclusive to write or open,
     across processes and threads alike (each call opens the lock file anew: `flock` excludes two
     opens of a file, even in one process, never two holders of one open). The OS drops it if the
@@ -143,41 +141,21 @@ def _server(url: str):
 
 
 class _Folder:
-    """This process's one Chroma client on an embedded folder, shared by every `VectorStore` on it.
-    `opened` counts the clients made: a store whose collections came from an earlier one (another
-    store on the folder reopened it) gets them again from the new one."""
+    """This process's one Chroma client on an embedded folder, shared by every `VectorStore` on it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.stores = 0
-        self.opened = 0
         self.client: ClientAPI | None = None
-        self.seen: tuple | None = None  # the folder's files as this process last left them (`files`)
-
-    def files(self) -> tuple:
-        """Every file of the folder with its size and time, but the lock: what tells whether another
-        process wrote it since this one last opened or wrote it."""
-        found = []
-        for path in sorted(self.path.rglob("*")):
-            if path.name != ACCESS_LOCK and path.is_file():
-                stat = path.stat()
-                found.append((str(path), stat.st_size, stat.st_mtime_ns))
-        return tuple(found)
 
     def open(self) -> None:
-        """A new client (the access lock held exclusively): the folder as it is on disk now."""
+        """The client (the access lock held exclusively): the folder as it is on disk now."""
         import chromadb
 
-        if self.client is not None:
-            # The last client of the folder in this process: Chroma lets it go.
-            self.client.close()  # type: ignore[attr-defined]  # chromadb's ClientAPI omits close(); its Client has it
-            self.client = None
         try:
             self.client = chromadb.PersistentClient(path=str(self.path), settings=_chroma_settings())
         except Exception as exc:
             raise VectorStoreError(f"cannot open the Chroma store at {self.path}: {exc}") from exc
-        self.opened += 1
-        self.seen = self.files()
 
 
 _FOLDERS: dict[Path, _Folder] = {}
@@ -191,7 +169,6 @@ class VectorStore:
     def __init__(self, path: Path, collection: str, *, url: str | None = None) -> None:
         self.path, self.name, self.url = path, collection, url
         self._collections: dict[str, object] = {}
-        self._opened = 0  # the folder's client the collections came from
         self._folder: _Folder | None = None
         self._server = None
         if url:
@@ -207,10 +184,10 @@ class VectorStore:
             folder = self._folder = _FOLDERS.setdefault(key, _Folder(key))
             folder.stores += 1
         try:
-            with _access(path, exclusive=True):  # opening may write (a new collection, its settings)
+            with access(path, exclusive=True):  # opening may write (a new collection, its settings)
                 if folder.client is None:
                     folder.open()
-                self._attach()
+                self._collections = self._get_collections(folder.client)
         except BaseException:
             self._detach()
             raise
@@ -221,24 +198,8 @@ class VectorStore:
 
     @property
     def collections(self) -> dict:
-        """The two collections, from the folder's current client."""
-        if self._folder is not None and self._opened != self._folder.opened:
-            self._attach()
+        """The two collections (public and game master's)."""
         return self._collections
-
-    def _attach(self) -> None:
-        folder = self._folder
-        assert folder is not None
-        self._collections, self._opened = self._get_collections(folder.client), folder.opened
-
-    def reopen(self) -> None:
-        """Read the folder afresh: what other processes have written since it was opened. Waits for
-        this process's calls in flight on the folder (they hold the access lock). A server needs none."""
-        if self._folder is None:
-            return
-        with _access(self.path, exclusive=True):
-            self._folder.open()
-            self._attach()
 
     def close(self) -> None:
         """Let go of the folder (its client closes with the last store on it) or the server."""
@@ -249,7 +210,7 @@ class VectorStore:
                 self._server = None
             return
         try:
-            with _access(self.path, exclusive=True):
+            with access(self.path, exclusive=True):
                 self._detach()
         except VectorStoreError:  # the folder is gone: nothing of it is left to protect
             self._detach()
@@ -293,7 +254,7 @@ class VectorStore:
         if self._folder is None:
             yield
             return
-        with _access(self.path, exclusive=False):
+        with access(self.path, exclusive=False):
             yield
 
     @contextlib.contextmanager
@@ -301,23 +262,11 @@ class VectorStore:
         if self._folder is None:
             yield
             return
-        with _access(self.path, exclusive=True):
-            try:
-                yield
-            finally:
-                self._folder.seen = self._folder.files()
-
-    def reopen_if_written(self) -> None:
-        """Before an ingest writes: read the folder afresh if another process wrote it since this one
-        last opened or wrote it (a process killed half-way through an ingest commits nothing, so the
-        stamp cannot tell). Left as it is otherwise: closing costs nothing then, and a client that
-        cannot be opened again (a full disk) would leave nothing to answer with."""
-        if self._folder is None:
-            return
-        with _access(self.path, exclusive=True):
-            if self._folder.client is None or self._folder.files() != self._folder.seen:
-                self._folder.open()
-                self._attach()
+        with access(self.path, exclusive=True):
+            marker = self.path / WRITING
+            marker.touch()
+            yield
+            marker.unlink()  # not when the write failed: the folder may be torn
 
     def _chosen(self, visibility: str | None):
         collections = self.collections

@@ -117,38 +117,39 @@ async def test_reingest_unchanged_does_nothing(mini_notes, make_settings, open_q
     assert before == rows(settings, "SELECT id FROM chunks ORDER BY id")
 
 
-async def test_the_generation_stamp_changes_with_what_an_ingest_commits_and_only_then(
+async def test_the_served_folder_and_stamp_change_with_what_an_ingest_commits_and_only_then(
     mini_notes, make_settings, open_quick_index
 ):
-    """Every process reads the dense index again when the stamp changes (docs/processes.md): a
-    reingest that changed nothing leaves it, so the bot reopens nothing after a quiet timer run."""
+    """Every process opens the folder the index names when it changes (docs/processes.md): a reingest
+    that changed nothing keeps it and the stamp, so the bot opens nothing after a quiet timer run."""
+    from oracle.index import folders
     from oracle.oracle import Oracle
 
     settings = make_settings(mini_notes)
     index = open_quick_index(settings)
     await ingest(index)
     store = await index.store()
-    first = await store.generation()
+    first, first_folder = await store.generation(), await store.meta_value(folders.SERVED)
     await ingest(index)
-    assert first == await store.generation()
+    assert (first, first_folder) == (await store.generation(), await store.meta_value(folders.SERVED))
     session = mini_notes / "sessions" / "Session 4.md"
     session.write_text(session.read_text() + "\nOld Wick blew out every candle but one.\n")
     await ingest(index)
-    second = await store.generation()
-    assert second != first
-    # This process's own ingest wrote through its own store: the next question reopens nothing.
-    reopened = []
+    second, served = await store.generation(), await store.meta_value(folders.SERVED)
+    assert second != first and served != first_folder
+    assert first_folder == await store.meta_value(folders.BEFORE)
+    # This process's own ingest opened the folder it served: the next question opens nothing.
     vectors = await index.vectors()
-    reopen = vectors.in_thread.reopen
-    vectors.in_thread.reopen = lambda: reopened.append(1) or reopen()
     await Oracle(index).search("Who blew out the candles?")
-    assert [] == reopened
-    # Another process's commit does make it reopen, once.
+    assert vectors is await index.vectors()
+    # Another process's commit naming another folder: opened at the next question, once.
     with sqlite3.connect(settings.sqlite_path) as db:
-        db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (first_folder, folders.SERVED))
     await Oracle(index).search("Who blew out the candles?")
+    reopened = await index.vectors()
+    assert reopened is not vectors and reopened.in_thread.path == settings.chroma_path / first_folder
     await Oracle(index).search("Who blew out the candles?")
-    assert [1] == reopened
+    assert reopened is await index.vectors()
 
 
 async def test_editing_one_session_reembeds_only_it(mini_notes, make_settings, open_quick_index, fake_ollama):
@@ -285,12 +286,14 @@ async def test_chroma_server_by_url(mini_notes, make_settings, open_quick_index,
         hits = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
         top = rows(settings, "SELECT label FROM chunks WHERE id = ?", (hits[0].chunk_id,))
         assert [("campaign-log › Session 1",)] == top
-        # A server serves every process as it is: no folder, no lock, and nothing to read afresh.
-        client = vectors.in_thread.client
-        await vectors.reopen()
-        assert vectors.in_thread.client is client  # not even closed and opened again
+        # A server serves every process as it is: no folder, no draft, and nothing to open afresh.
+        session = mini_notes / "sessions" / "Session 4.md"
+        session.write_text(session.read_text() + "\nOld Wick blew out every candle but one.\n")
+        assert (await ingest(index)).windows_embedded > 0
+        assert vectors is await index.vectors()
         assert not settings.chroma_path.exists()
-        assert hits == await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
+        again = await vectors.query(await embedder.encode_query("who sold the brass compass?"), 3, visibility=PUBLIC)
+        assert hits[0] == again[0]  # the edit was to another session
 
 
 async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, make_settings, open_index):

@@ -85,6 +85,10 @@ class Writes(Connection):
     async def set_meta(self, values: dict[str, str]) -> None:
         await self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(values.items()))
 
+    async def meta_value(self, key: str, default: str = "") -> str:
+        row = await self._one("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0] if row else default
+
     async def meta(self) -> dict[str, str]:
         return dict(await self._all("SELECT key, value FROM meta"))
 
