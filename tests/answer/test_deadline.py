@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -149,7 +150,9 @@ async def test_an_ollama_that_answers_after_minutes_gives_the_passages_at_the_de
     asked = [r for r in fake.chat_requests() if r["messages"]]
     assert ["rerank", "answer"] * 2 == [kind(r) for r in asked] and asked == await left(fake, 4)
     rerank = player.trace.rerank["reason"]
-    assert rerank.startswith(f"off: Ollama at {fake.url} did not answer in time (within 1.0 s")  # 1 s: half
+    # Half of what is left of the 2 s when the rerank starts: 1.0 s, less on a loaded machine.
+    within = re.match(rf"off: Ollama at {re.escape(fake.url)} did not answer in time \(within (\d\.\d) s", rerank)
+    assert within and 0.5 <= float(within.group(1)) <= 1.0, rerank
     # A player reads the passages, marked as passages, and no host; the game master and the log, why.
     assert player.text.startswith(f"{PASSAGES_PREFIX} ({PLAYER_REASON}). The most relevant passages")
     assert fake.url not in json.dumps(player.to_json()) and PLAYER_REASON == player.to_json()["reason"]
