@@ -89,7 +89,7 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         gc.collect()
         gc.freeze()
         sys.setswitchinterval(SWITCH_INTERVAL)  # the loop waits less for threads' interpreter lock
-        history = await ThreadHistory.open(settings.data_dir / "bot.sqlite3")
+        history = await ThreadHistory.open(settings.threads_path)
         try:
             return await connect(
                 lambda message_content: OracleBot(

@@ -220,6 +220,11 @@ class Settings(BaseSettings):
         return self.data_dir / "journal.sqlite3"
 
     @property
+    def threads_path(self) -> Path:
+        """The bot's threads and the questions asked in them (`bot.history`): beside the index."""
+        return self.data_dir / "bot.sqlite3"
+
+    @property
     def chroma_path(self) -> Path:
         return self.data_dir / "chroma"
 

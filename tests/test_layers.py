@@ -17,7 +17,7 @@ LAYERS = {
     "lexicon": 0, "marks": 0, "stems": 0, "texts": 0,
     "deadline": 0, "context_window": 0, "offload": 0,
     "notes": 1,
-    "index": 2, "watch": 2, "visibility": 2,
+    "index": 2, "watch": 2, "visibility": 2, "backup": 2,
     "retrieve": 3,
     "answer": 4, "dossier": 4,
     "oracle": 5, "journal": 5,

@@ -3,7 +3,7 @@
 Human output goes through rich (progress bars, tables); `--json` prints one JSON object for machines.
 Domain errors print one line and exit 1, never a traceback. One module per group of commands:
 `ingest` (ingest, watch), `ask` (search, ask, recap, questions), `status` (status, who, visibility),
-`measure` (eval); `common` holds what they share.
+`measure` (eval), `backup` (backup, restore); `common` holds what they share.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from ..settings import settings_problem
 from .ask import cmd_ask, cmd_questions, cmd_recap, cmd_search
+from .backup import cmd_backup, cmd_restore
 from .common import DOMAIN_ERRORS, console
 from .ingest import cmd_ingest, cmd_watch
 from .measure import cmd_eval
@@ -101,6 +102,16 @@ def parser() -> argparse.ArgumentParser:
                             help="propose ORACLE_PLAYER_NOTES / ORACLE_GM_NOTES from the vault's own folders, to check and paste")
     visibility.add_argument("--players", action="store_true",
                             help="print the notes as players read them (--json: their text, line for line)")
+
+    saved = sub.add_parser("backup", help="copy what an ingest cannot rebuild (journals, the bot's threads), safe during play")
+    saved.add_argument("to", metavar="FOLDER", help="where the backup folder (oracle-<UTC time>) is made")
+    saved.add_argument("--campaign", help="one campaign of ORACLE_CAMPAIGNS (default: every one)")
+    saved.add_argument("--index", action="store_true", help="the indexes too (else rebuilt by `oracle ingest`)")
+    saved.add_argument("--keep", type=int, default=0, metavar="N", help="leave only the newest N backups in FOLDER")
+    saved.add_argument("--json", action="store_true", help="print one JSON object")
+    restoring = sub.add_parser("restore", help="put a backup back (made by `oracle backup`)")
+    restoring.add_argument("backup", metavar="BACKUP", help="the backup folder (oracle-<UTC time>)")
+    restoring.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
 
@@ -115,6 +126,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
     "recap": cmd_recap,
     "questions": cmd_questions,
     "visibility": cmd_visibility,
+    "backup": cmd_backup,
+    "restore": cmd_restore,
 }
 
 

@@ -348,6 +348,11 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
 
     after = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
     assert [(h.chunk.id, h.rank) for h in after.fused] == [(h.chunk.id, h.rank) for h in before.fused]
+    # The file as the older Oracle left it, kept beside the index: the way back.
+    [kept] = (settings.data_dir / "backups").glob("oracle.schema-1.*.sqlite3")
+    with sqlite3.connect(kept) as db:
+        assert (1, "ok") == (db.execute("PRAGMA user_version").fetchone()[0],
+                             db.execute("PRAGMA integrity_check").fetchone()[0])
     with sqlite3.connect(settings.sqlite_path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}

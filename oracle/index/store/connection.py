@@ -7,6 +7,7 @@ term counts (`fts_tables`).
 """
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -17,8 +18,11 @@ from typing import Self, cast
 import aiosqlite
 
 from ...errors import OracleError
+from ...offload import off_loop
 from ...types import GM, PUBLIC, Clearance
 from .. import schema
+
+log = logging.getLogger(__name__)
 
 
 class StoreError(OracleError, RuntimeError):
@@ -63,6 +67,32 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def copy_sqlite(source: Path, target: Path) -> None:
+    """One consistent snapshot of `source` into `target` (made or overwritten) through SQLite's backup
+    API, while other connections keep reading and writing it (a file copy of a WAL database may miss
+    or tear a commit)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+async def _keep_before_migrating(path: Path, version: int) -> None:
+    """The file as the previous Oracle left it, kept beside it: the way back after an upgrade."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    kept = path.parent / "backups" / f"{path.stem}.schema-{version}.{stamp}{path.suffix}"
+    await off_loop(copy_sqlite, path, kept)
+    log.warning("the index at %s is migrated from schema %d to %d; the file as it was is kept at %s: to go "
+                "back to the previous Oracle, stop it and copy that file over the index",
+                path, version, schema.SCHEMA_VERSION, kept)
+
+
 class Connection:
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         self.db = db
@@ -85,6 +115,8 @@ class Connection:
             version = await schema.user_version(db)
             if version > schema.SCHEMA_VERSION:
                 raise StoreError(f"the index at {path} was built by a newer Oracle (schema {version})")
+            if 0 < version < schema.SCHEMA_VERSION:
+                await _keep_before_migrating(path, version)
             await schema.migrate(db, version)
             await store._ensure_ln()
             # Per connection, nothing stored: how many chunks hold each indexed term, per reader.
