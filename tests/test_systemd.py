@@ -431,3 +431,42 @@ def test_the_timer_runs_on_the_quarter_hours_and_catches_up_a_missed_one():
 def test_a_timer_run_that_finds_an_ingest_under_way_is_not_a_failed_unit():
     argv = exec_start("oracle-reingest.service")
     assert argv[1:] == ["ingest", "--if-idle"]
+
+
+def test_oracle_run_runs_a_command_as_the_bot_service_does(tmp_path):
+    """`systemd/oracle-run ARGS` hands `oracle ARGS` to systemd-run with the bot unit's user, settings
+    file, environment, folder and protections (systemd itself is not here: a stand-in records what
+    it was asked)."""
+    import json
+
+    fake = tmp_path / "bin" / "systemd-run"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    done = subprocess.run([str(UNITS / "oracle-run"), "status", "--gm", "a question, with spaces"],
+                          capture_output=True, text=True, env=env, timeout=30, check=True)
+    argv = json.loads(done.stdout)
+    at = argv.index(VENV_BIN + "oracle")
+    assert argv[at + 1:] == ["status", "--gm", "a question, with spaces"]
+    assert (Path(sys.executable).parent / "oracle").exists()  # the program the install provides
+    options = argv[:at]
+    asked = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in options if o.startswith("--") and "=" in o}
+    properties = [options[i + 1] for i, o in enumerate(options) if o == "-p"]
+    setenv = [options[i + 1] for i, o in enumerate(options) if o == "-E"]
+    service = unit("oracle-bot.service")["Service"]
+    assert [asked["--uid"], asked["--gid"], asked["--working-directory"]] == [
+        *service["User"], *service["Group"], *service["WorkingDirectory"]
+    ]
+    assert setenv == service["Environment"]
+    for key in ("EnvironmentFile", "ProtectSystem", "ProtectHome", "ReadWritePaths", "NoNewPrivileges"):
+        assert [f"{key}={v}" for v in service[key]] == [p for p in properties if p.startswith(key + "=")]
+    assert {"--wait", "--pipe"} <= set(options)  # the command's output and exit status come back
+
+
+def test_the_nightly_backup_runs_a_command_the_cli_has(tmp_path):
+    argv = exec_start("oracle-backup.service")
+    assert unit("oracle-backup.timer")["Timer"]["Unit"] == ["oracle-backup.service"]
+    assert argv[1] == "backup" and argv[2].startswith(unit("oracle-backup.service")["Service"]["ReadWritePaths"][0])
+    done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
