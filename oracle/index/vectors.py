@@ -243,10 +243,18 @@ class VectorStore:
             raise VectorStoreError(f"cannot open the Chroma collection {name!r}: {exc}") from exc
         hnsw = (getattr(collection, "configuration_json", None) or {}).get("hnsw") or {}
         if hnsw.get("sync_threshold") != _HNSW["sync_threshold"]:  # a store made before: save as often
-            try:
-                collection.modify(configuration={"hnsw": _HNSW})
-            except Exception as exc:  # an older server: it still works, with the longer stalls
-                log.warning("cannot set how often Chroma saves the collection %r: %s", name, exc)
+            for attempt in range(5):
+                try:
+                    collection.modify(configuration={"hnsw": _HNSW})
+                    break
+                except Exception as exc:
+                    # Chroma's SQLite file busy a moment (a client closing, another process opening):
+                    # again shortly. An older server refuses it for good: it works, with longer stalls.
+                    if "locked" in str(exc) and attempt < 4:
+                        time.sleep(0.1 * (attempt + 1))
+                        continue
+                    log.warning("cannot set how often Chroma saves the collection %r: %s", name, exc)
+                    break
         return collection
 
     @contextlib.contextmanager
