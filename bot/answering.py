@@ -55,6 +55,8 @@ class OracleHost(Protocol):
 
     def get_channel(self, id: int, /) -> Any: ...
 
+    async def fetch_channel(self, channel_id: int, /) -> Any: ...
+
 
 WAITING = "⏳"  # a question over the member's limit: answered when the limit allows
 DROPPED = "✋"  # too many of the member's questions already wait
@@ -224,10 +226,13 @@ class Answering:
 
     async def thread_message(self, message: discord.Message) -> None:
         """A message in a thread: answered when it is an Oracle thread's follow-up question."""
-        if message.author.bot or not isinstance(message.channel, discord.Thread):
+        if message.author.bot or not isinstance(message.channel, (discord.Thread, discord.PartialMessageable)):
             return
         table = self.bot.tables.get(await self.bot.history.campaign_of(message.channel.id) or "")
         if table is None:
+            return
+        thread = await self.thread_of(message)
+        if thread is None:
             return
         me = self.bot.user
         referenced = message.reference.resolved if message.reference else None
@@ -245,25 +250,42 @@ class Answering:
         if heard.question is None:
             log.debug("not a question in thread %s (%s)", message.channel.id, heard.why)
             return
-        if self.bot.tables.route(message.channel) is not table:
+        if self.bot.tables.route(thread) is not table:
             # Its channel was mapped to another campaign, or to none, since the thread was opened:
             # its readers now may not be the remembered campaign's players.
             with contextlib.suppress(discord.HTTPException):
                 await message.reply(MOVED)
             return
-        await self.follow_up(message, table, heard.question)
+        await self.follow_up(message, table, heard.question, thread)
 
-    async def follow_up(self, message: discord.Message, table: Table, question: str) -> None:
+    async def thread_of(self, message: discord.Message) -> discord.Thread | None:
+        """The Oracle thread `message` was posted in. Discord's gateway syncs only active threads,
+        and discord.py drops one Discord archived (a week without a word): a member's message
+        unarchives it, and may come before the update that says so. Such a thread is fetched."""
+        if isinstance(message.channel, discord.Thread):
+            return message.channel
+        try:
+            fetched = await self.bot.fetch_channel(message.channel.id)
+        except discord.HTTPException as exc:
+            log.warning("a message in Oracle thread %s, which this bot does not hold, and fetching it failed: %s",
+                        message.channel.id, exc)
+            return None
+        if not isinstance(fetched, discord.Thread):
+            return None
+        log.info("a message in Oracle thread %s, which Discord had archived: fetched it", fetched.id)
+        return fetched
+
+    async def follow_up(self, message: discord.Message, table: Table, question: str, thread: discord.Thread) -> None:
         refusal = self.bot.questions.refusal()
         if refusal is not None:
             with contextlib.suppress(discord.HTTPException):
                 await message.reply(refusal)
             return
         async with self.bot.questions.answering(message.reply):
-            await self.answer_follow_up(message, table, question)
+            await self.answer_follow_up(message, table, question, thread)
 
-    async def answer_follow_up(self, message: discord.Message, table: Table, question: str) -> None:
-        thread = message.channel
+    async def answer_follow_up(self, message: discord.Message, table: Table, question: str,
+                               thread: discord.Thread) -> None:
         waited = False
 
         async def wait() -> None:

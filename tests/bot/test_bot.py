@@ -154,6 +154,30 @@ async def test_follow_up_in_the_thread_uses_the_history_and_survives_a_restart(w
     ]
 
 
+async def test_a_follow_up_a_week_later_in_the_thread_discord_archived_is_answered(world, fake, tmp_path):
+    """Discord archives a thread after its archive time without a word and syncs only active threads:
+    discord.py drops it, and a member's message (which unarchives it) reaches the bot for a thread
+    it does not hold, a week later and after a restart alike."""
+    history_path = tmp_path / "bot.sqlite3"
+    async with start_bot(world, fake, history_path) as client:
+        await run(fake, client, "oracle ask", {"question": QUESTION})
+        thread_id = int(fake.threads[0]["id"])
+        assert [thread_id] == await fake.pass_time(7 * 24 * 3600)  # a week without a word
+        await until(lambda: client.get_channel(thread_id) is None, what="discord.py letting the thread go")
+        said = await fake.message(thread_id, fake.player, "and then what?")
+        await until(lambda: len(rows(history_path, "SELECT 1 FROM turns")) == 4, what="the follow-up's turns")
+        [reply] = bot_messages(fake, thread_id)
+        assert reply.data["message_reference"]["message_id"] == str(said.id)
+        assert not fake.archived(thread_id)
+
+    assert [thread_id] == await fake.pass_time(7 * 24 * 3600)  # another week, the bot restarted meanwhile
+    async with start_bot(world, fake, history_path) as client:
+        assert client.get_channel(thread_id) is None  # READY holds only active threads
+        await fake.message(thread_id, fake.player, "and after that?")
+        await until(lambda: len(rows(history_path, "SELECT 1 FROM turns")) == 6, what="the turns after the restart")
+        assert len(bot_messages(fake, thread_id)) == 2
+
+
 async def mention_follow_up(world: Campaign, fake: FakeDiscord, history_path: Path) -> None:
     """Without the message-content intent: ask, then follow up in the thread unmentioned, then mentioned."""
     async with start_bot(world, fake, history_path, message_content=False) as client:

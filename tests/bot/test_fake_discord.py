@@ -431,6 +431,44 @@ async def test_a_thread_archives_after_one_of_discords_four_durations(fake, bot)
     assert "auto_archive_duration" in info.value.text
 
 
+async def test_idle_threads_archive_on_the_clock_and_a_members_message_unarchives_one(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    day = await (await channel.send("one")).create_thread(name="a day")
+    week = await (await channel.send("two")).create_thread(name="a week", auto_archive_duration=10080)
+    kept = await day.send("said in the day's thread")
+    assert [day.id] == await fake.pass_time(24 * 3600)
+    await fake.wait_until(lambda: bot.get_channel(day.id) is None, 3, "discord.py dropping the archived thread")
+    assert bot.get_channel(week.id) is not None and not fake.archived(week.id)
+    for refused in (kept.edit(content="edited"), kept.add_reaction("👍")):  # only an active thread allows them
+        with pytest.raises(discord.HTTPException) as info:
+            await refused
+        assert (info.value.status, info.value.code) == (400, 50083)
+
+    said = await fake.message(day.id, fake.player, "still there?")
+    assert not fake.archived(day.id)
+    events = [p["t"] for p in fake.dispatched() if p["t"] in ("MESSAGE_CREATE", "THREAD_UPDATE")][-2:]
+    assert events == ["MESSAGE_CREATE", "THREAD_UPDATE"]  # the message first: the thread is not held yet
+    await fake.wait_until(lambda: bot.get_channel(day.id) is not None, 3, "the unarchived thread cached again")
+    seen = next(m for m in bot.seen if m.id == said.id)
+    assert isinstance(seen.channel, discord.PartialMessageable)
+    assert await kept.edit(content="edited")
+    assert [] == await fake.pass_time(23 * 3600)  # less than a day since the member's message
+    assert [day.id] == await fake.pass_time(3600)
+    assert [week.id] == await fake.pass_time(5 * 24 * 3600)  # a week since it was opened
+
+
+async def test_a_locked_archived_thread_refuses_a_post(fake, bot):
+    channel = bot.get_channel(fake.channel_id)
+    thread = await (await channel.send("one")).create_thread(name="locked")
+    fake.channels[thread.id]["thread_metadata"]["locked"] = True
+    await fake.pass_time(24 * 3600)
+    with pytest.raises(discord.HTTPException) as info:
+        await bot.http.send_message(thread.id, params=discord.http.handle_message_parameters(content="hi"))
+    assert (info.value.status, info.value.code) == (400, 50083)
+    with pytest.raises(ValueError):
+        await fake.message(thread.id, fake.player, "let me in")
+
+
 # ----- permission overwrites ----------------------------------------------------------------
 
 P = discord.Permissions

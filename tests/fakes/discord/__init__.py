@@ -118,6 +118,10 @@ Realism notes, kept on purpose because they are what bites in production:
 * Components are checked (<= 5 action rows of 1-5 buttons or one select; button style, custom_id
   1-100 and unique, link buttons with url and no custom_id, a label <= 80 or an emoji): 400 50035
   with the error tree under ``components``.
+* Threads archive after their ``auto_archive_duration`` without a message (``await
+  pass_time(seconds)``: THREAD_UPDATE, and READY holds active threads only); edits and reactions
+  in an archived thread are 400 (50083); a message unarchives it (MESSAGE_CREATE first, then
+  THREAD_UPDATE), unless it is locked (``archiving.py``).
 * ``advance(seconds)`` is the simulated clock of interaction tokens: after ``token_ttl`` (15 min)
   ``@original`` edits and followups are 401 Invalid Webhook Token (50027), which discord.py
   raises as a plain ``discord.HTTPException`` (status 401).

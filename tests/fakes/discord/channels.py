@@ -168,9 +168,12 @@ class Channels:
         if reply_to is not None:
             ref = reply_to if isinstance(reply_to, FakeMessage) else self._messages[int(reply_to)]
             body["message_reference"] = {"message_id": str(ref.id), "channel_id": str(ref.channel_id)}
+        unarchived = self._posting(self.channels[channel_id], by_bot=False)
         msg = self._new_message(channel_id, author, body, source="user", record_body=False,
                                 explicit_mentions=None if mentions is None else [self._member(m) for m in mentions])
         await self._announce(msg, "MESSAGE_CREATE", session=session)
+        if unarchived:
+            await self._thread_update(self.channels[channel_id])
         return msg
 
     def _mentions(self, content: str, allowed: dict | None, reply_author: int | None
@@ -364,15 +367,20 @@ class Channels:
             if body.get("tts") and not self.permissions_in(self.bot, int(channel["id"])) & SEND_TTS_MESSAGES:
                 body = {**body, "tts": False}  # sent, but not spoken
         flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
+        unarchived = self._posting(channel, by_bot=True)
         msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags, files=req.files)
         await self._announce(msg, "MESSAGE_CREATE")
+        if unarchived:
+            await self._thread_update(channel)
         return 200, msg.data
 
     async def _r_get_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
         return 200, self._channel_message(self._channel(channel_id), message_id).data
 
     async def _r_edit_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
-        msg = self._channel_message(self._channel(channel_id), message_id)
+        channel = self._channel(channel_id)
+        msg = self._channel_message(channel, message_id)
+        self._refuse_if_archived(channel)
         body = self._check_message_body(req.json, files=len(req.files), require_content=False)
         if msg.author_id != self.app_id and set(body) - {"flags"}:
             raise ApiError(403, 50005, "Cannot edit a message authored by another user")
@@ -390,6 +398,7 @@ class Channels:
     async def _r_react(self, req: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> tuple[int, Any]:
         channel = self._channel(channel_id)
         msg = self._channel_message(channel, message_id)
+        self._refuse_if_archived(channel)
         self._require(channel, VIEW_CHANNEL | ADD_REACTIONS | READ_MESSAGE_HISTORY)
         if emoji not in msg.reactions:  # reacting twice with the same emoji changes nothing
             msg.reactions.append(emoji)
@@ -400,6 +409,7 @@ class Channels:
                          emoji: str) -> tuple[int, Any]:
         channel = self._channel(channel_id)
         msg = self._channel_message(channel, message_id)
+        self._refuse_if_archived(channel)
         self._require(channel, VIEW_CHANNEL | READ_MESSAGE_HISTORY)
         if emoji in msg.reactions:
             msg.reactions.remove(emoji)
@@ -425,6 +435,7 @@ class Channels:
             raise _invalid_form({"auto_archive_duration": _err(
                 "BASE_TYPE_CHOICES", f"Value must be one of {{{', '.join(map(str, ARCHIVE_DURATIONS))}}}.")})
         now = _now_iso()
+        self.thread_activity[thread_id] = self.elapsed
         metadata: dict[str, Any] = {
             "archived": False, "auto_archive_duration": duration,
             "archive_timestamp": now, "locked": False, "create_timestamp": now,

@@ -337,6 +337,7 @@ class Interactions:
         acknowledgement deadline and its 15-minute token (``token_ttl``) run out without waiting."""
         if seconds < 0:
             raise ValueError("time only moves forward")
+        self.elapsed += seconds
         for inter in self.interactions:
             inter.created -= seconds
         self._notify()

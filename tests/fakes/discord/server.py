@@ -15,6 +15,7 @@ import yarl
 from aiohttp import web
 
 from ..serving import serve
+from .archiving import Archiving
 from .channels import Channels
 from .commands import Commands
 from .constants import (
@@ -31,7 +32,7 @@ from .permissions import Permissions
 from .rest import RateLimitRule, RecordedRequest, Rest
 
 
-class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, World):
+class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Permissions, World):
     """Discord's gateway and REST API for one bot and one guild, on 127.0.0.1.
 
     The state every part shares is set here; each base class holds one concern (see the package's
@@ -63,6 +64,8 @@ class FakeDiscord(Gateway, Rest, Channels, Commands, Interactions, Permissions, 
         self.ack_heartbeats = True
         self.errors: list[BaseException] = []  # exceptions inside the fake's own handlers (bugs)
         self._ids = _Snowflakes()
+        self.elapsed = 0.0  # the simulated clock (`advance`, `pass_time`)
+        self.thread_activity: dict[int, float] = {}
 
         self.app_id = app_id
         self.guild_id = guild_id
