@@ -19,7 +19,7 @@ from .errors import report_failure
 from .history import ThreadHistory
 from .questions import Questions
 from .settings import BotSettings
-from .startup import sync_commands, warn_about_places
+from .startup import sync_commands_if_changed, warn_about_places
 from .tables import Tables
 from .views import DYNAMIC_ITEMS
 
@@ -73,8 +73,11 @@ class OracleBot(commands.Bot):
         if self.watch and self.library is not None:
             self.background.append(asyncio.create_task(self.watch_notes()))
         self.tree.error(report_failure)  # every failed command gets one sentence, not "This interaction failed"
-        synced = await sync_commands(self, self.settings.guild_id)
-        log.info("synced %d application commands", synced)
+        synced = await sync_commands_if_changed(self, self.settings.guild_id)
+        if synced is None:
+            log.info("the application commands are as last registered: not synced again")
+        else:
+            log.info("synced %d application commands", synced)
 
     async def warm_models(self) -> None:
         for llm in {id(t.index.llm): t.index.llm for t in self.tables}.values():

@@ -1,4 +1,5 @@
-"""The bot's memory of the threads it opened, in SQLite, so a restart does not forget a thread."""
+"""The bot's memory of the threads it opened, in SQLite, so a restart does not forget a thread, and
+of what it last told Discord (the commands it registered)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,6 +26,7 @@ CREATE TABLE IF NOT EXISTS turns (
     created TEXT NOT NULL DEFAULT (datetime('now'))
 );
 CREATE INDEX IF NOT EXISTS turns_thread ON turns(thread_id, id);
+CREATE TABLE IF NOT EXISTS kept (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -44,6 +46,15 @@ class ThreadHistory:
 
     async def close(self) -> None:
         await self.db.close()
+
+    async def kept(self, key: str) -> str | None:
+        async with self.db.execute("SELECT value FROM kept WHERE key = ?", (key,)) as cursor:
+            row = await cursor.fetchone()
+        return row[0] if row else None
+
+    async def keep(self, key: str, value: str) -> None:
+        await self.db.execute("INSERT OR REPLACE INTO kept (key, value) VALUES (?, ?)", (key, value))
+        await self.db.commit()
 
     async def add_thread(self, thread_id: int, guild_id: int | None, channel_id: int, owner_id: int,
                          campaign: str) -> None:

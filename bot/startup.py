@@ -6,6 +6,8 @@ not restart into it); what only might be wrong is a warning that names it.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -31,6 +33,25 @@ def invite_url(application_id: int, guild_id: int | None = None) -> str:
     """The invite that gives the bot what it needs: the bot and its slash commands, with its permissions."""
     guild = discord.Object(id=guild_id) if guild_id else discord.utils.MISSING
     return discord.utils.oauth_url(application_id, permissions=PERMISSIONS, guild=guild, scopes=SCOPES)
+
+
+def commands_key(client: Any, guild_id: int | None) -> str:
+    """What registering the commands depends on: the application, the scope and every definition."""
+    definitions = [command.to_dict(client.tree) for command in client.tree.get_commands()]
+    payload = {"application": client.application_id, "guild": guild_id, "commands": definitions}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+async def sync_commands_if_changed(client: Any, guild_id: int | None) -> int | None:
+    """`sync_commands` when the definitions, the scope or the application changed since the last
+    registration this bot's data folder remembers; None when nothing did. Discord rate-limits
+    registrations (200 a day per server), and a restart or a reconnect changes nothing."""
+    key = commands_key(client, guild_id)
+    if await client.history.kept("commands") == key:
+        return None
+    synced = await sync_commands(client, guild_id)
+    await client.history.keep("commands", key)
+    return synced
 
 
 async def sync_commands(client: Any, guild_id: int | None) -> int:

@@ -34,6 +34,23 @@ async def test_commands_live_in_one_scope_whichever_was_set_before(world, fake, 
         assert fake.guild_commands[fake.guild_id] == []
 
 
+async def test_commands_are_registered_again_only_when_they_changed(world, fake, tmp_path):
+    """Discord rate-limits registrations: a restart with the same definitions registers nothing."""
+    def registrations() -> int:
+        return sum(len(fake.requests_for("PUT", route)) for route in (
+            "/applications/{application_id}/guilds/{guild_id}/commands", "/applications/{application_id}/commands"))
+
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3"):
+        first = registrations()
+    assert first > 0
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3"):  # a restart
+        assert registrations() == first
+        assert names(fake.guild_commands[fake.guild_id]) == ["Ask the Oracle", "oracle"]
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", guild_id=None):  # another scope
+        assert registrations() > first
+        assert names(fake.global_commands) == ["Ask the Oracle", "oracle"]
+
+
 async def test_commands_are_offered_in_servers_only(world, fake, tmp_path):
     async with start_bot(world, fake, tmp_path / "bot.sqlite3", guild_id=None):
         for command in fake.global_commands:
