@@ -15,8 +15,10 @@ from pydantic import ValidationError
 
 from oracle.campaigns import Campaigns
 from oracle.errors import OracleError
+from oracle.index.index import Index
 from oracle.index.library import Library
 from oracle.index.status import is_indexed
+from oracle.index.vectors import VectorStoreUnreachable
 from oracle.offload import SWITCH_INTERVAL
 from oracle.settings import Settings, settings_problem
 
@@ -64,7 +66,8 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
             try:
                 # Open both stores before the gateway connects: a broken index is reported once,
                 # with what to run, instead of failing every question.
-                await index.vectors()
+                if not await _open_stores(campaign.name, index, stop):
+                    return 0  # stopped while waiting for the Chroma server
             except OracleError as exc:
                 log.error("campaign %s: %s", campaign.name, exc)
                 return 2
@@ -102,6 +105,24 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
             await history.close()
             for table in tables:
                 await table.journal.close()
+
+
+async def _open_stores(name: str, index: Index, stop: asyncio.Event) -> bool:
+    """The campaign's stores, opened; a Chroma server that does not answer yet (starting at boot as
+    the bot does) is waited for, a pause that doubles up to five minutes between tries. False when
+    `stop` came first."""
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            await index.vectors()
+            return True
+        except VectorStoreUnreachable as exc:
+            log.error("campaign %s: %s: trying again in %.0f s", name, exc, pause)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), pause)
+        if stop.is_set():
+            return False
+        pause = min(pause * 2, LAST_PAUSE)
 
 
 async def connect(make: Callable[[bool], OracleBot], token: str, stop: asyncio.Event, grace: float) -> int:

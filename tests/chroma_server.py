@@ -23,12 +23,13 @@ def wait_for_heartbeat(url: str, seconds: float) -> None:
 
 
 class ChromaServer:
-    """Started on a free port with its data in `path`; `stop()` (or leaving the `with`) ends it."""
+    """Started on `port` (else a free one) with its data in `path`; `stop()` (or leaving the `with`) ends it."""
 
-    def __init__(self, path: Path, *, start_seconds: float = 30.0) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+    def __init__(self, path: Path, *, start_seconds: float = 30.0, port: int | None = None) -> None:
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self.process = subprocess.Popen(
             [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path), "--host", "127.0.0.1",

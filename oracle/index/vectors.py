@@ -65,6 +65,23 @@ class VectorStoreError(OracleError, RuntimeError):
     pass
 
 
+class VectorStoreUnreachable(VectorStoreError):
+    """A Chroma server that does not answer (not started yet, restarting, the network down): what
+    waiting may mend, unlike a store that answers wrong."""
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether `exc`, or what caused it, is a connection that failed rather than a server's refusal."""
+    import httpx
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (httpx.TransportError, ConnectionError, TimeoutError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _guarded(method):
     """Chroma raises its own and its Rust core's errors: one domain error with the reason instead."""
 
@@ -137,6 +154,8 @@ def _server(url: str):
             settings=_chroma_settings(),
         )
     except Exception as exc:
+        if _unreachable(exc):
+            raise VectorStoreUnreachable(f"the Chroma server at {url} does not answer ({exc})") from exc
         raise VectorStoreError(f"cannot open the Chroma store at {url}: {exc}") from exc
 
 

@@ -228,3 +228,31 @@ async def test_a_missing_notes_folder_is_one_sentence_and_exit_2(world, tmp_path
     assert [line for line in bot.lines if " ERROR " in line] == [
         line for line in bot.lines if f"the notes folder {tmp_path / 'vault'} does not exist" in line]
     assert "Traceback" not in bot.log
+
+
+async def test_a_chroma_server_that_starts_late_is_waited_for(world, tmp_path):
+    """At boot the Chroma server (ORACLE_CHROMA_URL) may answer after the bot starts: the bot waits
+    for it as for Discord, then serves, instead of exiting 2 into a unit that will not restart it."""
+    from tests.chroma_server import ChromaServer
+
+    port, stored = free_port(), tmp_path / "chroma-server"
+    env = {**world.no_model(), "ORACLE_DATA_DIR": str(tmp_path / "data"), "ORACLE_CHROMA_URL": f"http://127.0.0.1:{port}"}
+    with await asyncio.to_thread(ChromaServer, stored, port=port):
+        ingest = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.fakes.hashed_cli", "ingest", cwd=REPO,
+            env=world.env("http://127.0.0.1:9/api/v10", "ws://127.0.0.1:9/", **env),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(ingest.communicate(), 300)
+        assert ingest.returncode == 0, err.decode()[-2000:]
+    async with FakeDiscord() as fake, bot_process(world, fake.api_url, fake.ws_url,
+                                                   DISCORD_GUILD_ID=str(fake.guild_id), **env) as bot:
+        first = await bot.wait_for_line("does not answer")
+        assert f"the Chroma server at http://127.0.0.1:{port} does not answer" in first
+        assert "trying again in 2 s" in first
+        await bot.wait_for_line("trying again in 4 s", 30)
+        with await asyncio.to_thread(ChromaServer, stored, port=port):
+            await ready(fake, bot)
+            bot.process.send_signal(signal.SIGTERM)
+            assert await bot.exit_code() == 0, bot.log[-3000:]
+    assert "Traceback" not in bot.log, bot.log[-3000:]
