@@ -19,6 +19,7 @@ from oracle.index.index import PolicyChanged
 from oracle.index.status import is_indexed
 from oracle.journal import Asked
 from oracle.types import Clearance
+from oracle.watch import Watching
 
 from .delivery import InteractionReply
 from .errors import FAILED, UserError
@@ -43,6 +44,8 @@ class OracleHost(Protocol):
     tables: Tables
     history: ThreadHistory
     questions: Questions
+    watch: bool  # ORACLE_WATCH
+    watching: dict[str, Watching]  # each campaign's watch
 
     @property
     def intents(self) -> discord.Intents: ...

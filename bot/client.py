@@ -12,7 +12,7 @@ from oracle.campaigns import Campaign
 from oracle.errors import OracleError
 from oracle.index.library import Library
 from oracle.types import IngestReport
-from oracle.watch import watch_campaigns
+from oracle.watch import Watching, watch_campaigns
 
 from .cog import OracleCog, announce
 from .errors import report_failure
@@ -58,6 +58,7 @@ class OracleBot(commands.Bot):
         self.history = history
         self.library = library
         self.watch = watch
+        self.watching: dict[str, Watching] = {}  # each campaign's watch, for the game master's status
         self.background: list[asyncio.Task] = []
         self.warming: asyncio.Task | None = None
         self.questions = Questions(settings.max_questions)
@@ -100,10 +101,8 @@ class OracleBot(commands.Bot):
 
         if self.library is None:  # started only with a library (`setup_hook`)
             return
-        try:
-            await watch_campaigns(self.library, on_change=changed, on_error=failed)
-        except OracleError as exc:
-            log.error("watching the notes stopped: %s", exc)
+        # Catching up first: notes edited while the bot was down are not left for the next change.
+        await watch_campaigns(self.library, on_change=changed, on_error=failed, catch_up=True, states=self.watching)
 
     async def shutdown(self, grace: float) -> None:
         """A clean stop: no new question, those under way `grace` seconds to finish (the rest told to

@@ -33,7 +33,7 @@ from .formatting import (
 )
 from .reingest import announce as announce_to
 from .reingest import announce_channel, progress_message, run_reingest
-from .reports import fallback_line, unanswered_text
+from .reports import fallback_line, unanswered_text, watching_line
 from .tables import Table
 
 log = logging.getLogger(__name__)
@@ -253,6 +253,8 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
                 + (f" (last: “{withheld.last[0].question[:200]}”, {withheld.last[0].reason})" if withheld.last else "")
             )
             lines.append(fallback_line(table.oracle.fallbacks))
+            if self.bot.watch:
+                lines.append(watching_line(self.bot.watching.get(table.name)))
             if not status.gm.policy_current:
                 lines.append(f"⚠️ **Policy:** the notes were indexed under “{status.gm.built_under or 'an older policy'}”;"
                              " players are refused until `/oracle reingest`.")

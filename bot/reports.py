@@ -9,6 +9,7 @@ from oracle.answer.passages import Fallbacks
 from oracle.index.store import Titled
 from oracle.journal import Unanswered
 from oracle.types import INGEST_STAGES, IngestProgress, IngestReport
+from oracle.watch import Watching
 
 SHOWN_PER_LIST = 25  # files named per list (added, changed, ...) before "…and N more"
 WHY = {"not_found": "nothing found", "abstained": "the notes do not say", "voted_down": "👎"}
@@ -100,3 +101,13 @@ def fallback_line(fallbacks: Fallbacks) -> str:
     when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (f"**Model fallbacks:** {fallbacks.count} answers given as passages since the bot started "
             f"(last: “{question[:200]}”, {when}: {reason[:300]})")
+
+
+def watching_line(state: Watching | None) -> str:
+    """A game master's line of /oracle status with ORACLE_WATCH: whether the notes are watched, or
+    why the watch stopped and when it tries again."""
+    if state is None or not (state.since or state.stopped):
+        return "**Watching the notes:** starting"
+    if state.stopped:
+        return f"⚠️ **Watching the notes:** stopped: {state.stopped[:300]}; watching again in {state.again_in:.0f} s"
+    return f"**Watching the notes:** yes, since {state.since}"

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,6 +35,7 @@ from .index.index import Index
 from .index.ingest import ingest
 from .index.library import Library
 from .index.lock import IngestBusy
+from .index.store import now
 from .types import IngestReport
 
 _T = TypeVar("_T")
@@ -44,6 +46,8 @@ ReportFn = Callable[[IngestReport], Awaitable[None]]
 ErrorFn = Callable[[OracleError], Awaitable[None]]
 
 NOTE_SUFFIXES = {".md", ".yaml", ".yml"}  # notes, and the Compendium file
+FOLDER_CHECK = 2.0  # seconds between checks that the notes folder is still the one watched
+FIRST_PAUSE, LAST_PAUSE = 2.0, 300.0  # seconds before watching again after the watch stopped
 # Editors' and sync tools' temporary files: vim (.swp, 4913), emacs (#x#), JetBrains, downloads, partials.
 TEMPORARY = re.compile(r"(~|\.sw[a-p]|\.tmp|\.temp|\.part|\.crdownload|\.bak|___jb_\w+___)$|^#.*#$|^4913$", re.I)
 
@@ -103,6 +107,8 @@ async def watch_notes(
     last_change = loop.time()
     notes_filter = NotesFilter(root, ignore=(settings.data_dir,))
 
+    identity = _identity(root)
+
     async def listen() -> None:
         nonlocal last_change
         async for changes in awatch(root, watch_filter=notes_filter, step=50, debounce=1600):
@@ -110,7 +116,13 @@ async def watch_notes(
             last_change = loop.time()
             changed.set()
 
-    listener = asyncio.create_task(listen(), name=f"watch {root}")
+    async def guard() -> None:
+        # A folder deleted and made again (a sync tool does it) is a new folder the watch never sees.
+        while _identity(root) == identity:
+            await asyncio.sleep(FOLDER_CHECK)
+        raise WatchError(f"the notes folder {root} was removed or replaced")
+
+    listener = asyncio.create_task(_first_to_end(listen(), guard()), name=f"watch {root}")
     await asyncio.sleep(0)  # the listener's first step sets up the watch
     log.info("watching %s (reingest after %g s of quiet)", root, quiet)
     if started is not None:
@@ -147,6 +159,15 @@ CampaignReportFn = Callable[[Campaign, IngestReport], Awaitable[None]]
 CampaignErrorFn = Callable[[Campaign, OracleError], Awaitable[None]]
 
 
+@dataclass
+class Watching:
+    """How one campaign's watch is doing, for the game master's status."""
+
+    since: str = ""  # when it last started watching (UTC, ISO)
+    stopped: str = ""  # why it stopped, while it waits to watch again; "" while it watches
+    again_in: float = 0.0
+
+
 async def watch_campaigns(
     library: Library,
     *,
@@ -154,10 +175,13 @@ async def watch_campaigns(
     on_change: CampaignReportFn | None = None,
     on_error: CampaignErrorFn | None = None,
     catch_up: bool = False,
+    states: dict[str, Watching] | None = None,
 ) -> None:
     """`watch_notes` for every campaign of `library` at once, each callback told which campaign
-    (`campaign.announce_channel` is where the bot says what is new). Runs until cancelled; one
-    campaign's failed reingest never stops the watching of another."""
+    (`campaign.announce_channel` is where the bot says what is new). Runs until cancelled. Each
+    campaign's watch is supervised on its own: one that stops (its folder removed or replaced, any
+    error) is logged, shown in `states`, and started again after a pause that doubles up to five
+    minutes, catching up on what changed meanwhile; the others go on."""
 
     def bind(campaign: Campaign, callback):
         if callback is None:
@@ -170,14 +194,64 @@ async def watch_campaigns(
 
     tasks = [
         asyncio.create_task(
-            watch_notes(library.index(c), quiet=quiet, on_change=bind(c, on_change), on_error=bind(c, on_error),
-                        catch_up=catch_up, by="watching the notes"),
+            _supervised(library.index(c), c.name, quiet=quiet, on_change=bind(c, on_change),
+                        on_error=bind(c, on_error), catch_up=catch_up,
+                        state=(states if states is not None else {}).setdefault(c.name, Watching())),
             name=f"watch {c.name}",
         )
         for c in library
     ]
     try:
         await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _supervised(index: Index, name: str, *, quiet: float | None, on_change: ReportFn | None,
+                      on_error: ErrorFn | None, catch_up: bool, state: Watching) -> None:
+    loop = asyncio.get_running_loop()
+    pause = FIRST_PAUSE
+    while True:
+        started = asyncio.Event()
+        began = loop.time()
+        watcher = asyncio.create_task(watch_notes(index, quiet=quiet, on_change=on_change, on_error=on_error,
+                                                  catch_up=catch_up, started=started, by="watching the notes"))
+        ready = asyncio.create_task(started.wait())
+        await asyncio.wait({watcher, ready}, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if started.is_set():
+            state.since, state.stopped, state.again_in = now(), "", 0.0
+        try:
+            await watcher
+        except Exception as exc:  # anything: a watch that ends must say so and come back
+            reason = str(exc) or type(exc).__name__
+            if loop.time() - began > LAST_PAUSE:
+                pause = FIRST_PAUSE  # it had been watching a while: not the same trouble again
+            log.error("watching the notes of campaign %s stopped (%s): watching again in %.0f s", name, reason, pause,
+                      exc_info=not isinstance(exc, OracleError))
+            state.stopped, state.again_in = f"{reason} (at {now()})", pause
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, LAST_PAUSE)
+        catch_up = True  # what changed while nothing watched
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        stat = folder.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+async def _first_to_end(*coroutines: Awaitable[None]) -> None:
+    """Run them together until one ends (its error raised); the others are cancelled."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
     finally:
         for task in tasks:
             task.cancel()

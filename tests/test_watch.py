@@ -229,3 +229,71 @@ async def test_a_folder_with_a_dot_renamed_then_moved_out(mini_notes, make_setti
     assert ([], ["Act 2.5 The Fall/Bridge.md"]) == (watching.reports[1].added, watching.reports[1].removed)
     with sqlite3.connect(settings.sqlite_path) as db:
         assert 0 == db.execute("SELECT count(*) FROM chunks WHERE text LIKE '%Corvel%'").fetchone()[0]
+
+
+async def test_a_watch_survives_its_folder_being_made_again_and_one_campaign_failing(
+    tmp_path, make_settings, quick_embedder, monkeypatch, caplog
+):
+    """Supervised per campaign: a folder deleted and made again (as a sync tool does) is watched
+    again and caught up; a campaign whose folder is missing, or whose watch fails with any error, is
+    logged, shown, retried, and never stops another's."""
+    import shutil
+
+    import oracle.watch as watch_mod
+    from oracle.campaigns import Campaign, Campaigns
+    from oracle.index.library import Library
+    from oracle.watch import watch_campaigns
+    from tests.conftest import write_notes
+
+    monkeypatch.setattr(watch_mod, "FOLDER_CHECK", 0.2)
+    monkeypatch.setattr(watch_mod, "FIRST_PAUSE", 0.3)
+    ember = write_notes(tmp_path / "ember", {"sessions/Session 1.md": "The ember table met.\n"})
+    harbour = tmp_path / "harbour"  # missing at the start
+    campaigns = Campaigns((Campaign("ember", ember, tmp_path / "var" / "ember"),
+                           Campaign("harbour", harbour, tmp_path / "var" / "harbour")), source=tmp_path / "c.toml")
+    library = await Library.open(make_settings(tmp_path), campaigns, embedder=quick_embedder, worker=False)
+    seen: list[tuple[str, list[str]]] = []
+    states: dict = {}
+    real_ingest = watch_mod.ingest
+    failures = []
+
+    async def flaky_ingest(index, **kwargs):
+        if index.settings.notes_dir == harbour and not failures:
+            failures.append(1)
+            raise RuntimeError("a bug nobody foresaw")
+        return await real_ingest(index, **kwargs)
+
+    monkeypatch.setattr(watch_mod, "ingest", flaky_ingest)
+
+    async def on_change(campaign, report) -> None:
+        seen.append((campaign.name, report.added))
+
+    async def until(condition, what: str) -> None:
+        for _ in range(600):
+            if condition():
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"never: {what} (seen {seen}, states {states})")
+
+    task = asyncio.create_task(watch_campaigns(library, quiet=QUIET, on_change=on_change, catch_up=True, states=states))
+    try:
+        await until(lambda: ("ember", ["sessions/Session 1.md"]) in seen, "ember's catch-up")
+        await until(lambda: "does not exist" in states["harbour"].stopped, "harbour's missing folder shown")
+        assert states["ember"].since and not states["ember"].stopped
+
+        write_notes(harbour, {"sessions/Session 1.md": "The Gull set sail.\n"})  # the folder appears
+        await until(lambda: ("harbour", ["sessions/Session 1.md"]) in seen, "harbour caught up, after its failure")
+        assert failures and not states["harbour"].stopped
+
+        shutil.rmtree(ember)  # a sync tool replaces the whole folder
+        write_notes(ember, {"sessions/Session 1.md": "The ember table met.\n", "sessions/Session 2.md": "Ash fell.\n"})
+        await until(lambda: ("ember", ["sessions/Session 2.md"]) in seen, "the new ember folder caught up")
+        (ember / "sessions" / "Session 3.md").write_text("The embers cooled.\n")
+        await until(lambda: ("ember", ["sessions/Session 3.md"]) in seen, "a change in the new folder")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await library.close()
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any("watching the notes of campaign harbour stopped (a bug nobody foresaw)" in m for m in logged)
+    assert any("watching the notes of campaign ember stopped" in m and "removed or replaced" in m for m in logged)

@@ -365,12 +365,14 @@ async def test_watching_reingests_a_changed_campaign_once_and_tells_its_players(
         (friday_notes / "gm" / "Session 4.md").write_text("## Session 4 — Plans\nSECRET-FRIDAY the storm was sent.\n")
         await fake.wait_until(lambda: fake.messages(server.announce), 30, "the announcement")
         await asyncio.sleep(1.0)  # nothing more comes
+        status = await run(fake, client, "oracle status", member=server.gm_friday, channel_id=server.friday)
         table = client.tables.get("friday")
         async with table.index.snapshot() as store:
             labels = {t.label for t in await store.titles(Clearance.PLAYER)}
     try:
         said = [m.content for m in fake.messages(server.announce)]
         assert said == ["📜 New in the notes: Session 3 — The Storm"]
+        assert "**Watching the notes:** yes, since 20" in status.original.content  # the game master's status
         assert "Session 3" in labels and "Session 4" not in labels
     finally:
         (friday_notes / "sessions" / "Session 3.md").unlink()
