@@ -176,6 +176,7 @@ async def watch_campaigns(
     on_error: CampaignErrorFn | None = None,
     catch_up: bool = False,
     states: dict[str, Watching] | None = None,
+    by: str = "watching the notes",
 ) -> None:
     """`watch_notes` for every campaign of `library` at once, each callback told which campaign
     (`campaign.announce_channel` is where the bot says what is new). Runs until cancelled. Each
@@ -195,7 +196,7 @@ async def watch_campaigns(
     tasks = [
         asyncio.create_task(
             _supervised(library.index(c), c.name, quiet=quiet, on_change=bind(c, on_change),
-                        on_error=bind(c, on_error), catch_up=catch_up,
+                        on_error=bind(c, on_error), catch_up=catch_up, by=by,
                         state=(states if states is not None else {}).setdefault(c.name, Watching())),
             name=f"watch {c.name}",
         )
@@ -210,14 +211,14 @@ async def watch_campaigns(
 
 
 async def _supervised(index: Index, name: str, *, quiet: float | None, on_change: ReportFn | None,
-                      on_error: ErrorFn | None, catch_up: bool, state: Watching) -> None:
+                      on_error: ErrorFn | None, catch_up: bool, by: str, state: Watching) -> None:
     loop = asyncio.get_running_loop()
     pause = FIRST_PAUSE
     while True:
         started = asyncio.Event()
         began = loop.time()
         watcher = asyncio.create_task(watch_notes(index, quiet=quiet, on_change=on_change, on_error=on_error,
-                                                  catch_up=catch_up, started=started, by="watching the notes"))
+                                                  catch_up=catch_up, started=started, by=by))
         ready = asyncio.create_task(started.wait())
         await asyncio.wait({watcher, ready}, return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from typing import Any
 
@@ -16,12 +15,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ..campaigns import Campaign
 from ..errors import OracleError
 from ..index.ingest import ingest
 from ..index.lock import IngestBusy
 from ..index.report import VaultReport
 from ..types import INGEST_STAGES, IngestProgress, IngestReport
-from ..watch import WatchError, watch_notes
+from ..watch import WatchError, watch_campaigns
 from .common import chosen, console, out
 
 
@@ -113,11 +113,15 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             if not args.json:
                 console.print(f"watching {escape(str(index.settings.notes_dir))} (campaign {escape(name)}); "
                               f"reingesting after {quiet:g} s of quiet. Ctrl-C stops.", soft_wrap=True)
-        await asyncio.gather(*(
-            watch_notes(index, quiet=quiet, on_change=printer(name), on_error=complain(name), catch_up=not args.no_catch_up,
-                        by="oracle watch")
-            for name, index in indexes.items()
-        ))
+        async def changed(campaign: Campaign, report: IngestReport) -> None:
+            await printer(campaign.name)(report)
+
+        async def failed(campaign: Campaign, error: OracleError) -> None:
+            await complain(campaign.name)(error)
+
+        # Supervised: a campaign's watch that stops is said and started again, the others go on.
+        await watch_campaigns(library, quiet=quiet, on_change=changed, on_error=failed,
+                              catch_up=not args.no_catch_up, by="oracle watch")
     finally:
         await library.close()
     return 0
