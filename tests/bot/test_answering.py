@@ -222,7 +222,7 @@ class Heard(Answering):
         super().__init__(host)
         self.followed: list[tuple[str, str]] = []
 
-    async def follow_up(self, message, table, question: str) -> None:
+    async def follow_up(self, message, table, question: str, thread) -> None:
         self.followed.append((table.name, question))
 
 
