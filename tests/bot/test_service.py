@@ -88,6 +88,11 @@ async def service(tmp_path_factory) -> AsyncIterator[Service]:
 def world(service) -> Service:
     service.brain.reset()
     service.ollama.requests.clear()
+    # Each test's fake Discord is a new one: the bot's memory of the commands it registered (and of
+    # its threads) belongs to the last test's.
+    for data in (service.data, service.stand_in_data):
+        for path in data.glob("bot.sqlite3*"):
+            path.unlink()
     return service
 
 
