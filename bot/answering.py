@@ -29,7 +29,7 @@ from .history import ThreadHistory
 from .listening import hear
 from .questions import Questions
 from .settings import BotSettings
-from .streaming import LiveReply
+from .streaming import LiveReply, Pacer
 from .tables import Table, Tables
 from .views import answer_view
 
@@ -92,6 +92,7 @@ class Answering:
         self.bot = bot
         settings = bot.settings
         self.flood = FloodGate(settings.flood_burst, settings.flood_seconds, settings.flood_waiting)
+        self.pacer = Pacer(settings.stream_edit_seconds)  # every streaming answer's edits, per channel
 
     def is_game_master(self, member: Any, table: Table) -> bool:
         return self.bot.tables.is_game_master(member, table)
@@ -119,8 +120,8 @@ class Answering:
             fix = f"the bot's host can run `oracle ingest --campaign {table.name}`"
         return f"The notes have not been indexed yet, so the Oracle has nothing to answer from: {fix}."
 
-    def live(self, edit) -> LiveReply:
-        return LiveReply(edit, self.bot.settings.stream_edit_seconds)
+    def live(self, edit: Callable[[str], Awaitable[object]], channel: int) -> LiveReply:
+        return LiveReply(edit, self.pacer, channel)
 
     async def take_turn(self, member: int, wait: Callable[[], Awaitable[Any]]) -> bool:
         """Flood control: False when the member already has too many questions waiting; else after
@@ -180,13 +181,16 @@ class Answering:
             raise UserError("You already have questions waiting: ask again once they are answered.")
         try:
             history = await self.bot.history.turns(thread.id, self.bot.settings.history_turns) if thread is not None else []
-            live = self.live(lambda text: reply.edit(content=text))
+            live = self.live(lambda text: reply.edit(content=text), interaction.channel_id or 0)
 
             async def show(stage: str) -> None:
                 await reply.edit(content=PROGRESS.get(stage, stage))
                 live.touch()
 
-            answer = await produce(table.oracle, clearance, show, live.update, history)
+            try:
+                answer = await produce(table.oracle, clearance, show, live.update, history)
+            finally:
+                await live.close()
         except BaseException:
             self.flood.refund(interaction.user.id)
             raise
@@ -312,10 +316,13 @@ class Answering:
                 else:
                     await reply.edit(content=text)
 
-            live = self.live(edit)
+            live = self.live(edit, thread.id)
             async with thread.typing():
                 # A thread is public: everyone reading it gets the player answer.
-                answer = await table.oracle.ask(question, history=history, on_text=live.update)
+                try:
+                    answer = await table.oracle.ask(question, history=history, on_text=live.update)
+                finally:
+                    await live.close()
             streamed = reply  # the streamed message becomes the answer's first piece
             answer_id = await table.journal.record(Asked(
                 "followup", question, message.author.id, message.author.display_name,

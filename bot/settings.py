@@ -28,9 +28,9 @@ class BotSettings(BaseSettings):
     # Where players are told what is new in the notes after a reingest (a channel id); unset: nowhere.
     announce_channel: int | None = Field(None, validation_alias="ORACLE_ANNOUNCE_CHANNEL")
     history_turns: int = Field(6, validation_alias="ORACLE_HISTORY_TURNS", ge=0)
-    # Seconds between edits of a reply while the model writes it. Discord allows about five edits of
-    # a message in five seconds; below 1 the bot meets its rate limits.
-    stream_edit_seconds: float = Field(1.0, validation_alias="ORACLE_STREAM_EDIT_SECONDS", ge=0)
+    # Seconds between edits while the model writes, per channel: every answer streaming in a channel
+    # shares them (Discord limits edits per channel: about five in five seconds).
+    stream_edit_seconds: float = Field(1.5, validation_alias="ORACLE_STREAM_EDIT_SECONDS", ge=0)
     # Questions answered or waiting at once, over every member and campaign: one more is told to ask
     # again at once instead of waiting for minutes.
     max_questions: int = Field(12, validation_alias="ORACLE_MAX_QUESTIONS", ge=1)
