@@ -804,6 +804,39 @@ async def test_a_follow_up_is_streamed_into_one_message_of_the_thread(world, fak
     assert reply.embeds[0]["footer"]["text"] == "Sources"
 
 
+def long_streamed_answer(request: dict) -> Reply:
+    """Past one message (3,000-odd characters), written in many small pieces."""
+    label = first_label(request)
+    return Reply(" ".join(f"Sentence {s} of the long answer tells of the compass [{label}]." for s in range(60)),
+                 chunk_delay=0.004)
+
+
+async def test_answers_streaming_in_one_thread_share_its_pace_and_never_resend_a_preview(world, fake, tmp_path):
+    every = 0.3
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3", stream_edit_seconds=every) as client:
+        await run(fake, client, "oracle ask", {"question": QUESTION})
+        thread_id = int(fake.threads[0]["id"])
+        world.brain.answer = long_streamed_answer
+        await fake.message(thread_id, fake.player, "and then what?")
+        await fake.message(thread_id, fake.gm, "and what did the monk say?")
+        await until(lambda: len(rows(tmp_path / "bot.sqlite3", "SELECT 1 FROM turns")) == 6, what="both follow-ups",
+                    timeout=60)
+
+    edits = [r for r in fake.requests_for("PATCH", "/channels/{channel_id}/messages/{message_id}")
+             if r.path.startswith(f"/channels/{thread_id}/")]
+    previews = [r for r in edits if (r.json.get("content") or "").endswith(WRITING_MARK)]
+    assert len(previews) >= 2
+    # One edit per `every` in the thread, whichever answer it shows (arrival times: a little slack).
+    assert all(b.at - a.at >= every - 0.1 for a, b in zip(previews, previews[1:], strict=False))
+    by_message: dict[str, list[str]] = {}
+    for r in previews:
+        by_message.setdefault(r.path, []).append(r.json["content"])
+    for contents in by_message.values():  # the preview past 2,000 characters is sent once, not again and again
+        assert all(a != b for a, b in zip(contents, contents[1:], strict=False))
+    for reply in bot_messages(fake, thread_id):
+        assert not reply.content.endswith(WRITING_MARK)  # each ends as its checked answer
+
+
 # ---------------------------------------------------------------------------------------------
 # An index never ingested
 
