@@ -21,7 +21,7 @@ from oracle.journal import Asked
 from oracle.types import Clearance
 from oracle.watch import Watching
 
-from .delivery import InteractionReply
+from .delivery import InteractionReply, Undelivered
 from .errors import FAILED, UserError
 from .flood import FloodGate
 from .formatting import PROGRESS, Asker, deliver, thread_name
@@ -199,8 +199,11 @@ class Answering:
             interaction.channel_id, tuple(t.content for t in history if t.role == "user"), clearance,
             await self.generation(table),
         ), answer)
-        message = await deliver(answer, reply.first, reply.more, asker=asker,
-                                view=answer_view(table.name, answer_id, sources=bool(answer.citations), language=answer.language))
+        try:
+            message = await deliver(answer, reply.first, reply.more, asker=asker, view=answer_view(
+                table.name, answer_id, sources=bool(answer.citations), language=answer.language))
+        except Undelivered:  # late, private, and the asker's direct messages closed: the channel was told
+            return
         if message is not None:
             await table.journal.shown_in(answer_id, message.channel.id, message.id)
         if private or message is None:

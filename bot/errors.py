@@ -12,6 +12,8 @@ from oracle.index.index import PolicyChanged
 log = logging.getLogger(__name__)
 
 FAILED = "Something went wrong answering that; the game master can find the details in the log."
+FAILED_AFTER = ("Your answer was given, but something after it went wrong (keeping it on record, or opening "
+                "its thread); the game master can find the details in the log.")
 
 
 class UserError(Exception):
@@ -30,11 +32,16 @@ async def report_failure(interaction: discord.Interaction, error: BaseException)
         log.error("%s failed (%s)", f"/{what}" if interaction.command else f"button {what}",
                   interaction.namespace if interaction.command else interaction.user, exc_info=original)
         message = FAILED
+    delivered = interaction.extras.get("delivered", False)  # set by `delivery.InteractionReply.first`
+    if delivered and message == FAILED:
+        message = FAILED_AFTER
     try:
         if interaction.response.is_done():
-            # The deferred message may say "Searching…" to the whole channel: take it down.
-            with contextlib.suppress(discord.HTTPException):
-                await interaction.delete_original_response()
+            # The deferred message may say "Searching…" to the whole channel: take it down, unless it
+            # is the answer itself by now.
+            if not delivered:
+                with contextlib.suppress(discord.HTTPException):
+                    await interaction.delete_original_response()
             await interaction.followup.send(message, ephemeral=True)
         else:
             await interaction.response.send_message(message, ephemeral=True)

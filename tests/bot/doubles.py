@@ -169,6 +169,10 @@ class Member(Plain, discord.Member):
     roles: list[Role] = []  # type: ignore[assignment]  # noqa: RUF012
     guild_permissions: discord.Permissions = discord.Permissions.none()  # type: ignore[assignment]
 
+    @property
+    def mention(self) -> str:
+        return f"<@{self.id}>"
+
     def __init__(self, calls: Calls, id: int, *, roles: Iterable[str] = (), manage_server: bool = False,  # noqa: A002
                  guild: Any = None) -> None:
         self.calls = calls
@@ -198,6 +202,7 @@ class Interaction:
         self.response = SimpleNamespace(defer=self._defer)
         self.followup = SimpleNamespace(send=self._followup)
         self.client = SimpleNamespace(get_partial_messageable=lambda id: TextChannel(calls, id))
+        self.extras: dict[str, Any] = {}
 
     async def _defer(self, *, ephemeral: bool = False, thinking: bool = False) -> None:
         self.calls.made("defer", self.id, ephemeral=ephemeral)

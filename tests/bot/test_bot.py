@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import bot.reingest
+from bot.delivery import UNDELIVERED
+from bot.errors import FAILED_AFTER
 from bot.formatting import MESSAGE_LIMIT, PROGRESS, thread_name
 from bot.streaming import WRITING_MARK
 from oracle.index.index import REINGEST_FOR_POLICY, Index
@@ -694,6 +696,39 @@ async def test_a_failed_ask_leaves_no_public_message_saying_it_is_still_working(
         await inter.settle(idle=0.5)
     public = [m for m in bot_messages(fake, fake.channel_id) if not m.ephemeral]
     assert [m.content for m in public if m.content in PROGRESS.values()] == []
+
+
+async def test_a_failure_after_the_answer_was_given_never_takes_the_answer_down(world, fake, tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3") as client:
+        async def broken(*args, **kwargs):
+            raise RuntimeError("the thread map went away")
+
+        client.history.add_thread = broken  # fails after the answer is shown, while its thread is recorded
+        inter = await fake.interaction("oracle ask", {"question": QUESTION}, member=fake.player)
+        await inter.settle(idle=0.5)
+    assert inter.original is not None and not inter.original.deleted
+    assert inter.original.content.startswith("The Candle Monk sold the compass")
+    [told] = inter.followups
+    assert (told.content, told.ephemeral) == (FAILED_AFTER, True)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR][0].startswith("/oracle ask failed")
+
+
+async def test_a_late_private_answer_to_closed_direct_messages_is_said_in_the_channel(world, fake, tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    world.brain.answer_delay = 1.0
+    fake.close_dms(fake.player)
+    async with start_bot(world, fake, tmp_path / "bot.sqlite3"):
+        inter = await fake.interaction("oracle ask", {"question": QUESTION, "private": True}, member=fake.player)
+        await inter.wait_acknowledged(10)
+        await fake.wait_until(lambda: world.brain.writing.is_set(), 30, "the answer to be written")
+        fake.advance(16 * 60)  # the answer comes after Discord dropped the interaction's token
+        [notice] = await fake.wait_until(lambda: bot_messages(fake, fake.channel_id)[1:], 30, "the notice")
+    assert notice.content == UNDELIVERED.format(asker=fake.player.mention)
+    assert [u["id"] for u in notice.data["mentions"]] == [str(fake.player.id)]  # the asker alone is pinged
+    assert fake.dm_messages(fake.player) == [] and fake.threads == []
+    assert not any("Candle Monk" in m.content for m in fake.messages(include_deleted=True))
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_a_failed_follow_up_is_one_short_sentence_in_the_thread(world, fake, tmp_path, indexes):

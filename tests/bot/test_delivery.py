@@ -9,7 +9,7 @@ import datetime as dt
 import discord
 import pytest
 
-from bot.delivery import LATE, MOVED_BELOW, InteractionReply
+from bot.delivery import LATE, LATE_DIRECT, MOVED_BELOW, UNDELIVERED, InteractionReply, Undelivered
 from tests.bot.doubles import TOKEN_GONE, Calls, ForumChannel, Interaction, Member, TextChannel, http_error
 
 LATER = LATE + dt.timedelta(minutes=1)
@@ -74,7 +74,22 @@ async def test_a_late_private_answer_goes_to_the_askers_direct_messages_only():
     calls.errors.append(http_error(TOKEN_GONE))
     await reply.first("The secret.", None, None)
     await reply.more("More.", None, None)
-    assert [(s.call, s.target) for s in calls][2:] == [("dm", 5), ("dm", 5)]  # never in the channel
+    assert [(s.call, s.target) for s in calls][2:] == [("dm", 5), ("dm", 5), ("dm", 5)]  # never in the channel
+    assert [s.content for s in calls.of("dm")] == [LATE_DIRECT.format(where="<#10>"), "The secret.", "More."]
+    assert interaction.extras["delivered"]
+
+
+async def test_a_late_private_answer_to_closed_direct_messages_tells_the_channel_nothing_of_it():
+    calls, interaction = asked()
+    reply = InteractionReply(interaction, private=True)
+    calls.errors.append(http_error(TOKEN_GONE))
+    calls.errors.append(http_error(50007, 403, "Cannot send messages to this user"))
+    with pytest.raises(Undelivered):
+        await reply.first("The secret.", None, None)
+    [notice] = calls.of("send")
+    assert notice.target == 10 and notice.content == UNDELIVERED.format(asker="<@5>")
+    assert "secret" not in notice.content and notice.fields["allowed_mentions"].users == [interaction.user]
+    assert not interaction.extras.get("delivered")
 
 
 async def test_late_in_a_place_the_bot_cannot_post_to_it_posts_by_the_channels_id():
