@@ -469,3 +469,17 @@ def test_the_nightly_backup_runs_a_command_the_cli_has(tmp_path):
     assert argv[1] == "backup" and argv[2].startswith(unit("oracle-backup.service")["Service"]["ReadWritePaths"][0])
     done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_cpu_build_the_docs_install_is_the_release_the_project_pins():
+    import re
+    import tomllib
+
+    pinned = [d for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+              if d.startswith("torch==")]
+    assert len(pinned) == 1
+    for doc in (REPO / "README.md", REPO / "docs" / "operations.md"):
+        lines = [line for line in doc.read_text().splitlines() if "download.pytorch.org/whl/cpu" in line]
+        assert lines, doc
+        for line in lines:
+            assert re.findall(r"torch==[\w.]+", line) == pinned, (doc, line)
