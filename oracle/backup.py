@@ -22,7 +22,7 @@ from pathlib import Path
 from .campaigns import Campaigns
 from .errors import OracleError
 from .index import folders
-from .index.lock import IngestLock
+from .index.lock import IngestLock, check_writable
 from .index.store.connection import copy_sqlite
 from .index.vectors import access
 from .settings import Settings
@@ -113,6 +113,8 @@ def restore(base: Settings, campaigns: Campaigns, source: Path) -> Copied:
     if missing:
         raise BackupError(f"the backup holds campaigns this Oracle does not know: {', '.join(missing)} "
                           "(ORACLE_CAMPAIGNS); restore with the campaigns file the backup was made with")
+    for writing in {base.data_dir, *(known[name].settings(base).data_dir for name in manifest["campaigns"])}:
+        check_writable(writing)
     done = Copied(source)
     try:
         for name in manifest["campaigns"]:

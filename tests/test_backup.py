@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,7 @@ from oracle.backup import BackupError, backup, restore
 from oracle.campaigns import Campaigns
 from oracle.cli import main
 from oracle.index.ingest import ingest
-from oracle.index.lock import IngestLock
+from oracle.index.lock import IngestLock, NotWritable, check_writable
 from oracle.journal import Asked, Journal
 from oracle.oracle import Oracle
 from tests.test_journal import answer
@@ -166,3 +168,39 @@ def test_the_commands_back_up_and_restore_the_journal_and_the_threads(mini_notes
     assert "default" == asyncio.run(thread_campaign())
     assert 1 == main(["restore", str(tmp_path)])
     assert "is not an Oracle backup" in capsys.readouterr().err
+
+
+def test_an_index_another_user_owns_is_refused_in_one_sentence_and_left_alone(mini_notes, tmp_path, capsys):
+    """As root (the sandbox's and CI's user), an index the service's user owns is refused: its new
+    files would be root's. As that user, a folder it may not write is refused the same way."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to own a folder as another user")
+    data = tmp_path / "var"
+    data.mkdir()
+    os.chown(data, 4321, 4321)
+    code = main(["ingest", "--notes", str(mini_notes), "--data", str(data)])
+    said = " ".join(capsys.readouterr().err.split())
+    assert code == 1 and f"the index at {data} belongs to user 4321: as root this would leave files" in said
+    assert "/opt/oracle/systemd/oracle-run COMMAND" in said and list(data.iterdir()) == []
+
+    os.chown(data, 0, 0)
+    data.chmod(0o755)
+    reachable = Path(tempfile.mkdtemp(prefix="oracle-perm-"))  # /tmp: every user may pass through it
+    reachable.chmod(0o755)
+    try:
+        os.setegid(4321)
+        os.seteuid(4321)  # this process, as another user, for the two checks
+        try:
+            with pytest.raises(NotWritable) as unreachable:
+                check_writable(data)  # under pytest's own folder, which only root may enter
+            with pytest.raises(NotWritable) as refused:
+                check_writable(reachable)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+    finally:
+        reachable.rmdir()
+    assert f"cannot reach the index at {data} (permission denied)" in str(unreachable.value)
+    assert f"cannot write the index at {reachable}, which belongs to root" in str(refused.value)

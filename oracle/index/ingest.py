@@ -32,7 +32,7 @@ from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, Inges
 from . import annotate as annotate_mod
 from . import folders
 from .index import Index, collection_name
-from .lock import IngestLock
+from .lock import IngestLock, check_writable
 from .report import VaultReport, note_facts, vault_report
 from .scan import CHUNKER_VERSION, Scan, build_compendium, index_head, read_and_chunk
 from .seam import Embeddings, Vectors
@@ -56,6 +56,7 @@ async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = 
     notes = index.settings.notes_dir
     if not notes.is_dir():  # before any lock or store: nothing was ever read, so nothing is "still served"
         raise IngestError(f"the notes folder {notes} does not exist: set ORACLE_NOTES_DIR (or --notes) to your vault")
+    check_writable(index.settings.data_dir)
     try:
         with IngestLock(index.settings.lock_path, by):
             return await _ingest(index, progress or (lambda p: None))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import pwd
 from pathlib import Path
 
 from ..errors import OracleError
@@ -12,6 +13,38 @@ from .store import now
 
 class IngestBusy(OracleError, RuntimeError):
     """Another ingest holds the lock; the message says who started it and when."""
+
+
+class NotWritable(OracleError, PermissionError):
+    """The index's folder is not this process's to write; the message says whose it is."""
+
+
+def check_writable(data_dir: Path) -> None:
+    """Refuse, in one sentence, to write an index this process may not write, or, as root, one that
+    another user owns (its new files would be root's, and that user, the service, could no longer
+    write them). A folder not made yet is this process's to make."""
+    server = "on a server installed as docs/operations.md says: /opt/oracle/systemd/oracle-run COMMAND"
+    try:
+        stat = data_dir.stat()
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        raise NotWritable(f"cannot reach the index at {data_dir} (permission denied): run the command as the "
+                          f"user that owns it ({server})") from None
+    owner = _user(stat.st_uid)
+    how = f"run the command as {owner} ({server})"
+    if os.geteuid() == 0 and stat.st_uid != 0:
+        raise NotWritable(f"the index at {data_dir} belongs to {owner}: as root this would leave files {owner} "
+                          f"cannot write; {how}")
+    if not os.access(data_dir, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise NotWritable(f"cannot write the index at {data_dir}, which belongs to {owner}: {how}")
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"user {uid}"
 
 
 
