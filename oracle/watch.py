@@ -113,6 +113,9 @@ async def watch_notes(
         nonlocal last_change
         async for changes in awatch(root, watch_filter=notes_filter, step=50, debounce=1600):
             log.debug("notes changed in %s: %s", root, sorted(p for _, p in changes)[:10])
+            if any(change == Change.deleted and Path(p) in notes_filter.roots for change, p in changes):
+                # Made again at once, the folder may even get the old one's inode: the guard cannot tell.
+                raise WatchError(f"the notes folder {root} was removed or replaced")
             last_change = loop.time()
             changed.set()
 

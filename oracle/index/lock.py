@@ -36,6 +36,8 @@ def check_writable(data_dir: Path) -> None:
     if os.geteuid() == 0 and stat.st_uid != 0:
         raise NotWritable(f"the index at {data_dir} belongs to {owner}: as root this would leave files {owner} "
                           f"cannot write; {how}")
+    if os.statvfs(data_dir).f_flag & os.ST_RDONLY:
+        return  # nobody may write it: the ingest says so in its own words, and keeps the old index
     if not os.access(data_dir, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
         raise NotWritable(f"cannot write the index at {data_dir}, which belongs to {owner}: {how}")
 
