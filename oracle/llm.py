@@ -42,6 +42,10 @@ class LLMTimeout(LLMError):
     timed_out = True
 
 
+class LLMUnavailable(LLMError):
+    """No model to ask: nothing answers at Ollama's address, or Ollama does not have the model."""
+
+
 class StreamCut(LLMError):
     """The streamed reply stopped before its end; `partial` is what had arrived. `bound`: "gap" when
     nothing came for the longest pause allowed, "whole" when the reply's own time ran out, "" when
@@ -91,7 +95,13 @@ def _reason(exc: BaseException, host: str, model: str) -> str:
 
 
 def _error(exc: BaseException, host: str, model: str) -> LLMError:
-    cls = LLMTimeout if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)) else LLMError
+    cls: type[LLMError] = LLMError
+    if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
+        cls = LLMTimeout
+    elif isinstance(exc, (ConnectionError, httpx.ConnectError)) or (
+        isinstance(exc, ollama.ResponseError) and exc.status_code == 404
+    ):
+        cls = LLMUnavailable
     return cls(_reason(exc, host, model))
 
 

@@ -157,7 +157,7 @@ class Oracle:
             self.fallbacks.add(asking.question, unwritten.reason)
         return await passages_answer(
             await self.index.embedder(), asking.question, unwritten.reason, asking.retrieval, asking.selection,
-            unwritten.trace, clearance=asking.clearance, reranker=self.settings.reranker, loading=unwritten.loading,
+            unwritten.trace, clearance=asking.clearance, reranker=self.settings.reranker, cause=unwritten.cause,
             words=words,
         )
 
@@ -199,10 +199,11 @@ class Oracle:
             written = await self.writer.write(asking)
             if isinstance(written, Unwritten):
                 log.warning("recap of %s without the LLM: %s", label, written.reason)
-                shown = written.reason if clearance.gm else words.model_loading if written.loading else words.no_usable_answer
+                shown = written.reason if clearance.gm else words.unwritten(written.cause)
                 text, citation = session_passages(shown, parts, annotations, words)
                 written = self._compose(question, text, "passages", shown, retrieval=retrieval, selection=selection,
-                                        citations=(citation,), trace=written.trace)
+                                        citations=(citation,),
+                                        trace=written.trace | {"player_reason": words.unwritten(written.cause)})
             return self._cleared(written, clearance, words)
 
     async def cited(self, citations: Sequence[Citation], *, clearance: Clearance) -> list[CitedText]:

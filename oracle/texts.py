@@ -32,6 +32,8 @@ class Texts:
     could_not_recap: str  # {reason}, {label}
     no_usable_answer: str
     model_loading: str
+    no_model_running: str
+    model_too_slow: str
     passages_title: str
     show_sources: str
     sources: str  # the footer of an answer's sources
@@ -39,6 +41,12 @@ class Texts:
     asked: str  # {name}
     lines: str  # {start}, {end}
     abstains: tuple[str, ...]  # how an answer in this language says the notes hold nothing (regexes)
+
+    def unwritten(self, cause: str) -> str:
+        """Why there is no written answer, as a player reads it (`writer.Cause`): what happened to
+        the model, never a host or an error, and the same for a withheld answer as for an unusable one."""
+        return {"unavailable": self.no_model_running, "loading": self.model_loading,
+                "late": self.model_too_slow}.get(cause, self.no_usable_answer)
 
     @property
     def abstention(self) -> re.Pattern[str]:

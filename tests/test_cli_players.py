@@ -28,8 +28,10 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import PLAYER_OLLAMA, PLAYER_WINDOW_UNKNOWN, model_name
 from oracle.settings import Settings
+from oracle.texts import texts
 from tests.conftest import closed_port_url, write_notes
 
+NO_MODEL = texts().no_model_running  # what a player reads with no Ollama at all
 VAULT = {
     "sessions/Session 3.md": """
         # Session 3 — The Ford
@@ -116,8 +118,9 @@ def test_a_players_ask_json_names_no_host_port_or_path(run):
     data = json.loads(out)
     assert (0, "passages") == (code, data["mode"])
     assert [] == machine_details(run, out), out
-    assert (PLAYER_REASON, PLAYER_REASON) == (data["reason"], data["trace"]["reason"])
-    assert data["answer"].startswith(f"The Oracle could not write an answer ({PLAYER_REASON}).")
+    # A player learns that no model runs, not where it was looked for.
+    assert (NO_MODEL, NO_MODEL) == (data["reason"], data["trace"]["reason"])
+    assert data["answer"].startswith(f"The Oracle could not write an answer ({NO_MODEL}).")
     assert "Session 3" in data["fragments"]
 
 
@@ -131,7 +134,7 @@ def test_the_game_masters_ask_json_keeps_the_reason(run):
 
 def test_a_players_ask_in_text_with_its_trace_names_no_host(run):
     code, out = run("ask", "Who waited at the ford?", "--trace")
-    assert 0 == code and "Passages, not an answer" in out and PLAYER_REASON in out
+    assert 0 == code and "Passages, not an answer" in out and NO_MODEL in out
     assert [] == machine_details(run, out), out
     code, out = run("ask", "Who waited at the ford?", "--trace", "--gm")
     assert 0 == code and f"Ollama is not reachable at {run.host}" in out
@@ -148,7 +151,7 @@ def test_a_players_recap_is_of_the_last_session_players_can_read(run):
     assert ["Session 3"] == [c["label"] for c in data["citations"]] == data["fragments"]
     assert "PREP-MARK" not in out and "Session 4" not in out and "Salt Gate" not in out
     assert [] == machine_details(run, out), out
-    assert PLAYER_REASON == data["reason"]
+    assert NO_MODEL == data["reason"]
 
     # The GM-only session is not there for players even when named, by number or by a word of its title.
     for named in ("4", "Session 4", "Salt Gate"):

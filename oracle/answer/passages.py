@@ -61,11 +61,11 @@ async def passages_answer(
     *,
     clearance: Clearance,
     reranker: str,
-    loading: bool = False,
+    cause: str = "unusable",
     words: Texts | None = None,
 ) -> Answer:
-    """The best passages as the answer, with `reason` for a game master (`loading`: say the model
-    is still loading), written in `words`' language."""
+    """The best passages as the answer, with `reason` for a game master and the `cause`
+    (`writer.Cause`) for a player, written in `words`' language."""
     words = words or texts()
     t = time.perf_counter()
     shown = await excerpts(embedder, retrieval, selection.context.fragments[:PASSAGES_SHOWN])
@@ -74,12 +74,13 @@ async def passages_answer(
     if "total" in timings:
         timings["total"] += timings["excerpts"]
     citations = tuple(Citation(e.chunk.label, e.chunk.path, e.start_line, e.end_line, e.chunk.sessions) for e in shown)
-    if loading:
+    if cause == "loading":
         intro = f"{words.loading} ({reason})." if clearance.gm else f"{words.loading}."
         text = "\n\n".join([intro, *passage_blocks(shown)])
     else:
-        text = passages_text(reason if clearance.gm else words.no_usable_answer, shown, words)
+        text = passages_text(reason if clearance.gm else words.unwritten(cause), shown, words)
     return compose(
         question, text, "passages", reason, reranker=reranker, retrieval=retrieval, selection=selection,
-        citations=citations, trace=extra | {"excerpts": [e.to_json() for e in shown]}, language=words.code,
+        citations=citations, language=words.code,
+        trace=extra | {"excerpts": [e.to_json() for e in shown], "player_reason": words.unwritten(cause)},
     )

@@ -56,17 +56,19 @@ class Trace:
     citations: dict[str, Any] | None = None  # shown, unknown, uncited sentences
     incomplete: str | None = None  # why a written answer stops early
     excerpts: list[dict] | None = None  # the sentences the passages show, with their lines
+    player_reason: str | None = None  # why there is no written answer, as a player reads it
 
     def for_players(self) -> Trace:
-        """This trace as a player may read it: without a written answer, the reason is PLAYER_REASON
-        whatever happened; a reranker that was off, or an answer cut short, says only that. The
+        """This trace as a player may read it: without a written answer, what happened to the model
+        (`player_reason`, else PLAYER_REASON), never a host or an error; a reranker that was off, or an
+        answer cut short, says only that. The
         other reasons ("no passage matched", "empty question") are the Oracle's own words."""
         rerank = self.rerank
         if rerank is not None and not rerank.get("used"):
             rerank = rerank | {"reason": PLAYER_RERANK_OFF}
         return replace(
             self,
-            reason=PLAYER_REASON if self.mode == "passages" else self.reason,
+            reason=(self.player_reason or PLAYER_REASON) if self.mode == "passages" else self.reason,
             rerank=rerank,
             incomplete=PLAYER_INCOMPLETE if self.incomplete else self.incomplete,
         )

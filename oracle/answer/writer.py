@@ -12,10 +12,11 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..deadline import Deadline
 from ..index.store import Store
-from ..llm import LLM, LLMError, StreamCut, TextFn
+from ..llm import LLM, LLMError, LLMUnavailable, StreamCut, TextFn
 from ..offload import question_step
 from ..retrieve.pipeline import elapsed_ms
 from ..retrieve.retrieval import Retrieval
@@ -63,15 +64,25 @@ class Asking:
     show_text: TextFn | None = None  # the answer so far, to whoever shows it as it is written
 
 
+# What kept the model from writing, as a player may be told it (`Texts.unwritten`): no model to ask,
+# the model still loading, or too slow, when the first words were due; or its reply unusable (an
+# answer withheld for repeating game-master-only text says the same).
+Cause = Literal["unavailable", "loading", "late", "unusable"]
+
+
 @dataclass(frozen=True)
 class Unwritten:
-    """The model gave nothing usable: why, what the trace adds, when writing began, and whether the
-    model was still loading when the first words were due."""
+    """The model gave nothing usable: why (for the game master and the log), what the trace adds,
+    when writing began, and the cause a player is told."""
 
     reason: str
     trace: dict
     began: float
-    loading: bool = False
+    cause: Cause = "unusable"
+
+    @property
+    def loading(self) -> bool:
+        return self.cause == "loading"
 
 
 class Writer:
@@ -157,7 +168,7 @@ class Writer:
             except LLMError as exc:
                 if exc.timed_out:  # nothing written by the deadline: the bound of the first words
                     return self._late(deadline, extra, t)
-                return Unwritten(str(exc), extra, t)
+                return Unwritten(str(exc), extra, t, "unavailable" if isinstance(exc, LLMUnavailable) else "unusable")
         finally:
             self.slots.release()
         retrieval.timings_ms["answer"] = elapsed_ms(t)
@@ -189,7 +200,7 @@ class Writer:
         to a player too, that the model is still loading when it is)."""
         loading = self.llm.loading
         reason = deadline.missed + (": the model is still loading" if loading else f": {why}" if why else "")
-        return Unwritten(reason, extra, t, loading=loading)
+        return Unwritten(reason, extra, t, "loading" if loading else "late")
 
     async def _withheld(self, question: str) -> None:
         """Kept in the index for the game master's `status`; never costs the player an answer."""

@@ -29,6 +29,7 @@ from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from oracle.settings import Settings
+from oracle.texts import texts
 from oracle.types import GM, PUBLIC, Clearance
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 from tests.conftest import request_kind as kind
@@ -51,6 +52,7 @@ MODEL = "llama3.1:8b"  # not the default: every request must carry ORACLE_MODEL
 KEEP_ALIVE = "17m"  # not the default: the request must carry the setting's value
 QUESTION = "What did Orrin Hale do at the harbour?"
 SECRETS = ["SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR"]
+EN = texts()
 PASSAGES_PREFIX = "The Oracle could not write an answer"
 
 EVENTS = [
@@ -523,7 +525,7 @@ async def test_a_model_loading_past_the_deadline_gives_the_passages_and_goes_on_
     reason = "the model did not start answering within 1 s (ORACLE_FIRST_WORDS_SECONDS): the model is still loading"
     assert ("passages", reason) == (player.mode, player.reason)
     assert player.text.startswith("The model is still loading; here are the passages meanwhile.\n\n[")
-    assert PLAYER_REASON == player.to_json()["reason"] and fake.url not in json.dumps(player.to_json())
+    assert EN.model_loading == player.to_json()["reason"] and fake.url not in json.dumps(player.to_json())
     assert re.fullmatch(r"off: the model was still loading after 0\.\d s, the rerank's share of "
                         r"ORACLE_FIRST_WORDS_SECONDS", player.trace.rerank["reason"])
     # The load was never abandoned: the answer request that waited behind it was, at the deadline.
@@ -577,10 +579,10 @@ async def test_unknown_candidates_are_dropped_and_the_rest_filled(campaign, fake
 # Answer fallbacks: passages, never an exception
 
 
-def assert_passages(campaign: Campaign, answer) -> None:
+def assert_passages(campaign: Campaign, answer, why: str = PLAYER_REASON) -> None:
     assert "passages" == answer.mode
-    # A player reads that there is no answer, never the reason's host, model name or error.
-    assert answer.text.startswith(f"{PASSAGES_PREFIX} ({PLAYER_REASON}). The most relevant passages from the notes:")
+    # A player reads what happened to the model (`why`), never the reason's host, model name or error.
+    assert answer.text.startswith(f"{PASSAGES_PREFIX} ({why}). The most relevant passages from the notes:")
     assert answer.reason and answer.reason not in answer.text
     best = list(answer.fragments[:5])
     assert 5 == len(best)
@@ -594,28 +596,29 @@ def assert_passages(campaign: Campaign, answer) -> None:
     assert [{"label": c.label, "path": c.path, "lines": [c.start_line, c.end_line]} for c in answer.citations] == data["citations"]
     # The answer keeps why (the journal, the log); a player's JSON says only that there is no answer.
     assert answer.reason == answer.trace.reason
-    assert (PLAYER_REASON, PLAYER_REASON) == (data["reason"], data["trace"]["reason"])
+    assert (why, why) == (data["reason"], data["trace"]["reason"])
 
 
 @module_loop
 @pytest.mark.parametrize(
-    "reply, reason",
+    "reply, reason, why",
     [
-        (ModelNotFound(), f"Ollama does not have the model {MODEL!r} (run: ollama pull {MODEL})"),
-        (HttpError(500, "boom"), "Ollama answered 500: boom"),
-        (EMPTY, "the model gave an empty answer"),
-        ("  \n ", "the model gave an empty answer"),
-        (Delay(30, "too late"), "the model did not start answering within 3 s (ORACLE_FIRST_WORDS_SECONDS)"),
+        (ModelNotFound(), f"Ollama does not have the model {MODEL!r} (run: ollama pull {MODEL})", EN.no_model_running),
+        (HttpError(500, "boom"), "Ollama answered 500: boom", PLAYER_REASON),
+        (EMPTY, "the model gave an empty answer", PLAYER_REASON),
+        ("  \n ", "the model gave an empty answer", PLAYER_REASON),
+        (Delay(30, "too late"), "the model did not start answering within 3 s (ORACLE_FIRST_WORDS_SECONDS)",
+         EN.model_too_slow),
     ],
     ids=["404", "500", "empty", "blank", "timeout"],
 )
-async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake, reply, reason):
+async def test_when_the_answer_call_fails_the_passages_are_shown(campaign, fake, reply, reason, why):
     fake.responder = script(rerank={"best": [3, 1]}, answer=reply)
     async with campaign.oracle(first_words=3.0) as oracle:
         answer = await oracle.ask(QUESTION)
 
     assert reason in answer.reason  # for "timeout": the 3-second deadline cut a 30-second reply
-    assert_passages(campaign, answer)
+    assert_passages(campaign, answer, why)
     pool = pool_ids(answer)
     assert [pool[2], pool[0]] == [c.id for c in answer.fragments[:2]]  # still the reranked order
     assert (2, 2) == (answer.trace.llm_calls, len(fake.chat_requests()))
@@ -626,7 +629,7 @@ async def test_passages_show_the_sentences_that_answer_with_their_own_lines(camp
     async with campaign.oracle(ollama_host=closed_port_url()) as oracle:
         answer = await oracle.ask("Who fined the captain twenty crowns?")
 
-    assert_passages(campaign, answer)
+    assert_passages(campaign, answer, EN.no_model_running)
     # The third part of the long session, from its heading (line 9) to its end: only the sentence
     # that answers is shown, with the two lines it spans, not the part's opening.
     first = answer.fragments[0]
@@ -646,7 +649,7 @@ async def test_a_refused_connection_gives_passages(campaign, fake):
 
     assert f"Ollama is not reachable at {host}" == answer.reason  # refused, not timed out
     assert f"off: Ollama is not reachable at {host}" == answer.trace.rerank["reason"]
-    assert_passages(campaign, answer)
+    assert_passages(campaign, answer, EN.no_model_running)  # a player is told no model runs, not where
     assert pool_ids(answer)[:8] == [c.id for c in answer.fragments]
     assert [] == fake.requests
 
@@ -663,7 +666,7 @@ async def test_a_players_json_names_no_host_and_the_game_masters_keeps_it(campai
     shown = json.dumps(player.to_json())
     assert [] == re.findall(rf"127\.0\.0\.1|http|localhost|(?<!\d){port}(?!\d)|reachable|Ollama", shown)
     data = player.to_json()
-    assert (PLAYER_REASON, PLAYER_REASON, "off") == (
+    assert (EN.no_model_running, EN.no_model_running, "off") == (
         data["reason"], data["trace"]["reason"], data["trace"]["rerank"]["reason"])
     assert (f"Ollama is not reachable at {host}", False) == (player.reason, player.clearance.gm)  # kept for the log, the journal
     data = gm.to_json()
@@ -865,7 +868,7 @@ def test_oracle_ask_json_on_the_command_line(tmp_path):
     assert 0 == code
     assert JSON_KEYS == set(data)
     assert "passages" == data["mode"]
-    assert (PLAYER_REASON, PLAYER_REASON) == (data["reason"], data["trace"]["reason"])
+    assert (EN.no_model_running, EN.no_model_running) == (data["reason"], data["trace"]["reason"])
     assert "127.0.0.1" not in json.dumps(data) and "Ollama is not reachable at http://127.0.0.1:" in err
     assert data["answer"].startswith(PASSAGES_PREFIX)
     assert 5 == len(data["citations"])

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from oracle import cli
-from oracle.answer.trace import PLAYER_REASON
 from oracle.deadline import Deadline
 from oracle.llm import LLM, LLMError, StreamCut
+from oracle.texts import texts
 from oracle.types import Clearance
 from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's fixtures)
     CLI_NOTES,
@@ -43,6 +43,7 @@ from tests.conftest import write_notes
 from tests.fakes.ollama_server import FakeModel, FakeOllama, Reply, Stall
 
 ROOT = Path(__file__).resolve().parents[2]
+SLOW = texts().model_too_slow  # what a player is told when the first words did not come in time
 
 MINUTES = 600.0  # the slow mode's wait before the first byte: ten minutes
 ASK = [{"role": "user", "content": "What happened to the archduke?"}]
@@ -154,8 +155,8 @@ async def test_an_ollama_that_answers_after_minutes_gives_the_passages_at_the_de
     within = re.match(rf"off: Ollama at {re.escape(fake.url)} did not answer in time \(within (\d\.\d) s", rerank)
     assert within and 0.5 <= float(within.group(1)) <= 1.0, rerank
     # A player reads the passages, marked as passages, and no host; the game master and the log, why.
-    assert player.text.startswith(f"{PASSAGES_PREFIX} ({PLAYER_REASON}). The most relevant passages")
-    assert fake.url not in json.dumps(player.to_json()) and PLAYER_REASON == player.to_json()["reason"]
+    assert player.text.startswith(f"{PASSAGES_PREFIX} ({SLOW}). The most relevant passages")
+    assert fake.url not in json.dumps(player.to_json()) and SLOW == player.to_json()["reason"]
     assert gm.text.startswith(f"{PASSAGES_PREFIX} ({reason}).")
     assert 2 == sum(f"without the LLM: {reason}" in r.getMessage() for r in caplog.records)
     assert "first_words" not in player.trace.timings_ms
@@ -253,7 +254,7 @@ async def test_a_recap_keeps_the_same_deadline(campaign, fake):
         gm = await oracle.recap("12", clearance=Clearance.GM)
     reason = "the model did not start answering within 1 s (ORACLE_FIRST_WORDS_SECONDS)"
     assert ("passages", "passages", reason) == (player.mode, gm.mode, gm.reason)
-    assert player.text.startswith(f"The Oracle could not write the recap ({PLAYER_REASON}). Session 12 in the notes:")
+    assert player.text.startswith(f"The Oracle could not write the recap ({SLOW}). Session 12 in the notes:")
     assert gm.text.startswith(f"The Oracle could not write the recap ({reason}). Session 12 in the notes:")
     assert [r for r in fake.chat_requests() if r["messages"]] == await left(fake, 2)
 
@@ -296,8 +297,8 @@ def test_oracle_ask_against_a_slow_ollama_gives_the_passages_at_the_deadline(tmp
         fake.stop_thread()
     assert 0 == done.returncode, done.stderr
     data = json.loads(done.stdout)
-    assert ("passages", PLAYER_REASON) == (data["mode"], data["reason"])
-    assert data["answer"].startswith(f"{PASSAGES_PREFIX} ({PLAYER_REASON}).") and 5 == len(data["citations"])
+    assert ("passages", SLOW) == (data["mode"], data["reason"])
+    assert data["answer"].startswith(f"{PASSAGES_PREFIX} ({SLOW}).") and 5 == len(data["citations"])
     seconds = first_words or "30"
     assert f"the model did not start answering within {seconds} s (ORACLE_FIRST_WORDS_SECONDS)" in done.stderr
     # The rerank skipped at its share, the answer at the deadline: both clients left before the reply.

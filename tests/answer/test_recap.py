@@ -80,7 +80,7 @@ async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening
     await ingest(index)
     recap = await Oracle(index).recap("1")
     assert recap.mode == "passages"
-    assert recap.text.startswith("The Oracle could not write the recap (the language model gave no usable answer). "
+    assert recap.text.startswith("The Oracle could not write the recap (no running language model answers). "
                                  "campaign-log › Session 1 in the notes:")
     assert "> The party met Brother Aldous, the Candle Monk, in the Lantern Market of Greyhaven." in recap.text
     assert not any(s in recap.text for s in SECRETS)

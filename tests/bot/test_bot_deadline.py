@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from bot.formatting import PROGRESS
-from oracle.answer.trace import PLAYER_REASON
+from oracle.texts import texts
 from tests.bot.harness import MODEL, QUESTION, first_label, run, spy, start_bot
 from tests.conftest import request_kind as kind
 from tests.fakes.ollama_server import FakeModel, FakeOllama
@@ -51,7 +51,7 @@ async def test_an_ollama_that_answers_after_minutes_gets_the_passages_at_the_dea
         PROGRESS["searching"], PROGRESS["ranking"], PROGRESS["writing"]]
     # The player reads the passages, marked, and no host; the game master reads why.
     assert player.original.content.startswith(
-        f"{PASSAGES}The Oracle could not write an answer ({PLAYER_REASON}). The most relevant passages")
+        f"{PASSAGES}The Oracle could not write an answer ({texts().model_too_slow}). The most relevant passages")
     assert world.ollama.url not in "\n".join(m.content for m in player.messages)
     assert gm.original.content.startswith(f"{PASSAGES}The Oracle could not write an answer ({reason}).")
     asked = world.requests()

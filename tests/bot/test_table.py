@@ -352,8 +352,8 @@ async def test_recap_without_ollama_shows_the_sessions_opening_lines(world, fake
     async with start_bot(world, fake, tmp_path / "bot.sqlite3", index=index) as client:
         inter = await run(fake, client, "oracle recap", {"session": "4"})
     text = inter.original.content
-    assert text.startswith("**Passages, not an answer.** The Oracle could not write the recap (the language model "
-                           "gave no usable answer). Session 4 in the notes:")
+    assert text.startswith("**Passages, not an answer.** The Oracle could not write the recap (no running "
+                           "language model answers). Session 4 in the notes:")
     assert "> Old Wick lit every candle in the chapel while Mirela read the Saltmarsh ledger (entry 4:12)." in text
     assert "127.0.0.1" not in text
 
