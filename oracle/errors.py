@@ -8,3 +8,8 @@ from __future__ import annotations
 
 class OracleError(Exception):
     """An error whose message says what happened and, where there is one, what to run."""
+
+
+class InputError(OracleError, ValueError):
+    """What the user gave is wrong (a notes folder that is not one, an empty question): the command
+    line exits 2 with it, as for a wrong setting, where a failure exits 1."""

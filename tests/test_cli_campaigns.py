@@ -120,7 +120,7 @@ def test_an_ingest_that_never_finished_is_no_index(env, tmp_path, capsys, quick_
     before its one write leaves an index file with nothing in it: `status` says so, and a question
     ingests first instead of answering from nothing."""
     code, _, err = cli(capsys, "ingest", "--notes", str(tmp_path / "nowhere"))
-    assert (1, True) == (code, "the notes folder" in err and "does not exist: set ORACLE_NOTES_DIR" in err), err
+    assert (2, True) == (code, "the notes folder" in err and "does not exist: set ORACLE_NOTES_DIR" in err), err
     assert not (tmp_path / "var").exists()
 
     env.setenv("ORACLE_NOTES_DIR", str(write_notes(tmp_path / "notes", HARBOUR)))
@@ -132,6 +132,31 @@ def test_an_ingest_that_never_finished_is_no_index(env, tmp_path, capsys, quick_
     code, out, err = cli(capsys, "search", "Who lost two fingers?", "--json", "--gm")
     assert 0 == code, err  # answered from the notes: ingested first
     assert "Session 2" == json.loads(out)["fused"][0]["label"]
+
+
+def test_a_notes_folder_that_is_a_file_or_holds_no_note_is_one_sentence_and_exit_2(env, tmp_path, capsys,
+                                                                                   quick_command_line):
+    """A wrong folder, or a vault not synced or mounted yet, never ingests 0 notes quietly, and never
+    empties an index that holds some."""
+    a_file = tmp_path / "vault.md"
+    a_file.write_text("# Session 1\n")
+    code, _, err = cli(capsys, "ingest", "--notes", str(a_file))
+    assert (2, f"the notes folder {a_file} is a file, not a folder" in err) == (2, True), err
+    empty = tmp_path / "empty"
+    (empty / ".obsidian").mkdir(parents=True)
+    (empty / ".obsidian" / "workspace.md").write_text("not a note")  # a hidden folder holds no note
+    code, _, err = cli(capsys, "ingest", "--notes", str(empty))
+    assert (code, f"the notes folder {empty} holds no Markdown note: set ORACLE_NOTES_DIR" in err) == (2, True), err
+    assert not (tmp_path / "var").exists()
+
+    notes = write_notes(tmp_path / "notes", HARBOUR)
+    assert 0 == cli(capsys, "ingest", "--notes", str(notes))[0]
+    for path in notes.rglob("*.md"):
+        path.unlink()  # the sync folder came up empty
+    code, _, err = cli(capsys, "ingest", "--notes", str(notes))
+    assert (code, "holds no Markdown note (the index is kept as it was)" in err) == (2, True), err
+    code, out, _ = cli(capsys, "search", "Who lost two fingers?", "--json", "--gm", "--notes", str(notes))
+    assert 0 == code and json.loads(out)["fused"]  # still answered from the index
 
 
 async def _open_and_close(path) -> None:
@@ -162,7 +187,7 @@ def test_a_bad_setting_or_a_failed_ingest_is_one_line_not_a_traceback(tmp_path):
     assert "a setting is wrong: ORACLE_WATCH_QUIET:" in done.stderr
 
     done = run_cli("ingest", "--notes", str(tmp_path / "nowhere"), env=base, cwd=tmp_path)
-    assert 1 == done.returncode, done.stderr
+    assert 2 == done.returncode, done.stderr  # bad input, as a wrong setting
     assert "Traceback" not in done.stderr, done.stderr
     assert [f"oracle ingest: the notes folder {tmp_path / 'nowhere'} does not exist: set ORACLE_NOTES_DIR (or "
             "--notes) to your vault"] == done.stderr.strip().splitlines()

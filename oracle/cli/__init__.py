@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from rich.markup import escape
 
+from ..errors import InputError
 from ..settings import settings_problem
 from .ask import cmd_ask, cmd_questions, cmd_recap, cmd_search
 from .backup import cmd_backup, cmd_restore
@@ -156,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
         return asyncio.run(COMMANDS[args.command](args))
+    except InputError as exc:
+        console.print(f"[red]oracle {args.command}:[/] {escape(str(exc))}", soft_wrap=True)
+        return 2
     except DOMAIN_ERRORS as exc:
         console.print(f"[red]oracle {args.command}:[/] {escape(str(exc))}", soft_wrap=True)
         return 1

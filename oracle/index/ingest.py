@@ -17,11 +17,12 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import OracleError
+from ..errors import InputError, OracleError
 from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..llm import LLMError
 from ..notes.refs import chunk_refs
@@ -53,9 +54,7 @@ class IngestError(OracleError, RuntimeError):
 
 async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = "the command line") -> IngestReport:
     """Bring the index in line with the notes folder. Raises IngestBusy if another ingest runs."""
-    notes = index.settings.notes_dir
-    if not notes.is_dir():  # before any lock or store: nothing was ever read, so nothing is "still served"
-        raise IngestError(f"the notes folder {notes} does not exist: set ORACLE_NOTES_DIR (or --notes) to your vault")
+    _check_notes(index.settings)  # before any lock or store: nothing was ever read, so nothing is "still served"
     check_writable(index.settings.data_dir)
     try:
         with IngestLock(index.settings.lock_path, by):
@@ -65,6 +64,28 @@ async def ingest(index: Index, *, progress: ProgressFn | None = None, by: str = 
         log.info("ingest failed", exc_info=True)
         reason = getattr(exc, "strerror", None) or str(exc)
         raise IngestError(f"the ingest stopped ({reason}); the previous index is still served") from exc
+
+
+class NotesFolderError(IngestError, InputError):
+    """The notes folder is not one, or holds no note: nothing is read, the index is left as it is."""
+
+
+def _check_notes(settings: Settings) -> None:
+    notes, where = settings.notes_dir, "set ORACLE_NOTES_DIR (or --notes) to your vault"
+    if not notes.exists():
+        raise NotesFolderError(f"the notes folder {notes} does not exist: {where}")
+    if not notes.is_dir():
+        raise NotesFolderError(f"the notes folder {notes} is a file, not a folder: {where}'s folder")
+    # A wrong folder, or a vault's folder not mounted or synced yet: never a reason to empty an index.
+    if next(_markdown(notes), None) is None:
+        kept = " (the index is kept as it was)" if settings.sqlite_path.exists() else ""
+        raise NotesFolderError(f"the notes folder {notes} holds no Markdown note{kept}: {where}")
+
+
+def _markdown(folder: Path) -> Iterator[Path]:
+    for path in folder.rglob("*.md"):
+        if not any(part.startswith(".") for part in path.relative_to(folder).parts):
+            yield path
 
 
 async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
