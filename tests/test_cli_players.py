@@ -253,3 +253,21 @@ def test_a_trace_for_players_keeps_no_reason_of_the_machine():
 ])
 def test_a_player_reads_a_models_name_never_its_folder(model, shown):
     assert shown == model_name(model)
+
+
+def test_one_rule_for_exit_codes_and_one_refusal_of_an_empty_question(run, capsys):
+    """0 for an answer, an honest "nothing on that" included; 2 for bad input, the same sentence on
+    every command (`oracle --help` says the rule)."""
+    for argv in (["ask", "  "], ["search", ""], ["who", " "]):
+        capsys.readouterr()
+        code = cli.main(argv)  # refused before any index is opened
+        said = capsys.readouterr()
+        err = " ".join(said.err.split())
+        assert (2, "") == (code, said.out), argv
+        assert err.startswith(f"oracle {argv[0]}: ") and err.endswith(
+            texts().empty_question if argv[0] != "who" else "Give a name to look up."), err
+    assert 0 == run("who", "Nobodyhere")[0]  # the Compendium has no entry: an honest answer
+    assert 0 == run("recap", "99")[0]  # no such session: the same
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "Exit status, on every command: 0 for an answer" in " ".join(capsys.readouterr().out.split())

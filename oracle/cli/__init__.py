@@ -29,7 +29,12 @@ from .status import cmd_status, cmd_visibility, cmd_who
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="oracle", description="Answers questions from a campaign's notes.")
+    p = argparse.ArgumentParser(
+        prog="oracle", description="Answers questions from a campaign's notes.",
+        epilog="Exit status, on every command: 0 for an answer, including an honest \"the notes hold nothing "
+               "on that\"; 1 when something failed (Ollama aside: without it the passages are the answer); "
+               "2 for bad input or a wrong setting (an empty question, a notes folder that is not one).",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -16,7 +16,7 @@ from ..oracle import Oracle
 from ..retrieve.retrieval import Hit
 from ..texts import texts
 from ..types import Clearance
-from .common import build_settings, campaign_index, console, ensure_index, out, snippet
+from .common import asked, build_settings, campaign_index, console, ensure_index, out, snippet
 
 
 def hits_table(title: str, hits: list[Hit]) -> Table:
@@ -35,6 +35,7 @@ def hits_table(title: str, hits: list[Hit]) -> Table:
 
 
 async def cmd_search(args: argparse.Namespace) -> int:
+    asked(args.question)
     async with campaign_index(args) as index:
         settings = index.settings
         await ensure_index(index, quiet=args.json)
@@ -63,6 +64,7 @@ async def cmd_search(args: argparse.Namespace) -> int:
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
+    asked(args.question)
     async with campaign_index(args) as index:
         await ensure_index(index, quiet=args.json)
         oracle = Oracle(index)

@@ -12,12 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..campaigns import Campaigns, CampaignsError
-from ..errors import OracleError
+from ..errors import InputError, OracleError
 from ..index.index import Index
 from ..index.ingest import ingest
 from ..index.library import Library
 from ..index.status import is_indexed
 from ..settings import Settings
+from ..texts import texts
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 150)
@@ -75,6 +76,14 @@ def chosen(args: argparse.Namespace, *, one: bool = False, overrides_apply: bool
     if len(picked) > 1:
         raise CampaignsError("--notes and --data name one campaign's folders: add --campaign NAME")
     return picked_from.moved(notes=Path(notes) if notes else None, data=Path(data) if data else None)
+
+
+def asked(text: str, what: str = "question") -> str:
+    """A question (or a name) to look up; a blank one is bad input (exit 2) on every command, said in
+    the words `/oracle ask` uses."""
+    if not text.strip():
+        raise InputError(texts().empty_question if what == "question" else f"Give a {what} to look up.")
+    return text
 
 
 def build_settings(args: argparse.Namespace) -> Settings:

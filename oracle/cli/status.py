@@ -14,7 +14,7 @@ from ..llm import describe_loaded
 from ..oracle import Oracle
 from ..types import Clearance
 from ..visibility import VisibilityReport, note_visibility, players_view, suggest_policy
-from .common import _many, build_settings, campaign_index, ensure_index, out
+from .common import _many, asked, build_settings, campaign_index, ensure_index, out
 from .ingest import print_vault_report
 
 
@@ -87,7 +87,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 
 async def cmd_who(args: argparse.Namespace) -> int:
-    """The dossier `/oracle who` shows, as a player sees it (or, with --gm, as the game master)."""
+    """The dossier `/oracle who` shows, as a player sees it (or, with --gm, as the game master). A
+    name the Compendium lacks is an honest answer (exit 0), as "the notes hold nothing on that" is."""
+    asked(args.name, "name")
     async with campaign_index(args) as index:
         await ensure_index(index, quiet=args.json)
         oracle = Oracle(index)
@@ -98,12 +100,12 @@ async def cmd_who(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"dossier": dossier.to_json() if dossier else None, "suggestions": suggestions},
                          ensure_ascii=False))
-        return 0 if dossier is not None else 1
+        return 0
     if dossier is None:
         out.print(f"The Compendium has no entry for “{args.name}”.", markup=False)
         if suggestions:
             out.print("Names that start like it: " + ", ".join(suggestions), markup=False)
-        return 1
+        return 0
     data = dossier.to_json()
     out.print(f"[bold]{escape(dossier.name)}[/] ({escape(dossier.kind)})")
     if dossier.aliases:
