@@ -18,6 +18,7 @@ from oracle.answer.results import Answer
 from oracle.index.index import PolicyChanged
 from oracle.index.status import is_indexed
 from oracle.journal import Asked
+from oracle.text import clipped
 from oracle.types import Clearance
 from oracle.watch import Watching
 
@@ -350,7 +351,7 @@ class Answering:
             await message.reply(str(exc))
         except Exception:
             self.flood.refund(message.author.id)
-            log.exception("follow-up %r in thread %s failed", question, thread.id)
+            log.exception("follow-up %r in thread %s failed", clipped(question), thread.id)
             await message.reply(FAILED)
         finally:
             if waited and self.bot.user is not None:  # the bot's own user: known once it is logged in

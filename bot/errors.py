@@ -8,6 +8,7 @@ import logging
 import discord
 
 from oracle.index.index import PolicyChanged
+from oracle.text import clipped
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ async def report_failure(interaction: discord.Interaction, error: BaseException)
         what = interaction.command.qualified_name if interaction.command else interaction.data and \
             interaction.data.get("custom_id")
         log.error("%s failed (%s)", f"/{what}" if interaction.command else f"button {what}",
-                  interaction.namespace if interaction.command else interaction.user, exc_info=original)
+                  clipped(str(interaction.namespace)) if interaction.command else interaction.user, exc_info=original)
         message = FAILED
     delivered = interaction.extras.get("delivered", False)  # set by `delivery.InteractionReply.first`
     if delivered and message == FAILED:

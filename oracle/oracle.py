@@ -40,6 +40,7 @@ from .policy import AUTO
 from .retrieve.entity import Matchers
 from .retrieve.pipeline import SearchPipeline, elapsed_ms
 from .retrieve.retrieval import Retrieval
+from .text import clipped
 from .texts import Texts, question_language, texts
 from .types import Chunk, Clearance
 
@@ -152,7 +153,7 @@ class Oracle:
         timings = asking.retrieval.timings_ms
         timings["answer"] = elapsed_ms(unwritten.began)
         timings["total"] = elapsed_ms(asking.started)
-        log.warning("answering %r without the LLM: %s", asking.question, unwritten.reason)
+        log.warning("answering %r without the LLM: %s", clipped(asking.question), unwritten.reason)
         if unwritten.reason != PLAYER_REASON:  # a withheld answer is recorded as such (`Writer`)
             self.fallbacks.add(asking.question, unwritten.reason)
         return await passages_answer(
@@ -273,7 +274,7 @@ def _shower(on_text: TextFn | None, what: str) -> TextFn | None:
         try:
             await show[0](text)
         except Exception:
-            log.warning("showing the answer to %r as it is written failed; it is shown when done", what,
+            log.warning("showing the answer to %r as it is written failed; it is shown when done", clipped(what),
                         exc_info=True)
             show.clear()
 

@@ -264,5 +264,18 @@ def _json(text: str, shape: type, name: str, hint: str):
 
 
 def settings_problem(exc: ValidationError) -> str:
-    """A bad setting in the environment or .env, in one line: which variable, what is wrong with it."""
-    return "; ".join(f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in exc.errors())
+    """A bad setting in the environment or .env, in one line: which variable, what is wrong with it,
+    and what it was set to; a check across settings says it in its own sentence, which names them.
+    Never pydantic's own prefixes ("Value error, ")."""
+    said = []
+    for e in exc.errors():
+        error = (e.get("ctx") or {}).get("error")
+        message = str(error) if isinstance(error, Exception) else e["msg"]
+        where = ".".join(str(part) for part in e["loc"])
+        if not where:
+            said.append(message)
+            continue
+        value = e.get("input")
+        given = f" (it is {value!r})" if isinstance(value, str | int | float) and len(repr(value)) <= 60 else ""
+        said.append(f"{where}: {message[:1].lower()}{message[1:]}{given}")
+    return "; ".join(said)

@@ -40,3 +40,9 @@ def normalize_text(text: str) -> str:
     text = unicodedata.normalize("NFKD", text)
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return text.casefold().replace("’", "'")
+
+
+def clipped(text: str, limit: int = 200) -> str:
+    """A player's text as a log line shows it: its head, on one line, and how long it was."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else f"{flat[:limit]}… ({len(flat)} characters)"

@@ -80,6 +80,16 @@ async def test_every_ollama_fault_still_answers_with_passages(oracle, fake_ollam
     assert "campaign-log › Session 1" in [c.label for c in answer.citations]
 
 
+async def test_a_long_question_is_cut_in_the_log(oracle, fake_ollama, caplog):
+    fake_ollama.responder = lambda request: EMPTY
+    question = "Who sold Mirela the brass compass? " + "and then " * 1200  # over 10,000 characters
+    with caplog.at_level("WARNING"):
+        answer = await oracle.ask(question)
+    assert "passages" == answer.mode
+    [line] = [r.getMessage() for r in caplog.records if "without the LLM" in r.getMessage()]
+    assert len(line) < 400 and f"({len(question.strip())} characters)" in line
+
+
 async def test_a_truncated_rerank_reply_keeps_the_fused_order(oracle, fake_ollama):
     fake_ollama.responder = lambda request: TruncatedJson() if request.get("format") else "An answer [campaign-log › Session 1]."
     answer = await oracle.ask("Who sold Mirela the brass compass?")

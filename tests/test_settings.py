@@ -65,7 +65,8 @@ def test_the_bot_with_a_bad_setting_says_which_and_exits_2(monkeypatch, caplog):
     monkeypatch.setenv("ORACLE_WATCH_QUIET", "soon")
     with caplog.at_level("ERROR"):
         assert 2 == bot.__main__.main()
-    assert ["a setting is wrong: ORACLE_WATCH_QUIET: Input should be a valid number, unable to parse string as a number"] == [
+    assert ["a setting is wrong: ORACLE_WATCH_QUIET: input should be a valid number, unable to parse string as a number "
+            "(it is 'soon')"] == [
         r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert not any(r.exc_info for r in caplog.records)
 
@@ -80,9 +81,9 @@ def test_bot_list_settings_take_a_json_list_too(monkeypatch):
 @pytest.mark.parametrize(
     "name, value, said",
     [
-        ("ORACLE_FOLDER_KINDS", "{npcs: sheet", "ORACLE_FOLDER_KINDS: Value error, not a JSON object (Expecting"),
-        ("ORACLE_PATH_WEIGHTS", "[1, 2]", "ORACLE_PATH_WEIGHTS: Value error, not a JSON object;"),
-        ("ORACLE_GM_NOTES", '["GM/"', "ORACLE_GM_NOTES: Value error, not a JSON list ("),
+        ("ORACLE_FOLDER_KINDS", "{npcs: sheet", "ORACLE_FOLDER_KINDS: not a JSON object (Expecting"),
+        ("ORACLE_PATH_WEIGHTS", "[1, 2]", "ORACLE_PATH_WEIGHTS: not a JSON object;"),
+        ("ORACLE_GM_NOTES", '["GM/"', "ORACLE_GM_NOTES: not a JSON list ("),
     ],
 )
 def test_a_setting_that_is_no_json_says_which_and_exits_2(monkeypatch, caplog, name, value, said):
@@ -95,6 +96,16 @@ def test_a_setting_that_is_no_json_says_which_and_exits_2(monkeypatch, caplog, n
     (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert message.startswith(f"a setting is wrong: {said}")
     assert not any(r.exc_info for r in caplog.records)
+
+
+def test_a_check_across_settings_is_its_own_sentence_without_pydantics_words(monkeypatch, caplog):
+    import bot.__main__
+
+    monkeypatch.setenv("ORACLE_ANSWER_TOKENS", "999999")
+    with caplog.at_level("ERROR"):
+        assert 2 == bot.__main__.main()
+    assert ["a setting is wrong: ORACLE_ANSWER_TOKENS=999999 leaves too little of ORACLE_NUM_CTX=16384 for the notes: "
+            "keep it at most half the window"] == [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
 
 
 def test_a_retired_setting_is_ignored_with_a_warning_naming_what_replaced_it(monkeypatch, caplog):

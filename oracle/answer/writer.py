@@ -21,6 +21,7 @@ from ..offload import question_step
 from ..retrieve.pipeline import elapsed_ms
 from ..retrieve.retrieval import Retrieval
 from ..settings import Settings
+from ..text import clipped
 from ..types import Clearance
 from .budget import fit_answer_prompt
 from .citations import Verified, verify
@@ -164,7 +165,7 @@ class Writer:
                                      extra, t)
                 incomplete = why
                 incomplete_shown = incomplete if asking.clearance.gm else PLAYER_INCOMPLETE
-                log.warning("answer to %r cut after %d words: %s", asking.question, len(text.split()), why)
+                log.warning("answer to %r cut after %d words: %s", clipped(asking.question), len(text.split()), why)
             except LLMError as exc:
                 if exc.timed_out:  # nothing written by the deadline: the bound of the first words
                     return self._late(deadline, extra, t)
@@ -177,7 +178,7 @@ class Writer:
             # Players get the passages as if the model had failed: saying why would tell them a
             # secret lies there. The game master reads the reason in the log and in `status`.
             log.warning("withheld the answer to %r: it repeated game-master-only text (check the notes)",
-                        asking.question)
+                        clipped(asking.question))
             await self._withheld(asking.question)
             return Unwritten(PLAYER_REASON, extra, t)
         retrieval.timings_ms["total"] = elapsed_ms(asking.started)
