@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -238,3 +239,34 @@ def test_a_timer_ingest_skips_a_campaign_being_ingested_and_succeeds(campaigns_f
 
         code, _, err = cli(capsys, "ingest", "--campaign", "ember")  # by hand: refused, as before
         assert (1, True) == (code, "an ingest is already running" in err)
+
+
+def test_status_during_a_first_ingest_says_it_runs_and_a_stopped_first_ingest_says_nothing_was_indexed(tmp_path):
+    """The real command line with the paced stand-in for the model, so the first ingest is still
+    embedding while `status` runs, and a SIGTERM (as Ctrl-C) lands inside it."""
+    from tests.fakes.hashed_cli import PACE
+
+    notes = write_notes(tmp_path / "notes", {f"sessions/Session {n}.md": f"## Session {n}\n" + "The gulls cried. " * 200
+                                             for n in range(1, 8)})
+    environ = {**os.environ, "OLLAMA_HOST": closed_port_url(), "ORACLE_ANNOTATE": "false", "ORACLE_CAMPAIGNS": "",
+               "ORACLE_NOTES_DIR": str(notes), "ORACLE_DATA_DIR": str(tmp_path / "var"), PACE: "0.2",
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    first = subprocess.Popen([sys.executable, "-m", "tests.fakes.hashed_cli", "ingest"], stderr=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, text=True, env=environ, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "var" / "oracle.sqlite3").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        status = subprocess.run([sys.executable, "-m", "tests.fakes.hashed_cli", "status"], capture_output=True,
+                                text=True, env=environ, cwd=tmp_path, timeout=60)
+        assert first.poll() is None, "the first ingest ended before status ran"
+        first.send_signal(signal.SIGTERM)
+        code = first.wait(60)
+        said = first.stderr.read() if first.stderr else ""
+    finally:
+        first.kill()
+    assert 1 == status.returncode, status.stderr
+    assert "the first ingest into" in status.stderr and "is not done yet: an ingest is running (started by the " \
+        "command line at" in " ".join(status.stderr.split()), status.stderr
+    assert 143 == code and "stopped: nothing was indexed yet; run the command again" in said, said
+    assert "previous index" not in said

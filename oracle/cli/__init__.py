@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         what = "stopped" if isinstance(exc, Stopped) else "interrupted"
         if args.command == "watch":
             console.print(f"[red]{what}[/]: no longer watching (a reingest cut short leaves the previous index served)")
+        elif getattr(args, "nothing_indexed", False):
+            console.print(f"[red]{what}[/]: nothing was indexed yet; run the command again")
         else:
             console.print(f"[red]{what}[/]: the previous index is still served; run the command again")
         return 143 if isinstance(exc, Stopped) else 130

@@ -20,6 +20,7 @@ from ..errors import OracleError
 from ..index.ingest import ingest
 from ..index.lock import IngestBusy
 from ..index.report import VaultReport
+from ..index.status import is_indexed
 from ..types import INGEST_STAGES, IngestProgress, IngestReport
 from ..watch import WatchError, watch_campaigns
 from .common import chosen, console, out
@@ -61,6 +62,8 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
             if len(indexes) > 1 and not args.json:
                 out.print(f"[bold]campaign {escape(name)}[/] ({escape(str(index.settings.notes_dir))})")
             bars = IngestBars(enabled=not args.json and console.is_terminal)
+            # What a stop (Ctrl-C, SIGTERM) leaves served: said by `cli.main`.
+            args.nothing_indexed = not (index.settings.sqlite_path.exists() and await is_indexed(index))
             try:
                 with bars.progress:
                     report = await ingest(index, progress=bars, by="the command line")

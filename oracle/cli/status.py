@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..context_window import describe_window
+from ..index.lock import running
 from ..index.status import index_status, is_indexed
 from ..index.store import StoreError
 from ..llm import describe_loaded
@@ -28,13 +29,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
             raise StoreError(f"no index at {settings.sqlite_path}, and the notes folder {settings.notes_dir} does not "
                              "exist: set ORACLE_NOTES_DIR to your vault, then run `oracle ingest`")
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
+    ingesting = running(settings.lock_path)
     async with campaign_index(args) as index:
         if not await is_indexed(index):
+            if ingesting:
+                raise StoreError(f"the first ingest into {settings.data_dir} is not done yet: {ingesting}")
             raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
                              "run `oracle ingest`")
         status = await index_status(index, clearance=Clearance.of(args.gm))
     if args.json:
-        print(json.dumps(status.to_json(), ensure_ascii=False))
+        print(json.dumps(status.to_json() | {"ingesting": ingesting}, ensure_ascii=False))
         return 0
     gm, stats = status.gm, status.stats
     table = Table(title="Oracle index" if gm else "Oracle index, as players read it", show_header=False)
@@ -58,6 +62,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         table.add_row("Compendium entries", str(stats.entities))
     table.add_row("annotation coverage", f"{stats.annotated}/{stats.chunks} ({status.annotation_coverage:.0%})")
     table.add_row("last ingest", f"{status.last_ingest} ({status.last_ingest_seconds} s)")
+    if ingesting:
+        table.add_row("now", escape(ingesting))
     if status.language:
         table.add_row("language of the notes", escape(status.language_line()))
     table.add_row("embedding model", escape(str(status.embed_model)))

@@ -85,6 +85,25 @@ class IngestLock:
             self._fd = None
 
 
+def running(path: Path) -> str | None:
+    """The ingest holding the lock at `path`, said in a sentence; None when none runs."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            return (f"an ingest is running (started by {holder.get('by', 'someone')} at "
+                    f"{holder.get('started', 'an unknown time')}, pid {holder.get('pid', '?')})")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_holder(fd: int) -> dict:
     try:
         return json.loads(os.pread(fd, 4096, 0) or b"{}")
