@@ -508,3 +508,16 @@ def test_eval_json_lists_each_question_with_its_fused_places(campaign, ollama_do
     assert ("Sheet: Brother_Aldous", "npcs/Brother_Aldous.md", []) == (monk["label"], monk["path"], monk["sessions"])
     assert 1 == monk["paths"]["entity"]  # the alias found it, through the Compendium
     assert 1.0 == result["by_kind"]["alias"]["mrr"]
+
+
+def test_the_readme_s_bank_line_is_a_bank(tmp_path):
+    from pathlib import Path
+
+    from oracle.eval_bank import load_bank
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    [line] = [line for line in readme.splitlines() if line.startswith('{"id": ')]
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text(line)
+    [question] = load_bank(bank)
+    assert question.relevant and question.answer and question.question.endswith("?")

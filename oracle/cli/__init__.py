@@ -78,7 +78,8 @@ def parser() -> argparse.ArgumentParser:
     who.add_argument("--gm", action="store_true", help="the game master's dossier, secret names included")
 
     evaluate = sub.add_parser("eval", help="retrieval quality per stage, or the answers, from a question bank")
-    evaluate.add_argument("bank", help="a JSON Lines bank (see README)")
+    evaluate.add_argument("bank", help="a JSON Lines bank: one {\"question\", \"relevant\": [labels or note paths]} "
+                                       "a line (README, \"A question bank\")")
     common(evaluate)
     evaluate.add_argument("--gm", action="store_true", help="evaluate with game-master clearance")
     evaluate.add_argument("--k", type=int, help="the final k (default ORACLE_K, 8)")
