@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     overlap_words: int = Field(120, validation_alias="ORACLE_OVERLAP_WORDS", ge=0)
     # all-MiniLM-L6-v2 was trained on 128-token inputs: windows of that size embed best (measured
     # on the LoCoMo dev conversations); a window never exceeds the model's own limit.
+    # A note over this size is said in the ingest's report with what it costs (a pasted transcript
+    # makes thousands of windows to embed); it is indexed all the same. 0: never said.
+    large_note_kb: int = Field(256, validation_alias="ORACLE_LARGE_NOTE_KB", ge=0)
     window_tokens: int = Field(128, validation_alias="ORACLE_WINDOW_TOKENS", ge=32)
     window_overlap_tokens: int = Field(32, validation_alias="ORACLE_WINDOW_OVERLAP_TOKENS", ge=0)
     # Who reads what (oracle/notes/policy.py): globs relative to the notes folder, a comma list or a

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -270,3 +271,21 @@ def test_status_during_a_first_ingest_says_it_runs_and_a_stopped_first_ingest_sa
         "command line at" in " ".join(status.stderr.split()), status.stderr
     assert 143 == code and "stopped: nothing was indexed yet; run the command again" in said, said
     assert "previous index" not in said
+
+
+def test_a_large_note_is_said_with_what_it_costs_and_a_redirected_ingest_shows_its_stages(env, tmp_path, capsys,
+                                                                                         quick_command_line):
+    notes = write_notes(tmp_path / "notes", {
+        "sessions/Session 1.md": "## Session 1\n" + "The gulls cried over the harbour while the captain argued. " * 400,
+        "sessions/Session 2.md": "## Session 2\nThe party met the monk.\n",
+    })
+    env.setenv("ORACLE_LARGE_NOTE_KB", "10")
+    code, out, err = cli(capsys, "ingest", "--notes", str(notes))
+    assert 0 == code, err
+    said = " ".join(out.split())
+    assert re.search(r"note sessions/Session 1\.md: a large note \(2\d KB, 4,003 words: (\d+) windows", said), said
+    assert "windows to embed, slow on a CPU); indexed all the same" in said and "Session 2.md: a large" not in said
+    # Not a terminal (a log, a pipe): a line as each stage starts, with how much it has to do.
+    assert f"reading the notes in {notes}" in err and "embedding windows: " in err and "writing the index" in err
+    code, out, err = cli(capsys, "ingest", "--notes", str(notes), "--json")
+    assert "embedding windows" not in err and "a large note" not in out  # unchanged: nothing read again

@@ -25,11 +25,16 @@ from ..types import INGEST_STAGES, IngestProgress, IngestReport
 from ..watch import WatchError, watch_campaigns
 from .common import chosen, console, out
 
+_STARTING = {"scan": "reading the notes in", "embed": "embedding windows", "commit": "writing the index",
+             "annotate": "annotating passages"}
+
 
 class IngestBars:
-    """Progress bars for files, windows embedded and annotations, on stderr."""
+    """Progress bars for files, windows embedded and annotations, on stderr; on a stderr that is no
+    terminal (a log, a pipe), one line as each stage starts, with how much it has to do."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, *, lines: bool = False) -> None:
+        self.lines = lines and not enabled
         self.progress = Progress(
             TextColumn("{task.description:<12}"),
             BarColumn(),
@@ -45,6 +50,10 @@ class IngestBars:
         if event.stage == "done":
             return
         task = self.tasks.get(event.stage)
+        if task is None and self.lines:
+            count = f": {event.total:,}" if event.total else ""
+            console.print(f"{_STARTING.get(event.stage, event.stage)}{count}{' ' + event.detail if event.detail else ''}",
+                          soft_wrap=True, markup=False)
         if task is None:
             task = self.progress.add_task(INGEST_STAGES[event.stage], total=event.total or None, detail="")
             self.tasks[event.stage] = task
@@ -61,7 +70,7 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
         for name, index in indexes.items():
             if len(indexes) > 1 and not args.json:
                 out.print(f"[bold]campaign {escape(name)}[/] ({escape(str(index.settings.notes_dir))})")
-            bars = IngestBars(enabled=not args.json and console.is_terminal)
+            bars = IngestBars(enabled=not args.json and console.is_terminal, lines=not args.json)
             # What a stop (Ctrl-C, SIGTERM) leaves served: said by `cli.main`.
             args.nothing_indexed = not (index.settings.sqlite_path.exists() and await is_indexed(index))
             try:
@@ -146,7 +155,7 @@ def print_ingest_report(report: IngestReport) -> None:
     for s in report.skipped:
         out.print(f"[red]skipped[/] {escape(str(s.path))}: {escape(s.reason)}")
     for s in report.warnings:
-        out.print(f"[yellow]repaired[/] {escape(str(s.path))}: {escape(s.reason)}")
+        out.print(f"[yellow]note[/] {escape(str(s.path))}: {escape(s.reason)}")
     for path, secrets in report.secrets.items():
         rule = report.rules.get(path, "")
         out.print(f"[magenta]secret[/] {escape(str(path))}: {secret_count(secrets)}" + (f" ({escape(rule)})" if rule else ""))

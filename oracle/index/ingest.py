@@ -29,7 +29,7 @@ from ..notes.refs import chunk_refs
 from ..offload import ingest_step, off_loop
 from ..settings import Settings
 from ..stems import Stemming
-from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note
+from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note, Skipped
 from . import annotate as annotate_mod
 from . import folders
 from .index import Index, collection_name
@@ -157,6 +157,7 @@ async def _ingest_into(index: Index, vectors: Vectors, folder: str | None, progr
     report.windows_repaired = len(lost)
 
     windows = await embedder.windows(to_add + lost, settings.window_overlap_tokens, settings.window_tokens)
+    report.warnings += _large_notes(scan, to_add, windows, settings.large_note_kb)
     pending = [w for w in windows if w.id not in stored_ids]
     reused = await _reuse(store, embedder, vectors, pending, to_remove, stored_ids, settings)
     pending = [w for w in pending if w.id not in reused]
@@ -248,6 +249,33 @@ async def _ingest_into(index: Index, vectors: Vectors, folder: str | None, progr
     await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})
     progress(IngestProgress("done", 1, 1))
     return report
+
+
+def _large_notes(scan: Scan, chunks: list[Chunk], windows: list[EmbeddingWindow], limit_kb: int) -> list[Skipped]:
+    """Each note read now over `limit_kb` KB, with what it costs: the windows it alone makes to embed."""
+    if not limit_kb:
+        return []
+    path_of = {c.id: c.path for c in chunks}
+    per_note: dict[str, int] = {}
+    for w in windows:
+        path = path_of.get(w.chunk_id, "")
+        per_note[path] = per_note.get(path, 0) + 1
+    said = []
+    for rel, note in sorted(scan.notes.items()):
+        size = len(note.text.encode())
+        if size <= limit_kb * 1024:
+            continue
+        made = per_note.get(rel, 0)
+        said.append(Skipped(rel, (
+            f"a large note ({_size(size)}, {len(note.text.split()):,} words: {made:,} windows to embed, "
+            f"slow on a CPU); indexed all the same. A pasted transcript? Keep it out by moving it into a "
+            f"folder whose name starts with a dot (hidden folders are never read), or quiet this with "
+            f"ORACLE_LARGE_NOTE_KB")))
+    return said
+
+
+def _size(n: int) -> str:
+    return f"{n / 1_048_576:.1f} MB" if n >= 1_048_576 else f"{n // 1024} KB"
 
 
 async def _reuse(
