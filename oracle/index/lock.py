@@ -66,12 +66,9 @@ class IngestLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read_holder(fd)
+            said = _holder(fd, "is already running")
             os.close(fd)
-            raise IngestBusy(
-                f"an ingest is already running (started by {holder.get('by', 'someone')} at "
-                f"{holder.get('started', 'an unknown time')}, pid {holder.get('pid', '?')})"
-            ) from None
+            raise IngestBusy(said) from None
         os.ftruncate(fd, 0)
         started = now()
         os.write(fd, json.dumps({"pid": os.getpid(), "by": self.by, "started": started}).encode())
@@ -95,17 +92,18 @@ def running(path: Path) -> str | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read_holder(fd)
-            return (f"an ingest is running (started by {holder.get('by', 'someone')} at "
-                    f"{holder.get('started', 'an unknown time')}, pid {holder.get('pid', '?')})")
+            return _holder(fd, "is running")
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
 
 
-def _read_holder(fd: int) -> dict:
+def _holder(fd: int, what: str) -> str:
+    """The ingest holding the lock open at `fd`, in a sentence: who started it, when, its pid."""
     try:
-        return json.loads(os.pread(fd, 4096, 0) or b"{}")
+        holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
     except (OSError, ValueError):
-        return {}
+        holder = {}
+    return (f"an ingest {what} (started by {holder.get('by', 'someone')} at "
+            f"{holder.get('started', 'an unknown time')}, pid {holder.get('pid', '?')})")
