@@ -68,5 +68,11 @@ class Stemming:
         words = list(words)
         return porter([self.term(w) for w in words] if self.rewrites else words)
 
+    def own(self, words: Iterable[str]) -> list[str]:
+        """Each lower-cased word by its language's stemmer alone, for matching words outside FTS5:
+        Snowball's where the language has one, else Porter (as `stems` leaves English and Polish)."""
+        words = list(words)
+        return self._own(words) if self.rewrites else porter(words)
+
     def _own(self, words: list[str]) -> list[str]:
         return _stemmer(SNOWBALL[self.code]).stemWords([w.lower() for w in words])

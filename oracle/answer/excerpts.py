@@ -1,22 +1,21 @@
-"""Passages that answer: the sentences of a passage that best match the question.
+"""Passages that answer: the sentences of the passages that best match the question.
 
 Without the LLM, a player reads passages. A session is up to 1,200 words, and its opening is rarely
-the part asked about, so each passage shows the few sentences that match the question best, in
-note order, with an ellipsis where sentences were skipped, and cites only the lines they sit on.
+the part asked about, so each passage shows the sentences that match the question best, in note
+order, with an ellipsis where sentences were skipped, and cites only the lines they sit on.
 
-How a sentence is chosen, for each passage:
-1. Keyword overlap: the question's content words and the names of the entities it names (stop
-   words out, accents folded, Porter-stemmed like the keyword path), each term weighted by its
-   rarity among the sentences of all the passages shown, `idf = ln(1 + N / df)` (the term every
-   passage repeats tells sentences apart the least). A sentence scores the sum over the distinct
-   terms it holds.
-2. The query embedding, over the few best of those (`shortlist` of them, never every sentence: each
-   costs an encoding): the final score is the keyword score divided by the passage's best, plus the
-   cosine between the sentence and the question.
-3. The best sentence, then the one after it (what was asked about is often told in the sentence
-   after the one that names it), then the next best, are taken while they fit the word budget (the
-   one a passage showed before: 60 words), then put back in note order. A passage no term reaches
-   shows its opening, as before.
+How sentences are chosen:
+1. Keyword overlap: the question's content words and the names of the entities it names (the
+   vault language's stop words out, accents folded, stemmed by that language's stemmer), each term
+   weighted by its rarity among the sentences of all the passages shown, `idf = ln(1 + N / df)`.
+   A sentence scores the sum over the distinct terms it holds, divided by its passage's best.
+2. The query embedding, over the few best of those and the two sentences after each (never every
+   sentence: each costs an encoding), adds the cosine between the sentence and the question.
+3. What was asked about is often told in the sentences after the one that names it, so a
+   sentence also takes a share of the score of the two before it (`CARRY`, fading by `DECAY`).
+4. The words are shared by all the passages (`budget` each, on average): each passage shows its
+   best sentence, then the best sentences left, from whichever passage, while they fit, so the
+   passage that holds the answer can show more of it. A passage no term reaches shows its opening.
 
 Everything here is pure and synchronous; the similarity function (the embedding model) is passed
 in, and the caller runs the whole thing off the event loop.
@@ -28,12 +27,17 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from ..lexicon import lexicon
 from ..retrieve.keyword import stem
+from ..stems import Stemming
 from ..text import STOPWORDS, normalize_text
 from ..types import Chunk
 
-BUDGET_WORDS = 60
-SHORTLIST = 4
+BUDGET_WORDS = 60  # a passage's share of the words shown, and the most one sentence shows
+ANCHORS = 3  # the best sentences by keywords of each passage, matched by the embedding too…
+AFTER = 2  # …with the sentences after each
+CARRY = 1.0
+DECAY = 0.7
 ELLIPSIS = "…"
 
 Similarity = Callable[[Sequence[str]], Sequence[float]]
@@ -193,18 +197,28 @@ def _split_block(lines: Sequence[tuple[int, str]]) -> list[Sentence]:
 _STOPWORDS = STOPWORDS | {"us"}
 
 
-def content_terms(text: str) -> list[str]:
+def content_terms(text: str, language: str | None = None) -> list[str]:
     """Stems of the content words, in order: accents folded, case-folded, stop words and one-letter
-    words out ("Vex's" gives "vex"), Porter-stemmed as the keyword path stems."""
-    words = [w for w in _WORD.findall(normalize_text(text)) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())]
-    return stem(words)
+    words out ("Vex's" gives "vex").
+
+    `language` None: English and Spanish stop words out, Porter stems as the keyword path stems
+    English, whatever the vault: the one fixed form `oracle eval` measures answers in. A language's
+    code: that language's stop words (and English's: players mix it in) and its own stemmer, as
+    sentences are matched to a question in that vault."""
+    if language is None:
+        return stem(_content_words(text, _STOPWORDS))
+    return Stemming(language).own(_content_words(text, lexicon(language).stopwords | {"us"}))
 
 
-def query_terms(question: str, entity_names: Iterable[str] = ()) -> frozenset[str]:
+def _content_words(text: str, stopwords: frozenset[str]) -> list[str]:
+    return [w for w in _WORD.findall(normalize_text(text)) if w not in stopwords and (len(w) > 1 or w.isdigit())]
+
+
+def query_terms(question: str, entity_names: Iterable[str] = (), language: str | None = None) -> frozenset[str]:
     """What a sentence is matched on: the question's content terms and the names it was found to name."""
-    terms = set(content_terms(question))
+    terms = set(content_terms(question, language))
     for name in entity_names:
-        terms.update(content_terms(name))
+        terms.update(content_terms(name, language))
     return frozenset(terms)
 
 
@@ -229,39 +243,65 @@ def choose_excerpts(
     similarity: Similarity | None = None,
     *,
     budget: int = BUDGET_WORDS,
-    shortlist: int = SHORTLIST,
+    language: str | None = None,
 ) -> list[Excerpt]:
-    """An excerpt of each chunk, in the chunks' order (see the module docstring).
+    """An excerpt of each chunk, in the chunks' order, showing `budget` words per chunk on average
+    (see the module docstring); `language`: the vault's, as in `content_terms`.
 
     `similarity(texts)` gives the cosine of each text with the question (None: keyword scores only);
-    it is called once, for the shortlisted sentences of all the chunks together.
+    it is called once, for the chosen sentences of all the chunks together.
     """
     split = [split_sentences(c.text, c.start_line) for c in chunks]
-    held = [[frozenset(content_terms(s.text)) for s in sentences] for sentences in split]
+    held = [[frozenset(content_terms(s.text, language)) for s in sentences] for sentences in split]
     weights = idf([h for hs in held for h in hs], terms)
     lexical = [[math.fsum(weights.get(t, 0.0) for t in h) for h in hs] for hs in held]  # fsum: exact, in any order
-    shortlists = [_best(scores, shortlist) for scores in lexical]
-    texts = [split[c][i].text for c, picks in enumerate(shortlists) for i in picks]
-    cosines = list(similarity(texts)) if similarity is not None and texts else [0.0] * len(texts)
-    out: list[Excerpt] = []
-    at = 0
-    for chunk, sentences, scores, picks in zip(chunks, split, lexical, shortlists, strict=True):
-        sims = cosines[at : at + len(picks)]
-        at += len(picks)
-        if picks:
-            best = max(scores[i] for i in picks)
-            final = {i: scores[i] / best + float(sim) for i, sim in zip(picks, sims, strict=True)}
-            ranked = sorted(picks, key=lambda i: (-final[i], i))
-            # What was asked about is often told in the sentence after the one that names it.
-            follow = [ranked[0] + 1] if ranked[0] + 1 < len(sentences) else []
-            order = list(dict.fromkeys([ranked[0], *follow, *ranked[1:]]))
-        else:
-            order = list(range(len(sentences)))  # nothing matched: the opening, as a passage shows it
-        out.append(_excerpt(chunk, sentences, _fit(order, sentences, budget, in_order=not picks), budget))
-    return out
+    near = [_near(scores) for scores in lexical]
+    texts = [split[c][i].text for c, picks in enumerate(near) for i in picks]
+    cosines = iter(list(similarity(texts)) if similarity is not None and texts else [0.0] * len(texts))
+    scores = [_scores(lex, {i: float(next(cosines)) for i in picks}) for lex, picks in zip(lexical, near, strict=True)]
+
+    taken: list[list[int]] = [[] for _ in chunks]
+    used = 0
+    for c, sentences in enumerate(split):  # a passage no term reaches: its opening, as a passage shows it
+        if not near[c]:
+            taken[c] = _fit(range(len(sentences)), sentences, budget, in_order=True)
+            used += sum(sentences[i].words for i in taken[c])
+    for c, sentences in enumerate(split):  # each other passage: its best sentence, whatever its size
+        if near[c]:
+            best = min(range(len(sentences)), key=lambda i: (-scores[c][i], i))
+            taken[c].append(best)
+            used += min(sentences[best].words, budget)
+    rest = sorted(
+        ((c, i) for c, picks in enumerate(near) if picks for i in range(len(split[c])) if i not in taken[c]),
+        key=lambda ci: (-scores[ci[0]][ci[1]], ci),
+    )
+    total = budget * len(chunks)
+    for c, i in rest:  # then the best sentences left, from any passage, while they fit
+        words = split[c][i].words
+        if used + words <= total:
+            taken[c].append(i)
+            used += words
+    return [_excerpt(chunk, sentences, sorted(t), budget) for chunk, sentences, t in zip(chunks, split, taken, strict=True)]
 
 
-def _fit(order: Sequence[int], sentences: Sequence[Sentence], budget: int, *, in_order: bool) -> list[int]:
+def _near(lexical: Sequence[float]) -> list[int]:
+    """The sentences the embedding reads: the `ANCHORS` best by keywords and the `AFTER` after each."""
+    anchors = _best(lexical, ANCHORS)
+    return sorted({j for i in anchors for j in range(i, min(i + AFTER + 1, len(lexical)))})
+
+
+def _scores(lexical: Sequence[float], cosines: dict[int, float]) -> list[float]:
+    """Each sentence's own score (keywords over the passage's best, plus its cosine where read),
+    plus `CARRY` of the best of the two before it, fading by `DECAY` a sentence."""
+    best = max(lexical, default=0.0) or 1.0
+    own = [lex / best + cosines.get(i, 0.0) for i, lex in enumerate(lexical)]
+    return [
+        score + CARRY * max((own[j] * DECAY ** (i - j) for j in range(max(0, i - AFTER), i)), default=0.0)
+        for i, score in enumerate(own)
+    ]
+
+
+def _fit(order: Iterable[int], sentences: Sequence[Sentence], budget: int, *, in_order: bool) -> list[int]:
     """Sentences taken best first while they fit `budget` words; the first is taken whatever its size.
     `in_order` (the opening): stop at the first that does not fit rather than skip it."""
     taken: list[int] = []

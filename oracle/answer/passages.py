@@ -39,7 +39,8 @@ class Fallbacks:
 async def excerpts(embedder: Embeddings, retrieval: Retrieval, chunks: Sequence[Chunk]) -> list[Excerpt]:
     """The sentences of each chunk that best match the question (`excerpts.choose_excerpts`),
     matched against the query vector the semantic path already computed; off the event loop."""
-    terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities])
+    language = retrieval.language
+    terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities], language)
     model = embedder.in_thread  # `similarity` runs in the question's lane with `choose_excerpts`
 
     def similarity(texts: Sequence[str]) -> list[float]:
@@ -48,7 +49,7 @@ async def excerpts(embedder: Embeddings, retrieval: Retrieval, chunks: Sequence[
             query = model.encode_query(retrieval.search_query)
         return [float(model.encode_query(text) @ query) for text in texts]
 
-    return await question_step(choose_excerpts, chunks, terms, similarity)
+    return await question_step(choose_excerpts, chunks, terms, similarity, language=language)
 
 
 async def passages_answer(

@@ -141,7 +141,8 @@ class SearchPipeline:
         linked_hits = ranked_hits(linked, {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])})
         timings["linked"] = elapsed_ms(t)
         timings["total"] = elapsed_ms(started)
-        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector, evidence)
+        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector, evidence,
+                         stemming.code)
 
 
 def ranked_hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:

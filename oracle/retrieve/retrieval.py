@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..lexicon import DEFAULT
 from ..types import Chunk
 from .entity import EntityMatch
 from .evidence import Evidence
@@ -40,6 +41,7 @@ class Retrieval:
     linked: list[Hit] = field(default_factory=list)  # reached from the fused top k by a reference
     query_vector: np.ndarray | None = None  # the search query embedded by the semantic path
     evidence: Evidence | None = None  # the learned fusion's features of every candidate (ORACLE_FUSION=learned)
+    language: str = DEFAULT  # of the index: how the passages' sentences are matched to the question
 
     @property
     def pool(self) -> list[Hit]:
