@@ -1,6 +1,9 @@
 """The core's layers run one way: notes ← index ← retrieve ← answer ← oracle ← cli / eval, with the
-shared base (errors, settings, policy, types, text, tokens, llm, offload, deadline, context window)
-beneath them all, and nothing in the core imports Discord or the bot. Read from the source, so a lazy import inside a function counts too.
+shared base beneath them all, and nothing in the core imports Discord or the bot. Read from the
+source, so a lazy import inside a function counts too.
+
+Each base module has a rung of its own, in the order they import each other today (the word lists
+at the bottom, the model client at the top), so `types` can never import `llm` unnoticed.
 """
 from __future__ import annotations
 
@@ -12,16 +15,21 @@ import pytest
 CORE = Path(__file__).resolve().parent.parent / "oracle"
 
 # A module may import its own layer and those below; never one above.
+BASE = [
+    "errors", "tokens", "context_window", "offload", "lexicon",  # import nothing of the core
+    "text", "stems", "texts", "marks", "types",  # the lexicon
+    "policy",  # marks, types
+    "settings",  # the policy's names
+    "deadline", "campaigns", "llm",  # settings
+]
 LAYERS = {
-    "errors": 0, "settings": 0, "types": 0, "text": 0, "tokens": 0, "llm": 0, "campaigns": 0, "policy": 0,
-    "lexicon": 0, "marks": 0, "stems": 0, "texts": 0,
-    "deadline": 0, "context_window": 0, "offload": 0,
-    "notes": 1,
-    "index": 2, "watch": 2, "visibility": 2, "backup": 2,
-    "retrieve": 3,
-    "answer": 4, "dossier": 4,
-    "oracle": 5, "journal": 5,
-    "eval": 6, "eval_bank": 6, "eval_answers": 6, "cli": 6,
+    **{name: rung for rung, name in enumerate(BASE)},
+    "notes": 100,
+    "index": 200, "watch": 200, "visibility": 200, "backup": 200,
+    "retrieve": 300,
+    "answer": 400, "dossier": 400,
+    "oracle": 500, "journal": 500,
+    "eval": 600, "eval_bank": 600, "eval_answers": 600, "cli": 600,
 }
 # Parsing notes is pure text: no storage, network or event loop.
 PURE = {"notes"}
@@ -94,6 +102,8 @@ def test_imports_run_one_way(path):
         ("notes/parse.py", "import sqlite3\n", "oracle.notes.parse:1 imports sqlite3 (notes are parsed without I/O)"),
         ("answer/leaks.py", "def f():\n    import discord\n", "oracle.answer.leaks:2 imports discord (the core never imports Discord)"),
         ("retrieve/fusion.py", "from .. import oracle\n", "oracle.retrieve.fusion:1 imports oracle.oracle (a layer above)"),
+        ("types.py", "from .llm import LLM\n", "oracle.types:1 imports oracle.llm (a layer above)"),
+        ("lexicon/__init__.py", "from ..text import fold\n", "oracle.lexicon:1 imports oracle.text (a layer above)"),
     ],
 )
 def test_the_rule_catches_each_breach(tmp_path, where, source, expected):
