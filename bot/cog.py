@@ -11,12 +11,10 @@ from discord.ext import commands
 
 from oracle.answer.citations import Citation
 from oracle.answer.results import Answer
-from oracle.context_window import describe_window
 from oracle.index.index import PolicyChanged
 from oracle.index.ingest import IngestError
 from oracle.index.lock import IngestBusy
 from oracle.index.status import index_status
-from oracle.llm import describe_loaded
 from oracle.oracle import Oracle
 from oracle.types import Clearance
 
@@ -230,9 +228,9 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
             *([f"**Language of the notes:** {status.language_line()}"] if status.language else []),
             f"**Annotations:** {stats.annotated}/{stats.chunks}",
             f"**Models:** answers with `{status.model}`, embeds with `{status.embed_model}`",
-            f"**Ollama:** {'answers' if status.ollama['ok'] else status.ollama['reason']}",
-            f"**Context window:** {describe_window(status.context)}",
-            f"**Model loaded:** {describe_loaded(status.model_loaded)}",
+            f"**Ollama:** {status.ollama.said()}",
+            f"**Context window:** {status.context.describe()}",
+            f"**Model loaded:** {status.model_loaded.describe()}",
             "**Thread follow-ups:** "
             + ("on (message-content intent enabled)" if intent else
                "only when the bot is mentioned. To read every reply in a thread, enable the Message Content "

@@ -38,11 +38,10 @@ class ContextWindow:
             "reason": self.reason,
         }
 
-
-def describe_window(window: dict) -> str:
-    """`ContextWindow.to_json()` as a status line: the num_ctx every request carries, and why it is not the setting."""
-    line = f"{window['num_ctx']} tokens, {window['answer_tokens']} of them for the answer"
-    return f"{line} ({window['reason']})" if window["reason"] else line
+    def describe(self) -> str:
+        """As a status line: the num_ctx every request carries, and why it is not the setting."""
+        line = f"{self.num_ctx} tokens, {self.answer_tokens} of them for the answer"
+        return f"{line} ({self.reason})" if self.reason else line
 
 
 def context_length(model_info: Mapping[str, Any] | None) -> int | None:

@@ -71,13 +71,24 @@ class Reply:
 TextFn = Callable[[str], Awaitable[None]]
 
 
-def describe_loaded(loaded: dict) -> str:
-    """`LLM.loaded()` as a status line."""
-    if loaded["loaded"] is None:
-        return f"unknown: {loaded['reason']}"
-    if not loaded["loaded"]:
-        return "no: the next question loads it (until it is loaded, questions get the passages)"
-    return f"yes, with {loaded['context_length']} tokens of context" if loaded.get("context_length") else "yes"
+@dataclass(frozen=True)
+class Loaded:
+    """Whether Ollama holds the model in memory (`/api/ps`): None when Ollama did not say, with why."""
+
+    loaded: bool | None
+    context_length: int | None = None
+    reason: str | None = ""  # why it is unknown; a player's status has None or a reason without host
+
+    def to_json(self) -> dict:
+        return {"loaded": self.loaded, "context_length": self.context_length, "reason": self.reason}
+
+    def describe(self) -> str:
+        """As a status line."""
+        if self.loaded is None:
+            return f"unknown: {self.reason}"
+        if not self.loaded:
+            return "no: the next question loads it (until it is loaded, questions get the passages)"
+        return f"yes, with {self.context_length} tokens of context" if self.context_length else "yes"
 
 
 def _reason(exc: BaseException, host: str, model: str) -> str:
@@ -241,11 +252,11 @@ class LLM:
         if self.loading:
             return True
         state = await self.loaded(max(timeout, 0.001))
-        if state["loaded"] is None:  # Ollama did not say: the calls will tell why
+        if state.loaded is None:  # Ollama did not say: the calls will tell why
             return False
-        if state["loaded"]:
+        if state.loaded:
             window = await self.window(max(timeout, 0.001))
-            if state["context_length"] in (None, window.num_ctx):
+            if state.context_length in (None, window.num_ctx):
                 return False
         log.info("the model %s is not loaded: loading it", self.model)
         self._begin_load()
@@ -260,17 +271,17 @@ class LLM:
         done, _ = await asyncio.wait({self._load}, timeout=max(timeout, 0))
         return bool(done)
 
-    async def loaded(self, timeout: float = 3.0) -> dict[str, Any]:
+    async def loaded(self, timeout: float = 3.0) -> Loaded:
         """Whether Ollama holds the model in memory now (`/api/ps`), and with which context length."""
         try:
             running = await asyncio.wait_for(self._client.ps(), timeout)
         except Exception as exc:
-            return {"loaded": None, "context_length": None, "reason": _reason(exc, self.host, self.model)}
+            return Loaded(None, reason=_reason(exc, self.host, self.model))
         wanted = {self.model, self.model if ":" in self.model else f"{self.model}:latest"}
         for model in running.models:
             if model.model in wanted or model.name in wanted:
-                return {"loaded": True, "context_length": model.context_length, "reason": ""}
-        return {"loaded": False, "context_length": None, "reason": ""}
+                return Loaded(True, model.context_length)
+        return Loaded(False)
 
     async def close(self) -> None:
         if self._load is not None and not self._load.done():

@@ -7,11 +7,9 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
-from ..context_window import describe_window
 from ..index.lock import running
 from ..index.status import index_status, is_indexed
 from ..index.store import StoreError
-from ..llm import describe_loaded
 from ..oracle import Oracle
 from ..types import Clearance
 from ..visibility import VisibilityReport, note_visibility, players_view, suggest_policy
@@ -42,7 +40,6 @@ async def cmd_status(args: argparse.Namespace) -> int:
         return 0
     gm, stats = status.gm, status.stats
     table = Table(title="Oracle index" if gm else "Oracle index, as players read it", show_header=False)
-    ok = status.ollama["ok"]
     if gm:
         table.add_row("notes", escape(str(gm.notes_dir)))
         table.add_row("who reads what", escape(gm.policy))
@@ -68,12 +65,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
         table.add_row("language of the notes", escape(status.language_line()))
     table.add_row("embedding model", escape(str(status.embed_model)))
     table.add_row("answer model", escape(str(status.model)))
-    if gm:
-        table.add_row("ollama", escape(f"{status.ollama['host']}: " + ("answers" if ok else status.ollama["reason"])))
-    else:
-        table.add_row("ollama", "answers" if ok else escape(status.ollama["reason"]))
-    table.add_row("context window", escape(describe_window(status.context)))
-    table.add_row("model loaded", escape(describe_loaded(status.model_loaded)))
+    reach = status.ollama
+    table.add_row("ollama", escape(f"{reach.host}: {reach.said()}" if gm else reach.said()))
+    table.add_row("context window", escape(status.context.describe()))
+    table.add_row("model loaded", escape(status.model_loaded.describe()))
     if not gm:
         out.print(table)
         out.print("[dim]The game master's status (GM-only counts, Ollama's host, the policy): oracle status --gm[/]")

@@ -8,11 +8,12 @@ player's status, so a player's cannot carry it by mistake.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
+from ..context_window import ContextWindow
 from ..lexicon import language
+from ..llm import Loaded
 from ..types import Clearance
 from . import annotate
 from .embed import model_reads
@@ -44,10 +45,26 @@ class GMStatus:
 
 
 @dataclass(frozen=True)
+class Reach:
+    """Whether Ollama answers: the game master's names its host and the reason, a player's neither."""
+
+    ok: bool
+    reason: str | None
+    host: str | None = None  # the game master's only
+
+    def to_json(self) -> dict:
+        head = {} if self.host is None else {"host": self.host}
+        return head | {"ok": self.ok, "reason": self.reason}
+
+    def said(self) -> str:
+        """As a status line: "answers", or why not."""
+        return "answers" if self.ok else str(self.reason)
+
+
+@dataclass(frozen=True)
 class IndexStatus:
-    """What is indexed, when, with which models, and whether Ollama answers, as one reader sees it.
-    `context`, `ollama` and `model_loaded` are the language model's own JSON (a player's without
-    host or error); `ollama` holds a `host` in the game master's only."""
+    """What is indexed, when, with which models, and whether Ollama answers, as one reader sees it
+    (a player's context window, reach and loaded model without host or error)."""
 
     stats: StoreStats
     annotation_coverage: float
@@ -55,10 +72,10 @@ class IndexStatus:
     last_ingest_seconds: float | None
     embed_model: str
     model: str
-    context: dict[str, Any]
+    context: ContextWindow
     language: str | None  # the vault's, as the last ingest read it (`ORACLE_LANGUAGE` or detected)
-    ollama: dict[str, Any]
-    model_loaded: dict[str, Any]
+    ollama: Reach
+    model_loaded: Loaded
     gm: GMStatus | None = None  # the game master's alone: None in a player's
 
     @property
@@ -88,11 +105,11 @@ class IndexStatus:
             "model": self.model,
             "language": self.language,
             "embed_model_reads_language": self.embed_model_reads_language,
-            "context": self.context,
+            "context": self.context.to_json(),
         }
         if self.gm is not None:
             out |= self.gm.to_json()
-        out |= {"ollama": self.ollama, "model_loaded": self.model_loaded}
+        out |= {"ollama": self.ollama.to_json(), "model_loaded": self.model_loaded.to_json()}
         if self.gm is not None:
             out["withheld"] = self.gm.withheld.to_json()
         return out
@@ -108,13 +125,12 @@ async def index_status(index: Index, *, clearance: Clearance = Clearance.GM) -> 
     meta = await store.meta()
     llm = index.llm
     reason = await llm.probe(settings.ollama_probe_timeout)
-    context = (await llm.window(settings.ollama_probe_timeout)).to_json()
-    loaded = await llm.loaded(settings.ollama_probe_timeout) if reason is None else {
-        "loaded": None, "context_length": None, "reason": reason}
+    context = await llm.window(settings.ollama_probe_timeout)
+    loaded = await llm.loaded(settings.ollama_probe_timeout) if reason is None else Loaded(None, reason=reason)
     embed_model = meta.get("embed_model", settings.embed_model)
     gm: GMStatus | None = None
     if clearance.gm:
-        ollama: dict[str, Any] = {"host": settings.ollama_host, "ok": reason is None, "reason": reason}
+        ollama = Reach(reason is None, reason, settings.ollama_host)
         report = meta.get("vault_report")
         gm = GMStatus(
             meta.get("notes_dir"), settings.policy.describe(), await store.withheld(),
@@ -123,11 +139,11 @@ async def index_status(index: Index, *, clearance: Clearance = Clearance.GM) -> 
         )
     else:
         embed_model = model_name(embed_model)
-        if context["model_limit"] is None and context["reason"]:
+        if context.model_limit is None and context.reason:
             # Unknown: Ollama did not say, or did not answer (its host and error are in the reason).
-            context = context | {"reason": PLAYER_WINDOW_UNKNOWN}
-        ollama = {"ok": reason is None, "reason": None if reason is None else PLAYER_OLLAMA}
-        loaded = loaded | {"reason": PLAYER_OLLAMA if loaded.get("reason") else None}
+            context = replace(context, reason=PLAYER_WINDOW_UNKNOWN)
+        ollama = Reach(reason is None, None if reason is None else PLAYER_OLLAMA)
+        loaded = replace(loaded, reason=PLAYER_OLLAMA if loaded.reason else None)
     return IndexStatus(
         stats=stats,
         annotation_coverage=round(stats.annotated / stats.chunks, 3) if stats.chunks else 0.0,

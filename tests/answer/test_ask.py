@@ -27,6 +27,7 @@ from oracle.answer.trace import PLAYER_REASON
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import index_status
+from oracle.llm import Loaded
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 from oracle.texts import texts
@@ -970,9 +971,9 @@ async def test_status_says_the_window_was_lowered_and_the_model_is_loaded(campai
     finally:
         fake.add_model(FakeModel(MODEL))
     reason = f"lowered from ORACLE_NUM_CTX=16384: {MODEL} serves at most 8192 tokens"
-    assert before.context == {"num_ctx": 8192, "configured": 16384, "answer_tokens": 1024, "model_limit": 8192,
-                                 "reason": reason}
-    assert after.model_loaded == {"loaded": True, "context_length": 8192, "reason": ""}
+    assert before.context.to_json() == {"num_ctx": 8192, "configured": 16384, "answer_tokens": 1024,
+                                         "model_limit": 8192, "reason": reason}
+    assert Loaded(True, 8192) == after.model_loaded
     [load] = fake.chat_requests()
     assert (load["messages"], load["options"], load["keep_alive"]) == ([], {"num_ctx": 8192}, KEEP_ALIVE)
 
