@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING
 from .answer.citations import cited_sentences
 from .answer.excerpts import content_terms
 from .answer.prompt import Turn
-from .answer.results import Answer, abstains
-from .deadline import MISSED
+from .answer.results import MISSED_DEADLINE, Answer, abstains
 from .eval import answer_terms_shown
 from .eval_bank import Question, matches_place
 from .types import Clearance
@@ -133,7 +132,7 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
         rerank_ms=timings.get("rerank"),
         answer_ms=timings.get("answer"),
         first_words_ms=timings.get("first_words"),
-        late=answer.mode == "passages" and answer.reason.startswith(MISSED),
+        late=answer.cause in MISSED_DEADLINE,
     )
 
 

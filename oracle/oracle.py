@@ -203,7 +203,7 @@ class Oracle:
                 shown = written.reason if clearance.gm else words.unwritten(written.cause)
                 text, citation = session_passages(shown, parts, annotations, words)
                 written = self._compose(question, text, "passages", shown, retrieval=retrieval, selection=selection,
-                                        citations=(citation,),
+                                        citations=(citation,), cause=written.cause,
                                         trace=written.trace | {"player_reason": words.unwritten(written.cause)})
             return self._cleared(written, clearance, words)
 

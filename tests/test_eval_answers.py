@@ -111,8 +111,11 @@ def test_a_record_counts_citations_claims_gold_and_costs():
     assert AnswerRecord(
         "q1", "entity", True, "passages", False, 0, 0, 0, 0, 0, 1 / 3, 0.0, None, None, 40.0, None, None, False
     ) == record(question, passages)  # citations and claims count model answers only
-    # The passages because the model did not start answering in time: late.
-    assert record(question, replace(passages, reason=Deadline(30, 20, 300).missed)).late
+    # The passages because the model did not start answering in time (or was still loading then): late.
+    late = replace(passages, reason=Deadline(30, 20, 300).missed, cause="late")
+    assert record(question, late).late
+    assert record(question, replace(late, cause="loading")).late
+    assert not record(question, replace(late, cause="unavailable")).late
 
 
 def rec(answerable, mode, abstained, cited=0, unknown=0, claims=0, backed=0, uncited=0, gold=None, terms=None,

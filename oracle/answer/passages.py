@@ -15,7 +15,7 @@ from ..texts import Texts, texts
 from ..types import Chunk, Clearance
 from .citations import Citation
 from .excerpts import Excerpt, choose_excerpts, query_terms
-from .results import PASSAGES_SHOWN, Answer, compose, passage_blocks, passages_text
+from .results import PASSAGES_SHOWN, Answer, Cause, compose, passage_blocks, passages_text
 from .selection import Selection
 
 # The first reply when the deadline for the first words passed while the model was still loading.
@@ -62,7 +62,7 @@ async def passages_answer(
     *,
     clearance: Clearance,
     reranker: str,
-    cause: str = "unusable",
+    cause: Cause = "unusable",
     words: Texts | None = None,
 ) -> Answer:
     """The best passages as the answer, with `reason` for a game master and the `cause`
@@ -82,6 +82,6 @@ async def passages_answer(
         text = passages_text(reason if clearance.gm else words.unwritten(cause), shown, words)
     return compose(
         question, text, "passages", reason, reranker=reranker, retrieval=retrieval, selection=selection,
-        citations=citations, language=words.code,
+        citations=citations, language=words.code, cause=cause,
         trace=extra | {"excerpts": [e.to_json() for e in shown], "player_reason": words.unwritten(cause)},
     )

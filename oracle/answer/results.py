@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..lexicon import DEFAULT
 from ..retrieve.retrieval import Retrieval
@@ -15,6 +16,13 @@ from .selection import Selection
 from .trace import JSON_VERSION, Mode, Trace, build_trace
 
 PASSAGES_SHOWN = 5
+
+# What kept the model from writing, as a player may be told it (`Texts.unwritten`): no model to ask,
+# the model still loading, or too slow, when the first words were due; or its reply unusable (an
+# answer withheld for repeating game-master-only text says the same).
+Cause = Literal["unavailable", "loading", "late", "unusable"]
+# The causes of an answer whose first words were not written in time (its reason: `Deadline.missed`).
+MISSED_DEADLINE: frozenset[Cause] = frozenset({"loading", "late"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,7 @@ class Answer:
     trace: Trace
     clearance: Clearance = Clearance.PLAYER  # a game master's JSON keeps the detail
     language: str = DEFAULT  # of the question: what the Oracle writes itself is written in it (`texts.py`)
+    cause: Cause | None = None  # why the model wrote no answer; None when it wrote one
 
     def shown_trace(self) -> Trace:
         """The trace as this answer's reader may read it."""
@@ -65,13 +74,15 @@ def compose(
     citations: tuple[Citation, ...] = (),
     trace: dict | None = None,
     language: str = DEFAULT,
+    cause: Cause | None = None,
 ) -> Answer:
     """An answer and its trace. `trace`: what the answer stage adds to the stages' own record (see
     `answer.trace`); `reranker`: the ORACLE_RERANKER the trace names."""
     record = build_trace(mode, reason, retrieval, selection, reranker, **(trace or {}))
     fragments = selection.context.fragments if selection else ()
     headlines = selection.context.headlines if selection else ()
-    return Answer(question, text, mode, reason, citations, fragments, headlines, record, language=language)
+    return Answer(question, text, mode, reason, citations, fragments, headlines, record, language=language,
+                  cause=cause)
 
 
 def passages_text(reason: str, excerpts: Sequence[Excerpt], words: Texts | None = None) -> str:

@@ -12,7 +12,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from ..deadline import Deadline
 from ..index.store import Store
@@ -28,7 +27,7 @@ from .citations import Verified, verify
 from .context import Context
 from .leaks import Guards, SecretGuard, StreamCheck
 from .prompt import Turn
-from .results import Answer, compose
+from .results import Answer, Cause, compose
 from .selection import Selection
 from .trace import PLAYER_INCOMPLETE, PLAYER_REASON
 
@@ -63,12 +62,6 @@ class Asking:
     started: float = field(default_factory=time.perf_counter)
     stage: StageFn = _no_stage
     show_text: TextFn | None = None  # the answer so far, to whoever shows it as it is written
-
-
-# What kept the model from writing, as a player may be told it (`Texts.unwritten`): no model to ask,
-# the model still loading, or too slow, when the first words were due; or its reply unusable (an
-# answer withheld for repeating game-master-only text says the same).
-Cause = Literal["unavailable", "loading", "late", "unusable"]
 
 
 @dataclass(frozen=True)
