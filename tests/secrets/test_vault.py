@@ -266,7 +266,7 @@ async def test_status_counts_public_and_gm_only_sessions_apart(vault):
     assert_no_secret(player.to_json(), "a player's status")
     assert {"notes_dir", "withheld", "sessions_gm_only", "chunks_by_visibility"}.isdisjoint(player.to_json())
     assert player.gm is None and player.stats.gm is None
-    assert "host" not in player.ollama
+    assert player.ollama.host is None and "host" not in player.to_json()["ollama"]
     gm = await index_status(oracle.index)
     assert gm.stats.gm is not None
     assert (4, 1) == (gm.stats.sessions, gm.stats.gm.sessions_gm_only)
