@@ -13,14 +13,17 @@ from collections.abc import Awaitable, Callable, Mapping
 import discord
 from pydantic import ValidationError
 
-from oracle.campaigns import Campaigns
-from oracle.errors import OracleError
-from oracle.index.index import Index
-from oracle.index.library import Library
-from oracle.index.status import is_indexed
-from oracle.index.vectors import VectorStoreUnreachable
-from oracle.offload import SWITCH_INTERVAL
-from oracle.settings import Settings, settings_problem
+from oracle import (
+    SWITCH_INTERVAL,
+    Campaigns,
+    Index,
+    Library,
+    OracleError,
+    Settings,
+    VectorStoreUnreachable,
+    is_indexed,
+    settings_problem,
+)
 
 from .client import OracleBot
 from .history import ThreadHistory

@@ -13,14 +13,7 @@ from typing import Any, Literal, Protocol
 import discord
 from discord import app_commands
 
-from oracle.answer.prompt import Turn
-from oracle.answer.results import Answer
-from oracle.index.index import PolicyChanged
-from oracle.index.status import is_indexed
-from oracle.journal import Asked
-from oracle.text import clipped
-from oracle.types import Clearance
-from oracle.watch import Watching
+from oracle import Answer, Asked, Clearance, PolicyChanged, Turn, Watching, clipped, is_indexed
 
 from .delivery import InteractionReply, Undelivered
 from .errors import FAILED, UserError

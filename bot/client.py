@@ -8,11 +8,7 @@ from typing import Any
 import discord
 from discord.ext import commands
 
-from oracle.campaigns import Campaign
-from oracle.errors import OracleError
-from oracle.index.library import Library
-from oracle.types import IngestReport
-from oracle.watch import Watching, watch_campaigns
+from oracle import Campaign, IngestReport, Library, OracleError, Watching, watch_campaigns
 
 from .cog import OracleCog, announce
 from .errors import report_failure

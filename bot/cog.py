@@ -9,14 +9,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from oracle.answer.citations import Citation
-from oracle.answer.results import Answer
-from oracle.index.index import PolicyChanged
-from oracle.index.ingest import IngestError
-from oracle.index.lock import IngestBusy
-from oracle.index.status import index_status
-from oracle.oracle import Oracle
-from oracle.types import Clearance
+from oracle import Answer, Citation, Clearance, IngestBusy, IngestError, Oracle, PolicyChanged, index_status
 
 from .answering import Answering, OracleHost
 from .errors import UserError

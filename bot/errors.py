@@ -7,8 +7,7 @@ import logging
 
 import discord
 
-from oracle.index.index import PolicyChanged
-from oracle.text import clipped
+from oracle import PolicyChanged, clipped
 
 log = logging.getLogger(__name__)
 

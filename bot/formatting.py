@@ -8,10 +8,7 @@ from typing import Any
 
 import discord
 
-from oracle.answer.results import Answer
-from oracle.dossier import Dossier
-from oracle.index.report import VaultReport
-from oracle.texts import texts
+from oracle import Answer, Dossier, VaultReport, texts
 
 MESSAGE_LIMIT = 2000
 EMBED_DESCRIPTION_LIMIT = 4096

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from oracle.answer.prompt import Turn
-from oracle.journal import open_sqlite
+from oracle import Turn, open_sqlite
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (

@@ -25,7 +25,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from oracle.lexicon import DEFAULT, Lexicon, fold, lexicon
+from oracle import DEFAULT, Lexicon, fold, lexicon
 
 DEFAULT_PREFIXES = "!?.$;"
 MAX_ACK_WORDS = 5

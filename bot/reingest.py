@@ -17,10 +17,7 @@ from typing import Any
 
 import discord
 
-from oracle.index.index import Index
-from oracle.index.ingest import IngestError, ingest
-from oracle.index.lock import IngestBusy
-from oracle.types import Clearance, IngestProgress, IngestReport
+from oracle import Clearance, Index, IngestBusy, IngestError, IngestProgress, IngestReport, ingest
 
 from .formatting import split_message
 from .reports import announcement, ingest_summary, progress_line

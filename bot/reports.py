@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from oracle.answer.passages import Fallbacks
-from oracle.index.store import Titled
-from oracle.journal import Unanswered
-from oracle.types import INGEST_STAGES, IngestProgress, IngestReport
-from oracle.watch import Watching
+from oracle import INGEST_STAGES, Fallbacks, IngestProgress, IngestReport, Titled, Unanswered, Watching
 
 SHOWN_PER_LIST = 25  # files named per list (added, changed, ...) before "…and N more"
 WHY = {"not_found": "nothing found", "abstained": "the notes do not say", "voted_down": "👎"}

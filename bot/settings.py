@@ -6,7 +6,7 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from oracle.settings import parse_list
+from oracle import parse_list
 
 
 class BotSettings(BaseSettings):

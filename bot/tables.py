@@ -19,12 +19,7 @@ from typing import Any
 
 import discord
 
-from oracle.campaigns import Campaign, Campaigns
-from oracle.index.index import Index
-from oracle.index.store import Titled
-from oracle.journal import Journal
-from oracle.oracle import Oracle
-from oracle.types import Clearance
+from oracle import Campaign, Campaigns, Clearance, Index, Journal, Oracle, Titled
 
 from .settings import BotSettings
 

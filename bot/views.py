@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import discord
 from discord.ext import commands
 
-from oracle.texts import texts
+from oracle import texts
 
 from .errors import report_failure
 

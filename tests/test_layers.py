@@ -8,6 +8,8 @@ at the bottom, the model client at the top), so `types` can never import `llm` u
 from __future__ import annotations
 
 import ast
+import importlib
+import types
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,54 @@ def test_the_rule_catches_each_breach(tmp_path, where, source, expected):
     path.parent.mkdir(parents=True)
     path.write_text(source)
     assert [expected] == breaches(path, core)
+
+
+BOT = CORE.parent / "bot"
+
+
+def bot_breaches(path: Path, public: set[str]) -> list[str]:
+    """Every import of the core by the bot that is not a name of its public API (`oracle.__all__`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names if a.name.startswith("oracle.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.startswith("oracle."):
+                found.append(f"{path.name}:{node.lineno} imports {node.module}")
+            elif node.module == "oracle":
+                found += [f"{path.name}:{node.lineno} imports oracle.{a.name} (not public)"
+                          for a in node.names if a.name not in public]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(BOT.glob("*.py")), ids=lambda p: p.name)
+def test_the_bot_uses_the_core_s_public_api_only(path):
+    import oracle
+
+    assert [] == bot_breaches(path, set(oracle.__all__))
+
+
+def test_every_public_name_is_what_it_names_even_once_every_module_is_loaded():
+    """A public name that is also a module's name ("texts") is set to the module by the import
+    system when that module loads: the name must still give the function."""
+    import oracle
+
+    assert set(oracle._API) <= set(oracle.__all__)
+    for path in MODULES:
+        if path.stem != "__main__":  # running it would run the command
+            importlib.import_module(module_name(path))
+    assert [] == [name for name in oracle.__all__ if isinstance(getattr(oracle, name), types.ModuleType)]
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from oracle.index.index import Index\n", "cog.py:1 imports oracle.index.index"),
+        ("def f():\n    import oracle.text\n", "cog.py:2 imports oracle.text"),
+        ("from oracle import Index, _API\n", "cog.py:1 imports oracle._API (not public)"),
+    ],
+)
+def test_the_bot_rule_catches_each_breach(tmp_path, source, expected):
+    path = tmp_path / "cog.py"
+    path.write_text(source)
+    assert [expected] == bot_breaches(path, {"Index"})

@@ -3,6 +3,7 @@ Show sources button) is written in the question's language, from the data files;
 the notes hold nothing is told in every language that has texts."""
 from __future__ import annotations
 
+import importlib.util
 import string
 import tomllib
 from dataclasses import fields
@@ -10,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import oracle.lexicon
 from oracle.answer.results import abstains, compose
 from oracle.lexicon import languages
 from oracle.texts import Texts, question_language, texts
 
-LEXICON = Path(oracle.lexicon.__file__).parent
+LEXICON = Path(importlib.util.find_spec("oracle.lexicon").origin).parent
 WRITTEN = [code for code in languages() if "texts" in tomllib.loads((LEXICON / f"{code}.toml").read_text("utf-8"))]
 PLACEHOLDERS = {"no_session_matching": {"session"}, "could_not_answer": {"reason"},
                 "could_not_recap": {"reason", "label"}, "asked": {"name"}, "lines": {"start", "end"}}
