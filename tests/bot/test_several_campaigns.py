@@ -346,7 +346,10 @@ async def test_a_reingest_of_one_campaign_does_not_hold_up_another(fresh, server
                               20, "the reingest to run")
         asks = [await fake.interaction("oracle ask", {"question": f"What did Orrin Hale do? ({i})", "private": True},
                                        channel_id=server.friday) for i in range(20)]
-        await fake.wait_until(lambda: all(a.id in client.completed for a in asks), 60, "twenty answers")
+        await fake.wait_until(lambda: all(a.id in client.completed for a in asks), 60, lambda: (
+            f"twenty answers: {sum(a.id in client.completed for a in asks)} came, the reingest "
+            f"{'ended' if reingest.id in client.completed else 'runs'}, Ollama was asked {len(fresh.requests('answer'))}"
+            " answers"))
         still_running = reingest.id not in client.completed
         await fake.wait_until(lambda: reingest.id in client.completed, 60, "the reingest")
     assert still_running  # the answers came while Tuesday was being indexed

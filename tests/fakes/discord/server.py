@@ -186,8 +186,10 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def wait_until(self, predicate: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
-        """Wait until ``predicate()`` is truthy (re-checked on every change, and every 50 ms)."""
+    async def wait_until(self, predicate: Callable[[], Any], timeout: float = 5.0,
+                         what: str | Callable[[], str] = "condition") -> Any:
+        """Wait until ``predicate()`` is truthy (re-checked on every change, and every 50 ms); `what`
+        names it in the timeout's message, or says at the timeout how far it got."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -196,7 +198,8 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
                 return result
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError(f"FakeDiscord: timed out after {timeout}s waiting for {what}")
+                said = what() if callable(what) else what
+                raise TimeoutError(f"FakeDiscord: timed out after {timeout}s waiting for {said}")
             try:
                 await asyncio.wait_for(self._changed.wait(), min(remaining, 0.05))
             except TimeoutError:
