@@ -141,10 +141,6 @@ class Chunk:
         return f"{self.label} — {heading}"
 
     @property
-    def index_text(self) -> str:
-        return f"{self.head}\n{self.text}"
-
-    @property
     def words(self) -> int:
         return len(self.text.split())
 

@@ -84,7 +84,7 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
     from oracle.retrieve import path_depth
     from oracle.retrieve.entity import entity_path
     from oracle.retrieve.keyword import keyword_path
-    from oracle.retrieve.semantic import semantic_path
+    from oracle.retrieve.semantic import semantic_windows
     from oracle.types import Clearance
 
     settings = bench_settings(Path(built.notes_dir), Path(built.data_dir))
@@ -131,7 +131,8 @@ async def measure_scale(built: Built, embedder, questions: list[str], repeat: in
             entities = matcher.find(question)
             kw, t_kw = await atimed(lambda: keyword_path(store, question, clearance, depth,
                                                          (settings.fts_head_weight, 1.0)))
-            sem, t_sem = await atimed(lambda: semantic_path(store, vectors, embeddings, question, clearance, depth))
+            windows, t_sem = await atimed(lambda: semantic_windows(store, vectors, embeddings, question, clearance, depth))
+            sem = [(cid, sims[0]) for cid, sims in windows]
             ent, t_ent = await atimed(lambda: entity_path(store, entities, clearance, depth, stats=mention_stats))
             # Which of them tell a session: read with the chunks in the search, untimed here.
             found = list({cid for hits in (kw, sem, ent) for cid, _ in hits})

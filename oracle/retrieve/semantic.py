@@ -2,7 +2,7 @@
 chunks by their best window; a window whose chunk SQLite does not hold (a half-finished ingest) is
 dropped.
 
-Returns (chunk id, score) pairs, best first, for visible chunks only."""
+Returns (chunk id, window similarities) pairs, best first, for visible chunks only."""
 
 from __future__ import annotations
 
@@ -10,21 +10,7 @@ import numpy as np
 
 from ..index.seam import Embeddings, Vectors
 from ..index.store import Store
-from ..types import PUBLIC, Clearance, Scored
-
-
-async def semantic_path(
-    store: Store,
-    vectors: Vectors,
-    embedder: Embeddings,
-    text: str,
-    clearance: Clearance,
-    depth: int,
-    vector: np.ndarray | None = None,
-) -> Scored:
-    """`vector`: the question already embedded (by the caller, who keeps it for the excerpts)."""
-    found = await semantic_windows(store, vectors, embedder, text, clearance, depth, vector)
-    return [(cid, sims[0]) for cid, sims in found]
+from ..types import PUBLIC, Clearance
 
 
 async def semantic_windows(
