@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from .settings import Settings
+from .settings import Settings, setting_name
 
 # How the reason of an answer whose first words were not written in time begins (`Deadline.missed`).
 MISSED = "the model did not start answering within"
@@ -27,7 +27,7 @@ class Deadline:
     def __init__(self, first_words: float, token_gap: float, whole: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
         # The first words cannot come after the whole answer's end: the shorter bound is theirs.
-        self.bound_by = "ORACLE_FIRST_WORDS_SECONDS" if first_words <= whole else "ORACLE_ANSWER_TIMEOUT"
+        self.bound_by = setting_name("first_words" if first_words <= whole else "answer_timeout")
         self.first_words = min(first_words, whole)
         self.token_gap = token_gap
         self.whole = whole

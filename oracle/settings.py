@@ -282,3 +282,12 @@ def settings_problem(exc: ValidationError) -> str:
         given = f" (it is {value!r})" if isinstance(value, str | int | float) and len(repr(value)) <= 60 else ""
         said.append(f"{where}: {message[:1].lower()}{message[1:]}{given}")
     return "; ".join(said)
+
+
+def setting_name(field: str) -> str:
+    """The environment variable that sets a field of `Settings` ("first_words" gives
+    ORACLE_FIRST_WORDS_SECONDS), as the messages below the settings name it."""
+    alias = Settings.model_fields[field].validation_alias
+    if not isinstance(alias, str):
+        raise KeyError(f"the setting {field!r} has no single environment variable")
+    return alias

@@ -5,7 +5,7 @@ import pytest
 from pydantic import AliasChoices
 
 from bot.settings import BotSettings
-from oracle.settings import Settings
+from oracle.settings import Settings, setting_name
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -125,3 +125,10 @@ def test_the_first_words_are_due_within_the_whole_answers_bound(monkeypatch):
     deadline = Deadline.of(Settings(_env_file=None))
     assert (20, 20) == (deadline.first_words, deadline.whole)
     assert deadline.missed == "the model did not start answering within 20 s (ORACLE_ANSWER_TIMEOUT)"
+
+
+def test_a_message_names_a_setting_by_its_own_variable():
+    assert "ORACLE_FIRST_WORDS_SECONDS" == setting_name("first_words")
+    assert "ORACLE_LLM_CONCURRENCY" == setting_name("llm_concurrency")
+    with pytest.raises(KeyError):
+        setting_name("no_such_setting")

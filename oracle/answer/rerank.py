@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from ..llm import LLM, LLMError
 from ..offload import off_loop
+from ..settings import setting_name
 from ..tokens import message_tokens
 from ..types import Chunk
 
@@ -102,7 +103,7 @@ def _unrankable(candidates: Sequence[Candidate]) -> Reranked | None:
     return None
 
 
-SHARE = "the rerank's share of ORACLE_FIRST_WORDS_SECONDS"
+SHARE = f"the rerank's share of {setting_name('first_words')}"
 
 
 def _share(seconds: float) -> str:
@@ -221,7 +222,7 @@ class LLMReranker:
             async with asyncio.timeout(timeout):
                 await self.slots.acquire()
         except TimeoutError:
-            return _kept(f"off: no model slot was free (ORACLE_LLM_CONCURRENCY) within {_share(timeout)}",
+            return _kept(f"off: no model slot was free ({setting_name('llm_concurrency')}) within {_share(timeout)}",
                          [c.chunk.id for c in candidates])
         try:
             return await rerank_llm(self.llm, question, candidates, k, end - loop.time())
@@ -232,7 +233,7 @@ class LLMReranker:
 class NoReranker:
     async def rerank(self, question: str, candidates: Sequence[Candidate], k: int, *,
                      within: float | None = None) -> Reranked:
-        return _kept("off: ORACLE_RERANKER=none", [c.chunk.id for c in candidates])
+        return _kept(f"off: {setting_name('reranker')}=none", [c.chunk.id for c in candidates])
 
 
 def make_reranker(choice: str, *, llm: LLM, timeout: float, slots: asyncio.Semaphore, cross_encoder: str,

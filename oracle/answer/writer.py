@@ -19,7 +19,7 @@ from ..llm import LLM, LLMError, LLMUnavailable, StreamCut, TextFn
 from ..offload import question_step
 from ..retrieve.pipeline import elapsed_ms
 from ..retrieve.retrieval import Retrieval
-from ..settings import Settings
+from ..settings import Settings, setting_name
 from ..text import clipped
 from ..types import Clearance
 from .budget import fit_answer_prompt
@@ -131,7 +131,7 @@ class Writer:
                 await self.slots.acquire()
         except TimeoutError:
             return self._late(deadline, extra, t, "no model slot came free "
-                              f"(ORACLE_LLM_CONCURRENCY={self.settings.llm_concurrency})")
+                              f"({setting_name('llm_concurrency')}={self.settings.llm_concurrency})")
         try:
             await asking.stage("writing")
             try:
@@ -147,7 +147,7 @@ class Writer:
                 if reply.done_reason == "length" and len(_whole_sentences(text).split()) >= MIN_PARTIAL_WORDS:
                     # The reply ran out of its budget mid-sentence: show the sentences it finished.
                     text = _whole_sentences(text)
-                    incomplete = f"it reached its budget of {window.answer_tokens} tokens (ORACLE_ANSWER_TOKENS)"
+                    incomplete = f"it reached its budget of {window.answer_tokens} tokens ({setting_name('answer_tokens')})"
                     incomplete_shown = incomplete
             except StreamCut as exc:
                 why = _cut(exc, deadline)
@@ -214,9 +214,9 @@ def _checked(text: str, context: Context, guard: SecretGuard | None) -> tuple[Ve
 def _cut(exc: StreamCut, deadline: Deadline) -> str:
     """Why a stream that had begun stopped, naming the setting that bounded it."""
     if exc.bound == "gap":
-        return f"the model wrote nothing for {deadline.token_gap:g} s (ORACLE_TOKEN_GAP_SECONDS)"
+        return f"the model wrote nothing for {deadline.token_gap:g} s ({setting_name('token_gap')})"
     if exc.bound == "whole":
-        return f"the answer was still being written {deadline.whole:g} s after the question (ORACLE_ANSWER_TIMEOUT)"
+        return f"the answer was still being written {deadline.whole:g} s after the question ({setting_name('answer_timeout')})"
     return str(exc)
 
 
