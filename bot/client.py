@@ -55,8 +55,8 @@ class OracleBot(commands.Bot):
         self.library = library
         self.watch = watch
         self.watching: dict[str, Watching] = {}  # each campaign's watch, for the game master's status
-        self.background: list[asyncio.Task] = []
-        self.warming: asyncio.Task | None = None
+        self.background: list[asyncio.Task[None]] = []
+        self.warming: asyncio.Task[None] | None = None
         self.questions = Questions(settings.max_questions)
         self.checked_places = False
 

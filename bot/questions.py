@@ -21,7 +21,7 @@ class Questions:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.stopping = False
-        self._tasks: dict[asyncio.Task, Callable[[str], Awaitable[object]]] = {}
+        self._tasks: dict[asyncio.Task[object], Callable[[str], Awaitable[object]]] = {}
 
     def __len__(self) -> int:
         return len(self._tasks)

@@ -17,7 +17,7 @@ from typing import Any
 
 import discord
 
-from oracle import Clearance, Index, IngestBusy, IngestError, IngestProgress, IngestReport, ingest
+from oracle import Clearance, Index, IngestBusy, IngestError, IngestProgress, IngestReport, Titled, ingest
 
 from .formatting import split_message
 from .reports import announcement, ingest_summary, progress_line
@@ -113,7 +113,7 @@ async def run_reingest(index: Index, *, by: str, report_to: ProgressReport) -> I
     return report
 
 
-async def announce(channel: Any, new: list) -> None:
+async def announce(channel: Any, new: list[Titled]) -> None:
     """Tell players what is new in the notes they can read."""
     if not new:
         return

@@ -65,7 +65,7 @@ class LiveReply:
         self.sent = ""
         self.edits = 0
         self.editing = False  # an edit is on its way to Discord
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def touch(self) -> None:
         """The message was edited by someone else (a progress line): wait from now."""

@@ -38,7 +38,8 @@ def actions(interaction: discord.Interaction) -> AnswerActions:
 CAMPAIGN = r"(?P<campaign>[a-z0-9][a-z0-9_-]{0,23})"
 
 
-class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=rf"oracle:sources:{CAMPAIGN}:(?P<answer>\d+)"):
+class SourcesButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+                    template=rf"oracle:sources:{CAMPAIGN}:(?P<answer>\d+)"):
     def __init__(self, campaign: str, answer_id: int, label: str = "Show sources") -> None:
         # A restored button only dispatches clicks; the message keeps the label it was sent with.
         self.campaign = campaign
@@ -60,7 +61,7 @@ class SourcesButton(discord.ui.DynamicItem[discord.ui.Button], template=rf"oracl
             await report_failure(interaction, exc)
 
 
-class VoteButton(discord.ui.DynamicItem[discord.ui.Button],
+class VoteButton(discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
                  template=rf"oracle:vote:{CAMPAIGN}:(?P<answer>\d+):(?P<vote>up|down)"):
     def __init__(self, campaign: str, answer_id: int, vote: str) -> None:
         self.campaign = campaign

@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .campaigns import Campaigns
 from .errors import OracleError
@@ -66,7 +67,7 @@ def backup(base: Settings, campaigns: Campaigns, to: Path, *, index: bool = Fals
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         done = Copied(folder)
-        manifest: dict = {"format": FORMAT, "made": stamp, "index": index, "campaigns": {}}
+        manifest: dict[str, Any] = {"format": FORMAT, "made": stamp, "index": index, "campaigns": {}}
         if base.threads_path.exists():
             copy_sqlite(base.threads_path, partial / "bot.sqlite3")
             done.files.append("bot.sqlite3")

@@ -34,6 +34,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import OracleError
 from .settings import Settings
@@ -69,7 +70,7 @@ class Campaign:
         reads what; with a shared Chroma server (ORACLE_CHROMA_URL), collections named after it so
         campaigns never share one."""
         data = self.data if self.data is not None else base.data_dir / self.name
-        update: dict = {"notes_dir": self.notes, "data_dir": data}
+        update: dict[str, Any] = {"notes_dir": self.notes, "data_dir": data}
         if self.model:
             update["model"] = self.model
         for key in POLICY_KEYS:
@@ -297,7 +298,7 @@ def _is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def _ids(table: dict, key: str, fail: Callable[[str], CampaignsError]) -> tuple[int, ...] | None:
+def _ids(table: dict[str, Any], key: str, fail: Callable[[str], CampaignsError]) -> tuple[int, ...] | None:
     if key not in table:
         return None
     value = table[key]
@@ -307,7 +308,7 @@ def _ids(table: dict, key: str, fail: Callable[[str], CampaignsError]) -> tuple[
     return tuple(value)
 
 
-def _strings(table: dict, key: str, fail: Callable[[str], CampaignsError]) -> tuple[str, ...] | None:
+def _strings(table: dict[str, Any], key: str, fail: Callable[[str], CampaignsError]) -> tuple[str, ...] | None:
     """A list of globs or heading names: strings in quotes, none of them blank."""
     if key not in table:
         return None

@@ -29,7 +29,7 @@ class ContextWindow:
         """Tokens the answer prompt may take: the window less the reply's budget."""
         return self.num_ctx - self.answer_tokens
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "num_ctx": self.num_ctx,
             "configured": self.configured,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .index.index import Index
 from .index.store import EntityName, EntityRecord
@@ -22,7 +23,7 @@ class Dossier:
     def sessions(self) -> tuple[Mentioned, ...]:
         return tuple(m for m in self.mentions if m.sessions)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         sessions = self.sessions
         return {
             "name": self.name,

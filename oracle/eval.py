@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -106,10 +106,10 @@ class QuestionResult:
     # Share of the gold answer's key terms in what passages show: excerpts, and the first 60 words.
     answer_terms: float | None = None
     answer_terms_first_words: float | None = None
-    fused_order: list[dict[str, str]] = field(default_factory=list)  # see `fused_order`
+    fused_order: list[dict[str, Any]] = field(default_factory=list)  # see `fused_order`
 
 
-def fused_order(fused: Sequence[Hit], paths: Mapping[str, Sequence[Hit]]) -> list[dict]:
+def fused_order(fused: Sequence[Hit], paths: Mapping[str, Sequence[Hit]]) -> list[dict[str, Any]]:
     """Distinct places of the fused list, `{"label", "path", "sessions", "score", "paths"}`, in order of
     their best chunk: its fused score, and for each path that found it the place's rank in that path's
     own list (its chunks counted once, at the best): what each path contributed to where it stands."""
@@ -118,7 +118,7 @@ def fused_order(fused: Sequence[Hit], paths: Mapping[str, Sequence[Hit]]) -> lis
         places = dict.fromkeys((h.chunk.label, h.chunk.path) for h in hits)
         for rank, place in enumerate(places, 1):
             by_path.setdefault(place, {})[name] = rank
-    seen: dict[tuple[str, str], dict] = {}
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
     for h in fused:
         c = h.chunk
         seen.setdefault((c.label, c.path), {"label": c.label, "path": c.path, "sessions": list(c.sessions),
@@ -126,7 +126,7 @@ def fused_order(fused: Sequence[Hit], paths: Mapping[str, Sequence[Hit]]) -> lis
     return list(seen.values())
 
 
-def per_question(r: QuestionResult) -> dict:
+def per_question(r: QuestionResult) -> dict[str, Any]:
     q = r.question
     return {"id": q.id, "question": q.question, "kind": q.kind, "relevant": list(q.relevant), "fused": r.fused_order}
 
@@ -144,14 +144,14 @@ def _all(share: float | None) -> float | None:
     return None if share is None else float(share == 1.0)
 
 
-def summarise(results: Sequence[QuestionResult]) -> dict:
+def summarise(results: Sequence[QuestionResult]) -> dict[str, Any]:
     answerable = [r for r in results if r.question.relevant]
 
     def mean(values: Iterable[float | None]) -> float | None:
         present = [v for v in values if v is not None]
         return round(sum(present) / len(present), 4) if present else None
 
-    def block(rs: Sequence[QuestionResult]) -> dict:
+    def block(rs: Sequence[QuestionResult]) -> dict[str, float | None]:
         arcs = [r for r in rs if r.question.kind == "arc"]
         out = {
             "questions": len(rs),
@@ -224,7 +224,7 @@ def stage_measures(relevant: Sequence[str], chunks: Sequence[Chunk], k: int) -> 
     }
 
 
-async def run_eval(oracle: Oracle, questions: Sequence[Question], *, clearance: Clearance, k: int) -> dict:
+async def run_eval(oracle: Oracle, questions: Sequence[Question], *, clearance: Clearance, k: int) -> dict[str, Any]:
     """Search every question and measure each stage; see the module docstring."""
     index = oracle.index
     vectors = await index.vectors()

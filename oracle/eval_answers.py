@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .answer.citations import cited_sentences
 from .answer.excerpts import content_terms
@@ -71,7 +71,7 @@ class AnswerRecord:
     first_words_ms: float | None = None
     late: bool = False  # passages: the first words did not come within the deadline
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
@@ -152,7 +152,7 @@ def _share(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def _spread(values: Iterable[float | None], digits: int = 1) -> dict | None:
+def _spread(values: Iterable[float | None], digits: int = 1) -> dict[str, float] | None:
     present = [v for v in values if v is not None]
     if not present:
         return None
@@ -165,7 +165,7 @@ def _spread(values: Iterable[float | None], digits: int = 1) -> dict | None:
     }
 
 
-def summarise_answers(records: Sequence[AnswerRecord]) -> dict:
+def summarise_answers(records: Sequence[AnswerRecord]) -> dict[str, Any]:
     answerable = [r for r in records if r.answerable]
     unanswerable = [r for r in records if not r.answerable]
     llm = [r for r in records if r.mode == "llm"]
@@ -207,7 +207,7 @@ def summarise_answers(records: Sequence[AnswerRecord]) -> dict:
     }
 
 
-async def run_answers(oracle: Oracle, questions: Sequence[Question], *, clearance: Clearance) -> dict:
+async def run_answers(oracle: Oracle, questions: Sequence[Question], *, clearance: Clearance) -> dict[str, Any]:
     """Ask every question as a player (or the game master) would, and measure the answers."""
     records = []
     for q in questions:

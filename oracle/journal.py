@@ -21,6 +21,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
@@ -102,7 +103,7 @@ class Recorded:
     answer: str
     mode: str
     abstained: bool
-    citations: tuple[dict, ...]
+    citations: tuple[dict[str, Any], ...]
     gm: bool
     generation: str
     asker: str
@@ -128,7 +129,7 @@ class Unanswered:
     why: set[str] = field(default_factory=set)  # not_found | abstained | voted_down
     ids: list[int] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"question": self.question, "asked": self.asked, "last": self.last, "why": sorted(self.why),
                 "ids": self.ids}
 
@@ -137,7 +138,7 @@ _COLUMNS = ("id, created, kind, question, answer, mode, abstained, citations, gm
             " channel_id, message_id, history")
 
 
-def _recorded(row: Sequence) -> Recorded:
+def _recorded(row: Sequence[Any]) -> Recorded:
     (id_, created, kind, question, answer, mode, abstained, citations, gm, generation, asker, asker_id,
      channel_id, message_id, history) = row
     return Recorded(id_, created, kind, question, answer, mode, bool(abstained), tuple(json.loads(citations)),
@@ -165,7 +166,7 @@ async def open_sqlite(path: Path, schema: str) -> aiosqlite.Connection:
     return db
 
 
-def group_unanswered(rows: Iterable[Sequence], limit: int) -> list[Unanswered]:
+def group_unanswered(rows: Iterable[Sequence[Any]], limit: int) -> list[Unanswered]:
     """(id, created, question, mode, abstained, voted down) rows, newest first, into groups of similar
     questions, each named by its newest wording."""
     groups: list[tuple[frozenset[str], Unanswered]] = []
@@ -296,7 +297,7 @@ class Journal:
             rows = await cursor.fetchall()
         return await question_step(group_unanswered, rows, limit)  # stemming every question is CPU work
 
-    async def bank(self) -> list[dict]:
+    async def bank(self) -> list[dict[str, Any]]:
         """Confirmed questions in the evaluation bank format (`shared/eval/README.md`), oldest first."""
         async with self.db.execute(
             "SELECT a.id, a.question, a.history, a.kind, c.labels FROM answers a JOIN confirmed c ON c.answer_id = a.id"

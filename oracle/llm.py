@@ -79,7 +79,7 @@ class Loaded:
     context_length: int | None = None
     reason: str | None = ""  # why it is unknown; a player's status has None or a reason without host
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"loaded": self.loaded, "context_length": self.context_length, "reason": self.reason}
 
     def describe(self) -> str:

@@ -14,6 +14,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from .lexicon import DEFAULT, fold, language, languages
 
@@ -64,7 +65,7 @@ def texts(code: str = DEFAULT) -> Texts:
     return Texts(code, **picked)
 
 
-def _read(code: str) -> dict:
+def _read(code: str) -> dict[str, Any]:
     raw = tomllib.loads(resources.files("oracle.lexicon").joinpath(f"{code}.toml").read_text(encoding="utf-8"))
     return dict(raw.get("texts", {}))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from .lexicon import session_spellings
 
@@ -215,9 +215,9 @@ class IngestReport:
     annotation_note: str = ""
     entities: int = 0
     seconds: float = 0.0
-    vault: dict = field(default_factory=dict)  # what the Oracle made of the vault (`index.report.VaultReport`)
+    vault: dict[str, Any] = field(default_factory=dict)  # what the Oracle made of the vault (`index.report.VaultReport`)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "files": {
                 "added": len(self.added),

@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import OracleError
 from .index.scan import read_notes, vault_of
@@ -38,7 +39,7 @@ class HiddenBlock:
     end_line: int
     rule: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"start_line": self.start_line, "end_line": self.end_line, "rule": self.rule}
 
 
@@ -56,7 +57,7 @@ class NoteVisibility:
     def players(self) -> bool:
         return self.reader == PLAYERS
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = {"path": self.path, "reader": self.reader, "rule": self.rule,
                "hidden": [h.to_json() for h in self.hidden], "warnings": list(self.warnings),
                "asides": [a.to_json() for a in self.asides]}
@@ -70,7 +71,7 @@ class SkippedFile:
     path: str
     reason: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {"path": self.path, "reason": self.reason}
 
 
@@ -94,7 +95,7 @@ class VisibilityReport:
     def hidden(self) -> int:
         return sum(len(n.hidden) for n in self.notes)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "notes_dir": self.notes_dir,
             "policy": self.policy,

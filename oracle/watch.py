@@ -262,7 +262,7 @@ async def _first_to_end(*coroutines: Awaitable[None]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _until(awaitable: Awaitable, listener: asyncio.Task) -> None:
+async def _until(awaitable: Awaitable[object], listener: asyncio.Task[None]) -> None:
     """Wait for `awaitable`, unless the listener stops first (its error is raised: the watch ended)."""
     waiter = asyncio.ensure_future(awaitable)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, trim_to_tokens
 from ..types import Chunk
@@ -28,7 +29,7 @@ class Fitted:
     context: Context
     history: tuple[Turn, ...]
     messages: list[dict[str, str]]
-    tokens: dict  # the answer trace's "tokens" entry
+    tokens: dict[str, Any]  # the answer trace's "tokens" entry
 
 
 def fit_answer_prompt(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..types import Chunk
 from .context import Context
@@ -28,7 +29,7 @@ class Citation:
     end_line: int
     sessions: tuple[int, ...] = ()
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "path": self.path, "lines": [self.start_line, self.end_line]}
 
 

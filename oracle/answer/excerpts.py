@@ -26,6 +26,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..lexicon import lexicon
 from ..retrieve.keyword import stem
@@ -85,7 +86,7 @@ class Excerpt:
     def end_line(self) -> int:
         return self.sentences[-1].end_line if self.sentences else self.chunk.end_line
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"label": self.chunk.label, "lines": [[s.start_line, s.end_line] for s in self.sentences]}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..index.seam import Embeddings
 from ..offload import question_step
@@ -58,7 +59,7 @@ async def passages_answer(
     reason: str,
     retrieval: Retrieval,
     selection: Selection,
-    extra: dict,
+    extra: dict[str, Any],
     *,
     clearance: Clearance,
     reranker: str,

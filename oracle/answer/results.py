@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..lexicon import DEFAULT
 from ..retrieve.retrieval import Retrieval
@@ -47,7 +47,7 @@ class Answer:
         """The trace as this answer's reader may read it."""
         return self.trace if self.clearance.gm else self.trace.for_players()
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         trace = self.shown_trace()
         return {
             "version": JSON_VERSION,
@@ -72,7 +72,7 @@ def compose(
     retrieval: Retrieval | None = None,
     selection: Selection | None = None,
     citations: tuple[Citation, ...] = (),
-    trace: dict | None = None,
+    trace: dict[str, Any] | None = None,
     language: str = DEFAULT,
     cause: Cause | None = None,
 ) -> Answer:

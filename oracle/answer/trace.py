@@ -30,7 +30,7 @@ PLAYER_INCOMPLETE = "the language model stopped before the end"
 PLAYER_RERANK_OFF = "off"
 
 
-def _ids(hits: list[Hit]) -> list[list]:
+def _ids(hits: list[Hit]) -> list[list[str | float]]:
     return [[h.chunk.id, h.chunk.label, round(h.score, 6)] for h in hits]
 
 
@@ -42,20 +42,20 @@ class Trace:
     # retrieval
     search_query: str | None = None
     entities: list[str] | None = None
-    paths: dict[str, list[list]] | None = None  # per path: [chunk id, label, score], best first
+    paths: dict[str, list[list[str | float]]] | None = None  # per path: [chunk id, label, score], best first
     union: int | None = None
     overlap: dict[str, int] | None = None
-    fused: list[list] | None = None
-    linked: list[list] | None = None
+    fused: list[list[str | float]] | None = None
+    linked: list[list[str | float]] | None = None
     timings_ms: dict[str, float] | None = None
     # reranking and packing
     rerank: dict[str, Any] | None = None  # mode, used, reason, chosen
-    packed: dict[str, list[list]] | None = None  # fragments and headlines: [chunk id, label]
+    packed: dict[str, list[list[str]]] | None = None  # fragments and headlines: [chunk id, label]
     # the answer
     tokens: dict[str, Any] | None = None  # the prompt's estimated parts, what was dropped, Ollama's counts
     citations: dict[str, Any] | None = None  # shown, unknown, uncited sentences
     incomplete: str | None = None  # why a written answer stops early
-    excerpts: list[dict] | None = None  # the sentences the passages show, with their lines
+    excerpts: list[dict[str, Any]] | None = None  # the sentences the passages show, with their lines
     player_reason: str | None = None  # why there is no written answer, as a player reads it
 
     def for_players(self) -> Trace:
@@ -73,7 +73,7 @@ class Trace:
             incomplete=PLAYER_INCOMPLETE if self.incomplete else self.incomplete,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": JSON_VERSION}
         for f in fields(self):
             value = getattr(self, f.name)

@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..deadline import Deadline
 from ..index.store import Store
@@ -70,7 +71,7 @@ class Unwritten:
     when writing began, and the cause a player is told."""
 
     reason: str
-    trace: dict
+    trace: dict[str, Any]
     began: float
     cause: Cause = "unusable"
 
@@ -109,7 +110,7 @@ class Writer:
         )
         selection.context = context = fitted.context
         tokens = dict(fitted.tokens)
-        extra: dict = {"llm_calls": calls, "tokens": tokens}
+        extra: dict[str, Any] = {"llm_calls": calls, "tokens": tokens}
         guard = None if asking.clearance.gm else await self.guards.of(asking.store)
         show_text = asking.show_text
         if guard is not None and show_text is not None:
@@ -189,7 +190,7 @@ class Writer:
             selection=selection, citations=verified.citations, trace=extra | {"citations": citations},
         )
 
-    def _late(self, deadline: Deadline, extra: dict, t: float, why: str = "") -> Unwritten:
+    def _late(self, deadline: Deadline, extra: dict[str, Any], t: float, why: str = "") -> Unwritten:
         """The first words were not written by the deadline: the passages at once, saying so (and,
         to a player too, that the model is still loading when it is)."""
         loading = self.llm.loading

@@ -64,7 +64,7 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
     """The chosen campaign, or every campaign of ORACLE_CAMPAIGNS in turn. With --if-idle, a campaign
     another ingest is indexing (the bot's /oracle reingest) is skipped, said, and not a failure: the
     timer's next run catches up."""
-    reports: dict[str, dict] = {}
+    reports: dict[str, dict[str, Any]] = {}
     async with chosen(args).library() as library:
         indexes = library.indexes()
         for name, index in indexes.items():
@@ -162,7 +162,7 @@ def print_ingest_report(report: IngestReport) -> None:
     print_vault_report(report.vault)
 
 
-def print_vault_report(report: VaultReport | dict) -> None:
+def print_vault_report(report: VaultReport | dict[str, Any]) -> None:
     """What the Oracle made of the notes (`index.report`), a line each."""
     if isinstance(report, dict):
         if not report:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -65,7 +66,7 @@ def _slug(path: Path) -> str:
     return f"{path.resolve().name}-{hashlib.sha1(resolved.encode()).hexdigest()[:8]}"
 
 
-def print_eval(result: dict, k: int) -> None:
+def print_eval(result: dict[str, Any], k: int) -> None:
     rows = [
         ("union_recall", "recall in the union of the paths and links"),
         ("paths_union_recall", "recall in the union of the three paths"),
@@ -128,11 +129,11 @@ def print_eval(result: dict, k: int) -> None:
         out.print(misses)
 
 
-def print_answers(result: dict) -> None:
+def print_answers(result: dict[str, Any]) -> None:
     def cell(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"
 
-    def spread(values: dict | None) -> str:
+    def spread(values: dict[str, float] | None) -> str:
         return "—" if values is None else f"{values['p50']:g} / {values['p95']:g} (n={values['n']})"
 
     modes = result["modes"]

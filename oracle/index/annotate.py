@@ -7,6 +7,7 @@ chunk's text holds no secret (secrets are cut out at parse time), so neither doe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -77,7 +78,7 @@ async def annotate(llm: LLM, chunk: Chunk) -> Annotation:
     return Annotation(text, tuple(reply.entities))
 
 
-def grounded_entities(chunk_text: str, named: list[dict], visibility: Visibility) -> list[EntitySource]:
+def grounded_entities(chunk_text: str, named: list[dict[str, Any]], visibility: Visibility) -> list[EntitySource]:
     """Names the model extracted, kept only where the chunk really contains them."""
     text = normalize_text(chunk_text)
     sources = []

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from ..lexicon import language
 from ..notes.conventions import SHEET, WORLD, Conventions
@@ -36,11 +37,11 @@ class Group:
     count: int
     examples: tuple[str, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"what": self.what, "count": self.count, "examples": list(self.examples)}
 
     @classmethod
-    def from_json(cls, data: Mapping) -> Group:
+    def from_json(cls, data: Mapping[str, Any]) -> Group:
         return cls(str(data["what"]), int(data["count"]), tuple(data.get("examples", ())))
 
     def line(self) -> str:
@@ -62,7 +63,7 @@ class VaultReport:
     suggest: bool  # no policy, and the vault looks like it holds GM material
     asides: tuple[Group, ...] = ()  # out of the game: never searched (notes/asides.py)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "language": self.language,
             "sessions": list(self.sessions),
@@ -77,7 +78,7 @@ class VaultReport:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping) -> VaultReport:
+    def from_json(cls, data: Mapping[str, Any]) -> VaultReport:
         return cls(
             language=str(data.get("language", "")),
             sessions=tuple(int(n) for n in data.get("sessions", ())),
@@ -125,7 +126,7 @@ class VaultReport:
 
 def note_facts(note: Note) -> str:
     """What the report tells of one note, as the index keeps it (`FileRecord.facts`)."""
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     if note.visibility == GM:
         facts["rule"] = note.rule
     if note.secrets:

@@ -56,7 +56,7 @@ class Vectors:
     async def all_ids(self) -> set[str]:
         return await off_loop(self._store.all_ids)
 
-    async def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
+    async def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict[str, str]]) -> None:
         await off_loop(self._store.upsert, ids, vectors, metadatas)
 
     async def delete(self, ids: Iterable[str]) -> None:

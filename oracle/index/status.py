@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..context_window import ContextWindow
 from ..lexicon import language
@@ -39,7 +40,7 @@ class GMStatus:
     policy_current: bool = True  # False: players are refused until the notes are ingested again
     vault: VaultReport | None = None  # what the last ingest made of the notes
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"notes_dir": self.notes_dir, "policy": self.policy, "built_under": self.built_under,
                 "policy_current": self.policy_current, "vault": self.vault.to_json() if self.vault else None}
 
@@ -52,7 +53,7 @@ class Reach:
     reason: str | None
     host: str | None = None  # the game master's only
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         head = {} if self.host is None else {"host": self.host}
         return head | {"ok": self.ok, "reason": self.reason}
 
@@ -94,7 +95,7 @@ class IndexStatus:
                      "(a multilingual model: ORACLE_EMBED_MODEL)")
         return line
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The status as `oracle status --json` prints it."""
         out = {
             **self.stats.to_json(),

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -216,7 +216,7 @@ class VectorStore:
         return self._server if self._folder is None else self._folder.client
 
     @property
-    def collections(self) -> dict:
+    def collections(self) -> dict[str, Any]:
         """The two collections (public and game master's)."""
         return self._collections
 
@@ -248,7 +248,7 @@ class VectorStore:
             folder.client.close()  # type: ignore[attr-defined]  # chromadb's ClientAPI omits close(); its Client has it
             folder.client = None
 
-    def _get_collections(self, client) -> dict:
+    def _get_collections(self, client) -> dict[str, Any]:
         return {visibility: self._open(client, f"{self.name}-{visibility}") for visibility in (PUBLIC, GM)}
 
     def _open(self, client, name: str):
@@ -319,7 +319,7 @@ class VectorStore:
         return ids
 
     @_guarded
-    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict[str, str]]) -> None:
         for visibility in (PUBLIC, GM):
             rows = [i for i, meta in enumerate(metadatas) if meta["visibility"] == visibility]
             for i in range(0, len(rows), _WRITE_BATCH):

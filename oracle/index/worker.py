@@ -115,7 +115,7 @@ class EmbedWorker:
         self.nice = nice
         self.threads = threads or worker_threads()
         self._pool: ProcessPoolExecutor | None = None
-        self._ready: Future | None = None
+        self._ready: Future[tuple[str, int]] | None = None
         self.starts = 0  # processes started so far: 1 unless one died
 
     def start(self) -> None:

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from ..lexicon import Lexicon, detect_language, fold, lexicon
 from ..marks import name_words
@@ -132,7 +133,7 @@ def _under(rel: str, folders: set[str]) -> bool:
     return any(str(p) in folders for p in [parent, *parent.parents] if str(p) != ".")
 
 
-def _sessions(paths: list[str], fronts: Mapping[str, Mapping], kinds: Kinds,
+def _sessions(paths: list[str], fronts: Mapping[str, Mapping[str, Any]], kinds: Kinds,
               lex: Lexicon) -> tuple[dict[str, tuple[int, ...]], dict[str, str], set[str]]:
     """(session numbers, how each was found, the folders of sessions) of every note."""
     sessions: dict[str, tuple[int, ...]] = {}
@@ -175,7 +176,7 @@ def _sessions(paths: list[str], fronts: Mapping[str, Mapping], kinds: Kinds,
     return sessions, how, folders
 
 
-def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping], kind: Mapping[str, str],
+def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping[str, Any]], kind: Mapping[str, str],
               sessions: Mapping[str, tuple[int, ...]], names: Names, lex: Lexicon) -> dict[str, str]:
     """Each note that is a character, place or thing, with why."""
     out: dict[str, str] = {}
@@ -206,12 +207,12 @@ def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping], kind: Map
     return out
 
 
-def _title(rel: str, front: Mapping) -> str:
+def _title(rel: str, front: Mapping[str, Any]) -> str:
     titles = strings(front.get("title")) or strings(front.get("name"))
     return titles[0] if titles else PurePosixPath(rel).stem.replace("_", " ").replace("-", " ")
 
 
-def _tagged(front: Mapping, lex: Lexicon) -> bool:
+def _tagged(front: Mapping[str, Any], lex: Lexicon) -> bool:
     tags = [t for key in ("tags", "tag") for t in _tag_list(front.get(key))]
     return any(fold(t.lstrip("#").split("/")[0]) in lex.tag_kinds for t in tags)
 

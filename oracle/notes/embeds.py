@@ -13,10 +13,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from ..marks import normalize_heading
 from ..policy import UNLISTED, Decision, Policy
-from ..types import GM
+from ..types import GM, Secret
 from .code import drop_code
 from .conventions import Conventions
 from .decode import NoteError, decode
@@ -42,8 +43,8 @@ class Body:
     text: str  # the public text (frontmatter and secrets blanked, lines kept)
     gm: bool  # the whole note is the game master's
     rule: str
-    frontmatter: Mapping
-    secrets: tuple
+    frontmatter: Mapping[str, Any]
+    secrets: tuple[Secret, ...]
     warnings: tuple[str, ...]
 
 

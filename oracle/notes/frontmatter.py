@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -70,7 +71,7 @@ def _load(raw: str) -> tuple[object, list[str]]:
         loader.dispose()
 
 
-def _unreadable(raw: str, first_line: int, reason: str, templater: bool = False) -> tuple[dict, list[str]]:
+def _unreadable(raw: str, first_line: int, reason: str, templater: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Frontmatter that cannot be read: ignored (quietly if Templater code writes it), unless it may
     mark the note secret (fail closed)."""
     word = _SECRET_WORDS.search(raw)
@@ -83,7 +84,7 @@ def _unreadable(raw: str, first_line: int, reason: str, templater: bool = False)
     ]
 
 
-def split_frontmatter(text: str) -> tuple[dict, str, list[str]]:
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, list[str]]:
     """Returns (frontmatter, text with the frontmatter lines blanked, warnings)."""
     if not text.startswith("---"):
         return {}, text, []
@@ -103,7 +104,7 @@ def split_frontmatter(text: str) -> tuple[dict, str, list[str]]:
     return data, blanked, warnings
 
 
-def _read(raw: str) -> tuple[dict, list[str]]:
+def _read(raw: str) -> tuple[dict[str, Any], list[str]]:
     """A closed frontmatter block's keys (case folded) and warnings."""
     code = "".join(_PLACEHOLDER.findall(raw))
     if _SECRET_WORDS.search(code):
@@ -124,7 +125,7 @@ def _read(raw: str) -> tuple[dict, list[str]]:
         return {}, []
     if not isinstance(data, Mapping):
         return _unreadable(raw, 2, "not a key/value map", "<%" in code)
-    out: dict = {}
+    out: dict[str, Any] = {}
     clashes: list[str] = []
     for k, v in data.items():
         key = key_of(k)
@@ -193,7 +194,7 @@ def _flag(value: object) -> bool | None:
     return True if text in _TRUE else False if text in _FALSE else None
 
 
-def frontmatter_visibility(frontmatter: Mapping, marks: Marks = DEFAULT_MARKS) -> tuple[str, str, str]:
+def frontmatter_visibility(frontmatter: Mapping[str, Any], marks: Marks = DEFAULT_MARKS) -> tuple[str, str, str]:
     """(visibility, rule, warning or "") that a note's or an entry's own keys give it.
 
     Any key that says "game master" wins over any that says "public"; a value the Oracle does not

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import unquote
 
 from ..lexicon import fold, lexicon, session_spellings
@@ -73,7 +74,7 @@ def sessions_from_filename(stem: str) -> tuple[int, ...]:
     return (int(m["num"]),) if m and not DATE.match(stem) and not m.group(0).strip().isdigit() else ()
 
 
-def sessions_from_frontmatter(frontmatter: Mapping) -> tuple[int, ...]:
+def sessions_from_frontmatter(frontmatter: Mapping[str, Any]) -> tuple[int, ...]:
     """`session: 12`, `session: "8-9"`, `session: [8, 9]`."""
     for key in _FRONTMATTER_KEYS:
         value = frontmatter.get(key)

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from ..lexicon import Lexicon, fold
 from ..marks import name_words
@@ -35,7 +36,7 @@ class Finding:
     path: str
     why: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {"path": self.path, "why": self.why}
 
 
@@ -52,7 +53,7 @@ class Suggestion:
     def needed(self) -> bool:
         return bool(self.player_notes or self.gm_notes)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"player_notes": list(self.player_notes), "gm_notes": list(self.gm_notes),
                 "players": [f.to_json() for f in self.players], "game_master": [f.to_json() for f in self.game_master],
                 "reference": [f.to_json() for f in self.reference], "warning": self.warning}

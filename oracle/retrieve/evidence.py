@@ -81,7 +81,7 @@ class Evidence:
     ids: tuple[str, ...]
     features: np.ndarray  # (len(ids), len(FEATURES))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, dict[str, float]]:
         return {cid: dict(zip(FEATURES, map(float, row), strict=True)) for cid, row in zip(self.ids, self.features, strict=True)}
 
 

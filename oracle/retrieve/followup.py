@@ -44,7 +44,7 @@ _PRONOUN_I = {"i", "i'm", "i'd", "i'll", "i've"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)\W*$")
 
 
-def _is_name(question: str, m: re.Match) -> bool:
+def _is_name(question: str, m: re.Match[str]) -> bool:
     word = m.group().replace("’", "'")
     if not word[0].isupper() or word.lower() in _PRONOUN_I or (len(word) > 1 and word.isupper()):
         return False

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ class Hit:
     rank: int
     score: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         c = self.chunk
         return {
             "id": c.id,
@@ -65,7 +66,7 @@ class Retrieval:
         """Per-stage milliseconds, rounded as reported."""
         return {k: round(v, 2) for k, v in self.timings_ms.items()}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "search_query": self.search_query,

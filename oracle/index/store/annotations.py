@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .connection import Connection, now
 
@@ -12,7 +13,7 @@ from .connection import Connection, now
 @dataclass(frozen=True)
 class CachedAnnotation:
     text: str  # the annotation itself, one or two sentences (its column is `summary`, as the model is asked)
-    entities: list[dict]  # the names the model found, as it gave them
+    entities: list[dict[str, Any]]  # the names the model found, as it gave them
 
 
 class AnnotationCache(Connection):
@@ -35,7 +36,7 @@ class AnnotationCache(Connection):
         return dict(rows)
 
     async def put_annotation(
-        self, text_hash: str, model: str, prompt_version: str, text: str, entities: list[dict]
+        self, text_hash: str, model: str, prompt_version: str, text: str, entities: list[dict[str, Any]]
     ) -> None:
         await self.db.execute(
             "INSERT OR REPLACE INTO annotations (text_hash, model, prompt_version, summary, entities, created)"

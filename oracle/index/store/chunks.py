@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ...stems import Stemming
@@ -20,14 +21,14 @@ CHUNK_COLUMNS = (
 )
 
 
-def row_chunk(row: Sequence) -> Chunk:
+def row_chunk(row: Sequence[Any]) -> Chunk:
     """A `Chunk` from a row that starts with `CHUNK_COLUMNS`."""
     id_, path, label, kind, part, parts, heading, start, end, text, text_hash, visibility, links, sessions = row[:14]
     return Chunk(id_, path, label, kind, part, parts, heading, start, end, text, text_hash, visibility,
                  tuple(json.loads(links)), tuple(json.loads(sessions)))
 
 
-def chunk_row(chunk: Chunk) -> tuple:
+def chunk_row(chunk: Chunk) -> tuple[str | int, ...]:
     """The values of `CHUNK_COLUMNS` for `chunk`: what `row_chunk` reads back."""
     c = chunk
     return (c.id, c.path, c.label, c.kind, c.part, c.parts, c.heading, c.start_line, c.end_line, c.text,
@@ -254,7 +255,7 @@ class ChunkReads(Connection):
         fts, _ = fts_tables(clearance)
         asked = [i for i in range(len(matches)) if i in lookups]
         ctes = [f"d(n) AS (VALUES {','.join('(?)' for _ in rowids)})"]
-        params: list = [*rowids]
+        params: list[int | str] = [*rowids]
         if asked:
             ctes.append(f"q(i, m) AS (VALUES {','.join('(?, ?)' for _ in asked)})")
             params += [v for i in asked for v in (i, matches[i])]

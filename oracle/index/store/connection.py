@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Self, cast
+from typing import Any, Self, cast
 
 import aiosqlite
 
@@ -141,24 +141,26 @@ class Connection:
 
     # One trip to the connection's thread each: a cursor's execute, fetch and close are three, and
     # each trip costs the loop a wake-up (50 µs idle, more under load; a question makes a dozen reads).
-    async def _one(self, sql: str, params: Sequence = ()) -> tuple | None:
+    async def _one(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
         """The first row of a query that gives at most one."""
         rows = await self._all(sql, params)
         return rows[0] if rows else None
 
-    async def _count(self, sql: str, params: Sequence = ()) -> int:
+    async def _count(self, sql: str, params: Sequence[object] = ()) -> int:
         """The one number a `SELECT count(*)` gives."""
         row = await self._one(sql, params)
         assert row is not None
         return int(row[0])
 
-    async def _all(self, sql: str, params: Sequence = ()) -> list[tuple]:
-        return cast(list[tuple], list(await self.db.execute_fetchall(sql, params)))  # no row factory: tuples
+    async def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return cast(list[tuple[Any, ...]], list(await self.db.execute_fetchall(sql, params)))  # no row factory: tuples
 
-    async def _all_in(self, sql: str, ids: Sequence[str], before: Sequence = (), after: Sequence = ()) -> list[tuple]:
+    async def _all_in(
+        self, sql: str, ids: Sequence[str], before: Sequence[object] = (), after: Sequence[object] = ()
+    ) -> list[tuple[Any, ...]]:
         """The rows of `sql` over every batch of `ids`: its `{ids}` is each batch's placeholders, its
         parameters `before`, the batch, then `after`."""
-        rows: list[tuple] = []
+        rows: list[tuple[Any, ...]] = []
         for batch, placeholders in batches(ids):
             rows += await self._all(sql.format(ids=placeholders), (*before, *batch, *after))
         return rows

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from ...notes.names import number_ranges
 from ...types import GM, PUBLIC, Clearance
@@ -23,7 +24,7 @@ class GMStats:
     windows: int
     entities_gm: int  # entries in the game master's Compendium
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "sessions_gm_only": self.sessions_gm_only,
             "chunks_by_visibility": self.chunks_by_visibility,
@@ -46,7 +47,7 @@ class StoreStats:
     annotated: int
     gm: GMStats | None = None  # the game master's alone: None in a player's
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "files": self.files,
             "files_skipped": self.files_skipped,
@@ -66,7 +67,7 @@ class WithheldAnswer:
     question: str
     reason: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {"at": self.at, "question": self.question, "reason": self.reason}
 
 
@@ -77,7 +78,7 @@ class Withheld:
     count: int
     last: tuple[WithheldAnswer, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "last": [w.to_json() for w in self.last]}
 
 
