@@ -61,12 +61,17 @@ def request_kind(request: dict) -> str:
     return "answer"
 
 
+# Bound and never listening, for as long as the tests run: a port only picked and let go could be
+# bound by another worker's fake Ollama meanwhile, which then answered (seen beside a CPU burner).
+_RESERVED: list[socket.socket] = []
+
+
 def closed_port_url() -> str:
     """An address where nothing listens: connection refused, at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _RESERVED.append(s)
+    return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 # ---------------------------------------------------------------------------------------------
