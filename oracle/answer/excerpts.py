@@ -26,6 +26,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..lexicon import lexicon
@@ -208,7 +209,13 @@ def content_terms(text: str, language: str | None = None) -> list[str]:
     sentences are matched to a question in that vault."""
     if language is None:
         return stem(_content_words(text, _STOPWORDS))
-    return Stemming(language).own(_content_words(text, lexicon(language).stopwords | {"us"}))
+    return Stemming(language).own(_content_words(text, _stopwords(language)))
+
+
+@cache
+def _stopwords(language: str) -> frozenset[str]:
+    """A vault language's stop words and English's (and "us"), made once, not for every sentence."""
+    return lexicon(language).stopwords | {"us"}
 
 
 def _content_words(text: str, stopwords: frozenset[str]) -> list[str]:
