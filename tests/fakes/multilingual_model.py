@@ -1,7 +1,7 @@
 """A small multilingual sentence-transformers model, built here because none can be downloaded.
 
-Its tokenizer is a WordPiece trained on the shared Spanish, Portuguese and Polish vaults; its weights
-(a 2-layer BERT) are trained for a few seconds to put a word near its paraphrases: a handful of
+Its tokenizer is a WordPiece vocabulary counted from the shared Spanish, Portuguese and Polish
+vaults; its weights (a 2-layer BERT) are trained for a few seconds to put a word near its paraphrases: a handful of
 Spanish and Portuguese synonym groups, each phrase set inside random sentences of the vaults. So it
 knows, as a real multilingual model does and the bundled English one does not, that "palomas correo"
 are "cuervos mensajeros". It is built with e5's prompts in its own configuration ("query: ",
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from pathlib import Path
 
 from tests.conftest import SHARED_EVAL
@@ -56,9 +57,10 @@ def vault_texts() -> list[str]:
     return [p.read_text("utf-8") for v in VAULTS for p in sorted((SHARED_EVAL / "vaults" / v / "notes").rglob("*.md"))]
 
 
-# Seeds 0 to 3 all find the paraphrase below in the top 8 (tests/index/test_multilingual_model.py);
-# this one ranks it well clear of the cut, so another CPU's rounding cannot flip the test.
-SEED = 3
+# The same vocabulary, seed and single thread make the same model on any machine (tried with
+# ATEN_CPU_CAPABILITY default, avx2 and avx512); with this seed the paraphrase below is second in the
+# dense path and fifth fused, three places inside the cut of 8.
+SEED = 0
 
 
 def build(folder: Path, *, steps: int = 190, seed: int = SEED) -> Path:
@@ -78,14 +80,11 @@ def _build(folder: Path, steps: int, seed: int) -> Path:
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     texts = vault_texts()
-    words = BertWordPieceTokenizer(lowercase=True, strip_accents=False)
-    words.train_from_iterator(texts, vocab_size=8000, min_frequency=2, show_progress=False)
     bare = folder / "transformer"
-    tokenizer = BertTokenizerFast(vocab=words.get_vocab(), do_lower_case=True, strip_accents=False)
+    tokenizer = BertTokenizerFast(vocab=_vocabulary(texts), do_lower_case=True, strip_accents=False)
     tokenizer.save_pretrained(bare)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=DIM, num_hidden_layers=2, num_attention_heads=4,
@@ -99,6 +98,25 @@ def _build(folder: Path, steps: int, seed: int) -> Path:
     _train(model, _pairs(texts, steps * 32, random.Random(seed)))
     model.save(str(folder))
     return folder
+
+
+def _vocabulary(texts: list[str], size: int = 8000) -> dict[str, int]:
+    """A WordPiece vocabulary: every character (alone and as a continuation), then the most frequent
+    words, ties by spelling. Counted here because the tokenizers library's trainer breaks ties in hash
+    order, which changes from run to run, and so would the model."""
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    normalize = BertNormalizer(lowercase=True, strip_accents=False)
+    split = BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for text in texts + [phrase for group in GROUPS for phrase in group]:
+        counts.update(word for word, _ in split.pre_tokenize_str(normalize.normalize_str(text)))
+    characters = sorted({c for word in counts for c in word})
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters, *("##" + c for c in characters)]
+    known = set(tokens)
+    frequent = sorted((w for w, n in counts.items() if n >= 2 and w not in known), key=lambda w: (-counts[w], w))
+    return {token: i for i, token in enumerate((tokens + frequent)[:size])}
 
 
 def _pairs(texts: list[str], n: int, rng: random.Random) -> list[tuple[str, str]]:
