@@ -114,12 +114,12 @@ def fake_answer(request: dict) -> str:
 
 
 class FakeOllamaProcess:
-    """The fake Ollama (tests/fakes/ollama_server.py) answering `fake_answer` in a process of its own, as
+    """The fake Ollama (testing/ollama_server.py) answering `fake_answer` in a process of its own, as
     a real Ollama is: its HTTP handling never holds this process's GIL."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.ollama_server", "--port", "0", "--responder", "bench.common:fake_answer"],
+            [sys.executable, "-m", "testing.ollama_server", "--port", "0", "--responder", "bench.common:fake_answer"],
             stdout=subprocess.PIPE, text=True, cwd=REPO, env=python_env(),
         )
         assert self.process.stdout is not None
@@ -137,7 +137,7 @@ def start_fake_ollama(in_thread: bool = False):
     """The fake Ollama: a process of its own (the default), or a thread of this process. Either has
     `.url` and `.stop_thread()`."""
     if in_thread:
-        from tests.fakes.ollama_server import FakeOllama
+        from testing.ollama_server import FakeOllama
 
         return FakeOllama(models=["qwen2.5:14b"], responder=fake_answer).run_in_thread()
     return FakeOllamaProcess()

@@ -37,9 +37,9 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.settings import Settings
 from oracle.types import IngestReport
+from testing.ollama_server import FakeOllama
 from tests.fakes import hashed_cli
 from tests.fakes.embedder import HashEmbedder
-from tests.fakes.ollama_server import FakeOllama
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_NOTES = REPO / "notes"

@@ -7,7 +7,7 @@ import pytest_asyncio
 
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
-from tests.fakes.ollama_server import (
+from testing.ollama_server import (
     EMPTY,
     CutStream,
     Delay,

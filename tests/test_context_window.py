@@ -26,9 +26,9 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
 from oracle.settings import Settings
+from testing.ollama_server import FakeModel, FakeOllama, tokenize
 from tests.conftest import REPO, SAMPLE_NOTES, SHARED_EVAL
 from tests.conftest import request_kind as kind
-from tests.fakes.ollama_server import FakeModel, FakeOllama, tokenize
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -67,7 +67,7 @@ def cite_first(request: dict) -> str:
 
 
 def responder(request: dict):
-    from tests.fakes.ollama_server import default_responder
+    from testing.ollama_server import default_responder
 
     return cite_first(request) if kind(request) == "answer" and request.get("messages") else default_responder(request)
 

@@ -18,6 +18,7 @@ from oracle.cli import main
 from oracle.eval import answer_shown, answer_terms_shown, exact_dense, first_words_blocks, lost_at
 from oracle.eval_bank import BankError, entry_ranks, hit, load_bank, matches, mrr, ndcg, recall
 from oracle.types import Chunk
+from testing.ollama_server import FakeOllama
 from tests.conftest import (
     MINI_CAMPAIGN,
     SHARED_EVAL,
@@ -25,7 +26,6 @@ from tests.conftest import (
     request_kind,
     write_notes,
 )
-from tests.fakes.ollama_server import FakeOllama
 
 
 def chunk(label: str, path: str, part: int = 1) -> Chunk:

@@ -24,8 +24,8 @@ from oracle.eval_answers import (
 )
 from oracle.eval_bank import Question
 from oracle.types import Chunk
+from testing.ollama_server import FakeOllama, cited_responder
 from tests.conftest import REPO, request_kind
-from tests.fakes.ollama_server import FakeOllama, cited_responder
 
 
 def chunk(label: str, path: str, text: str) -> Chunk:

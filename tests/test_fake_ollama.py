@@ -22,7 +22,7 @@ import pydantic
 import pytest
 import pytest_asyncio
 
-from tests.fakes.ollama_server import (
+from testing.ollama_server import (
     EMPTY,
     CutStream,
     Delay,
@@ -403,7 +403,7 @@ def test_sync_client_against_the_threaded_fake():
 
 def test_cli_entry_point_prints_its_url_and_serves():
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.ollama_server", "--port", "0", "--reply", "from the CLI"],
+        [sys.executable, "-m", "testing.ollama_server", "--port", "0", "--reply", "from the CLI"],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.PIPE,
         text=True,
@@ -620,7 +620,7 @@ async def test_a_load_whose_client_leaves_is_aborted_and_a_request_still_waiting
 
 def test_the_command_line_slow_mode():
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.ollama_server", "--port", "0", "--slow", "600"],
+        [sys.executable, "-m", "testing.ollama_server", "--port", "0", "--slow", "600"],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.PIPE,
         text=True,

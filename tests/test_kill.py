@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from testing.ollama_server import Delay, FakeOllama
 from tests.conftest import MINI_CAMPAIGN, write_notes
 from tests.fakes.hashed_cli import LOG, PACE
-from tests.fakes.ollama_server import Delay, FakeOllama
 
 QUESTIONS = ["Who sold Mirela the brass compass?", "Who ambushed them at the ford?", "What did the ledger name?"]
 ROOT = Path(__file__).resolve().parent.parent

@@ -166,3 +166,17 @@ def test_the_bot_rule_catches_each_breach(tmp_path, source, expected):
     path = tmp_path / "cog.py"
     path.write_text(source)
     assert [expected] == bot_breaches(path, {"Index"})
+
+
+def test_the_benchmarks_and_the_fake_servers_import_no_test_module():
+    """The benchmarks and the fake servers (`testing/`) import nothing from `tests/`: what both use
+    lives in `testing/`, so a test's change never breaks a benchmark."""
+    root = CORE.parent
+    found = []
+    for path in sorted([*(root / "bench").rglob("*.py"), *(root / "testing").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(root)}:{node.lineno} imports {n}" for n in names
+                      if n == "tests" or n.startswith("tests.")]
+    assert [] == found

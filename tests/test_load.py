@@ -7,8 +7,8 @@ import sqlite3
 
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
+from testing.ollama_server import Reply
 from tests.conftest import request_kind
-from tests.fakes.ollama_server import Reply
 
 QUESTIONS = [
     "Who sold Mirela the brass compass?", "Who ambushed them at the ford?", "What is the Drowned Bell?",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.chroma_server import wait_for_heartbeat
+from testing.chroma_server import wait_for_heartbeat
 
 REPO = Path(__file__).resolve().parent.parent
 UNITS = REPO / "systemd"

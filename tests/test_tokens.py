@@ -17,8 +17,8 @@ from oracle.notes.chunking import chunk_note
 from oracle.notes.parse import parse_note
 from oracle.settings import DEFAULT_FOLDER_KINDS
 from oracle.tokens import estimate_tokens, message_tokens, trim_to_tokens
+from testing.ollama_server import REPLY_OPENING, render_chatml, tokenize
 from tests.conftest import SAMPLE_NOTES, SHARED_EVAL
-from tests.fakes.ollama_server import REPLY_OPENING, render_chatml, tokenize
 
 CRD3_LOG = SHARED_EVAL / "crd3" / "notes" / "campaign-log.md"
 

@@ -6,7 +6,7 @@
 NOTES_DIR defaults to the real 113-session CRD3 log (`EVAL_DIR`/crd3/notes, bench/common.py); `--quick`
 uses the bundled sample campaign (notes/) for a smoke run. The notes are copied into a temporary folder
 (one session gets edited) and indexed into a cold temporary data folder. A fake Ollama
-(tests/fakes/ollama_server.py, real HTTP on 127.0.0.1) answers every chat at once, so no LLM time
+(testing/ollama_server.py, real HTTP on 127.0.0.1) answers every chat at once, so no LLM time
 is in any number. It runs in a process of its own, as a real Ollama does (`--ollama-in-thread`: in
 a thread of this one, where its HTTP handling competes with the loop for the GIL).
 Annotations are off: without a real model none would exist.

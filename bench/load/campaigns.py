@@ -72,7 +72,7 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
     server = None
     try:
         if args.campaigns_store == "server":
-            from tests.chroma_server import ChromaServer
+            from testing.chroma_server import ChromaServer
 
             server = await asyncio.to_thread(ChromaServer, root / f"chroma-server-{count}")
         import oracle.index.embed as embed_mod

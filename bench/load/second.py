@@ -13,7 +13,7 @@ from bench.load.startup import Bench, ingest_elsewhere, run_ingest
 async def second_campaign_phases(b: Bench) -> None:
     from oracle.index.index import Index
     from oracle.index.seam import Embeddings
-    from tests.chroma_server import ChromaServer
+    from testing.chroma_server import ChromaServer
 
     args = b.args
     runs = [(SECOND[0], None, False)]

@@ -32,9 +32,7 @@ from oracle.oracle import Oracle
 from oracle.settings import Settings
 from oracle.texts import texts
 from oracle.types import GM, PUBLIC, Clearance
-from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
-from tests.conftest import request_kind as kind
-from tests.fakes.ollama_server import (
+from testing.ollama_server import (
     EMPTY,
     CutStream,
     Delay,
@@ -46,6 +44,8 @@ from tests.fakes.ollama_server import (
     TruncatedJson,
     split_tokens,
 )
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
+from tests.conftest import request_kind as kind
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 

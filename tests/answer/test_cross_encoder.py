@@ -18,8 +18,8 @@ from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
 from oracle.settings import Settings
+from testing.ollama_server import FakeOllama
 from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
-from tests.fakes.ollama_server import FakeOllama
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 

@@ -26,6 +26,7 @@ from oracle.deadline import Deadline
 from oracle.llm import LLM, LLMError, StreamCut
 from oracle.texts import texts
 from oracle.types import Clearance
+from testing.ollama_server import FakeModel, FakeOllama, Reply, Stall
 from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's fixtures)
     CLI_NOTES,
     MODEL,
@@ -40,7 +41,6 @@ from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's
 )
 from tests.conftest import request_kind as kind
 from tests.conftest import write_notes
-from tests.fakes.ollama_server import FakeModel, FakeOllama, Reply, Stall
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = texts().model_too_slow  # what a player is told when the first words did not come in time

@@ -1,5 +1,5 @@
 """Small doubles of Discord's objects, for the bot's own logic (`answering`, `delivery`, `tables`)
-tested without a gateway: the fake Discord (tests/fakes/discord) stays for the end-to-end tests.
+tested without a gateway: the fake Discord (testing/discord) stays for the end-to-end tests.
 
 The bot tells places and members apart with `isinstance` (a thread, a forum's post, a voice chat, a
 member with roles), so the channel and member doubles are subclasses of discord.py's own classes that

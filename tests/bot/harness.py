@@ -1,5 +1,5 @@
 """The harness of the Discord bot's tests: the real, unmodified discord.py client (`OracleBot`)
-against the fake Discord (tests/fakes/discord/), answering from a real index (SQLite, Chroma, the
+against the fake Discord (testing/discord/), answering from a real index (SQLite, Chroma, the
 bundled embedding model) with the fake Ollama over real HTTP recording every request.
 
 The campaign (the mini campaign with its GM secrets, plus a `compendium.yaml` of 40 public names and
@@ -38,14 +38,14 @@ from oracle.index.ingest import ingest
 from oracle.journal import Journal
 from oracle.oracle import Oracle
 from oracle.settings import Settings
-from tests.conftest import MINI_CAMPAIGN, write_notes
-from tests.conftest import request_kind as kind
-from tests.fakes.discord import (
+from testing.discord import (
     FakeDiscord,
     FakeInteraction,
     FakeMember,
 )
-from tests.fakes.ollama_server import FakeOllama
+from testing.ollama_server import FakeOllama
+from tests.conftest import MINI_CAMPAIGN, write_notes
+from tests.conftest import request_kind as kind
 
 MODEL = "qwen2.5:14b"
 SECRETS = ("SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR")

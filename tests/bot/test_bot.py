@@ -1,5 +1,5 @@
 """The Discord bot end to end: the real, unmodified discord.py client (`OracleBot`) against the fake
-Discord (tests/fakes/discord/), answering from a real index with the fake Ollama recording every
+Discord (testing/discord/), answering from a real index with the fake Ollama recording every
 request. The campaign, the fakes and the helpers are in `harness.py`."""
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ from oracle.index.index import REINGEST_FOR_POLICY, Index
 from oracle.index.lock import IngestLock
 from oracle.settings import Settings
 from oracle.types import Clearance
+from testing.discord import (
+    EPHEMERAL,
+    FakeDiscord,
+)
+from testing.ollama_server import CutStream, Reply
 from tests.bot.harness import (
     ERROR_SENTENCE,
     MODEL,
@@ -44,11 +49,6 @@ from tests.bot.harness import (
 )
 from tests.conftest import closed_port_url
 from tests.conftest import request_kind as kind
-from tests.fakes.discord import (
-    EPHEMERAL,
-    FakeDiscord,
-)
-from tests.fakes.ollama_server import CutStream, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,9 +10,9 @@ import pytest
 
 from bot.formatting import PROGRESS
 from oracle.texts import texts
+from testing.ollama_server import FakeModel, FakeOllama
 from tests.bot.harness import MODEL, QUESTION, first_label, run, spy, start_bot
 from tests.conftest import request_kind as kind
-from tests.fakes.ollama_server import FakeModel, FakeOllama
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -1,4 +1,4 @@
-"""The fake Discord (tests/fakes/discord/) against the real, unmodified discord.py.
+"""The fake Discord (testing/discord/) against the real, unmodified discord.py.
 
 A tiny bot defined here logs in, syncs an ``/oracle`` group to the guild and runs
 ``/oracle echo`` end to end: defer, progress edits, followup, a thread on its
@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 from discord import app_commands
 
-from tests.fakes.discord import EPHEMERAL, LOADING, FakeDiscord
+from testing.discord import EPHEMERAL, LOADING, FakeDiscord
 
 WORDS = ["dragon", "drowned bell", "dunstan vale", "mirela"]
 

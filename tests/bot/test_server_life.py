@@ -10,8 +10,8 @@ import pytest
 
 from bot.errors import FAILED
 from bot.questions import BUSY
+from testing.discord import EPHEMERAL
 from tests.bot.harness import QUESTION, bot_messages, buttons, run, start_bot, until
-from tests.fakes.discord import EPHEMERAL
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -22,10 +22,10 @@ import pytest_asyncio
 
 from bot.delivery import MOVED_BELOW
 from bot.questions import RESTARTING
+from testing.discord import FakeDiscord
+from testing.ollama_server import FakeOllama
 from tests.bot.harness import CAMPAIGN, MODEL, QUESTION, Brain, bot_messages
 from tests.conftest import write_notes
-from tests.fakes.discord import FakeDiscord
-from tests.fakes.ollama_server import FakeOllama
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
@@ -238,7 +238,7 @@ async def test_a_missing_notes_folder_is_one_sentence_and_exit_2(world, tmp_path
 async def test_a_chroma_server_that_starts_late_is_waited_for(world, tmp_path):
     """At boot the Chroma server (ORACLE_CHROMA_URL) may answer after the bot starts: the bot waits
     for it as for Discord, then serves, instead of exiting 2 into a unit that will not restart it."""
-    from tests.chroma_server import ChromaServer
+    from testing.chroma_server import ChromaServer
 
     port, stored = free_port(), tmp_path / "chroma-server"
     env = {**world.no_model(), "ORACLE_DATA_DIR": str(tmp_path / "data"), "ORACLE_CHROMA_URL": f"http://127.0.0.1:{port}"}

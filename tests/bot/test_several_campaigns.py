@@ -36,6 +36,8 @@ from oracle.index.library import Library
 from oracle.index.seam import Embeddings
 from oracle.settings import Settings
 from oracle.types import Clearance
+from testing.discord import EPHEMERAL, FakeDiscord
+from testing.ollama_server import FakeOllama
 from tests.bot.harness import (
     MODEL,
     QUESTION,
@@ -47,8 +49,6 @@ from tests.bot.harness import (
 )
 from tests.conftest import MINI_CAMPAIGN, write_notes
 from tests.conftest import request_kind as kind
-from tests.fakes.discord import EPHEMERAL, FakeDiscord
-from tests.fakes.ollama_server import FakeOllama
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

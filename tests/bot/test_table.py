@@ -19,6 +19,7 @@ import pytest
 import bot.reingest
 from bot.answering import DROPPED, NO_THREAD, WAITING
 from oracle.index.index import Index
+from testing.discord import EPHEMERAL
 from tests.bot.harness import (
     QUESTION,
     SECRETS,
@@ -33,7 +34,6 @@ from tests.bot.harness import (
 )
 from tests.conftest import closed_port_url
 from tests.conftest import request_kind as kind
-from tests.fakes.discord import EPHEMERAL
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

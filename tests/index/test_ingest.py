@@ -272,7 +272,7 @@ async def test_annotations_are_cached_and_filled_in_later(mini_notes, make_setti
 
 
 async def test_chroma_server_by_url(mini_notes, make_settings, open_quick_index, tmp_path):
-    from tests.chroma_server import ChromaServer
+    from testing.chroma_server import ChromaServer
 
     with ChromaServer(tmp_path / "server") as chroma:
         url = chroma.url

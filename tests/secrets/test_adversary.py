@@ -41,8 +41,8 @@ from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from oracle.types import Clearance
+from testing.ollama_server import FakeOllama
 from tests.conftest import quick_settings
-from tests.fakes.ollama_server import FakeOllama
 from tests.secrets.test_vault import extracting_responder
 
 SYLLABLES = ["ka", "lo", "mer", "vin", "tor", "sa", "qua", "zel", "dru", "fen", "gor", "thi", "bex", "nor", "pul"]

@@ -21,8 +21,8 @@ from oracle.index.ingest import ingest
 from oracle.index.status import index_status
 from oracle.oracle import Oracle
 from oracle.types import Clearance
+from testing.ollama_server import FakeOllama
 from tests.conftest import quick_settings, request_kind, write_notes
-from tests.fakes.ollama_server import FakeOllama
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 

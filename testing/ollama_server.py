@@ -59,7 +59,7 @@ Typical use::
 
 From synchronous code or for a CLI subprocess: ``fake.run_in_thread()`` /
 ``fake.stop_thread()`` (or ``with FakeOllama() as fake:``), or
-``python -m tests.fakes.ollama_server --port 0 [--cited | --responder MODULE:FUNCTION]``, which
+``python -m testing.ollama_server --port 0 [--cited | --responder MODULE:FUNCTION]``, which
 prints its URL (a process of its own, as a real Ollama is: it never holds the caller's GIL).
 """
 
@@ -83,7 +83,7 @@ from typing import Any, NamedTuple
 
 from aiohttp import web
 
-from tests.fakes.serving import serve
+from testing.serving import serve
 
 __all__ = [
     "CutStream",
@@ -945,7 +945,7 @@ class FakeOllama:
 
 
 # --------------------------------------------------------------------------
-# CLI: python -m tests.fakes.ollama_server --port N
+# CLI: python -m testing.ollama_server --port N
 # --------------------------------------------------------------------------
 
 
