@@ -83,6 +83,9 @@ Realism notes, kept on purpose because they are what bites in production:
 * Responses carry ``Content-Type: application/json`` exactly (discord.py only
   parses JSON for that exact value) and ``Via: 1.1 google`` (without it
   discord.py treats a 429 as a Cloudflare ban and raises).
+* Sending and editing messages share one bucket per channel, 5 per 5 s as Discord gives a bot
+  (``channel_message_budget``; None lifts it): every answer carries the bucket's X-RateLimit-*
+  headers, by which discord.py waits for the next window, and a request past it gets a 429.
 * An interaction callback later than ``ack_deadline`` (3 s) after the
   INTERACTION_CREATE was sent is refused with 404 Unknown interaction (10062);
   a second callback gets 400 (40060). Followups / ``@original`` edits before

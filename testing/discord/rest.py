@@ -207,6 +207,18 @@ class RateLimitRule:
         return self.route in (req.route, req.path) or fnmatch.fnmatchcase(req.path, self.route)
 
 
+CHANNEL_MESSAGES = ("/channels/{channel_id}/messages", "/channels/{channel_id}/messages/{message_id}")
+BUCKET = hashlib.sha1(b"channel messages").hexdigest()[:32]
+
+
+@dataclass
+class Window:
+    """One channel's message bucket since its first send or edit."""
+
+    started: float
+    used: int = 0
+
+
 class Rest:
     """The HTTP side: routing, recording, rate limits, body limits and the simple read routes."""
 
@@ -336,10 +348,16 @@ class Rest:
                 if body_error is not None:
                     raise body_error
                 rule = next((r for r in self.rate_limits if r.remaining > 0 and r.matches(rec)), None)
+                handler, params, auth = matched
+                wait, headers = self._spend(rec, params) if rule is None else (None, {})
                 if rule is not None:
                     status, body, headers = self._rate_limited(rule, rec)
+                elif wait is not None:
+                    rec.rate_limited = True
+                    status, body = 429, {"message": "You are being rate limited.", "retry_after": round(wait, 3),
+                                         "global": False}
+                    headers |= {"Retry-After": str(max(1, math.ceil(wait))), "X-RateLimit-Scope": "user"}
                 else:
-                    handler, params, auth = matched
                     if auth and request.headers.get("Authorization") != f"Bot {self.token}":
                         raise ApiError(401, 0, "401: Unauthorized")
                     status, body = await handler(rec, **params)
@@ -367,6 +385,24 @@ class Rest:
         if path_matched:
             raise ApiError(405, 0, "405: Method Not Allowed")
         raise ApiError(404, 0, "404: Not Found")
+
+    def _spend(self, rec: RecordedRequest, params: dict[str, str]) -> tuple[float | None, dict[str, str]]:
+        """Sending and editing messages in a channel: `channel_message_budget` (5 per 5 s, as Discord
+        allows a bot; None: no limit), counted from the window's first request. The seconds to wait
+        when spent (else None), and the bucket's headers, which discord.py paces itself by."""
+        if self.channel_message_budget is None or rec.method not in ("POST", "PATCH") or rec.route not in CHANNEL_MESSAGES:
+            return None, {}
+        limit, per = self.channel_message_budget
+        now = time.monotonic()
+        window = self._windows.get(params["channel_id"])
+        if window is None or now - window.started >= per:
+            window = self._windows[params["channel_id"]] = Window(now)
+        reset_after = window.started + per - now
+        wait = reset_after if window.used >= limit else None
+        window.used += wait is None
+        return wait, {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(limit - window.used),
+                      "X-RateLimit-Reset": f"{time.time() + reset_after:.3f}",
+                      "X-RateLimit-Reset-After": f"{reset_after:.3f}", "X-RateLimit-Bucket": BUCKET}
 
     def _rate_limited(self, rule: RateLimitRule, rec: RecordedRequest) -> tuple[int, dict, dict[str, str]]:
         rule.remaining -= 1

@@ -29,7 +29,7 @@ from .gateway import Gateway, GatewayConnection, GatewaySession
 from .interactions import FakeInteraction, Interactions
 from .models import FakeMember, FakeMessage, World, _Snowflakes
 from .permissions import Permissions
-from .rest import RateLimitRule, RecordedRequest, Rest
+from .rest import RateLimitRule, RecordedRequest, Rest, Window
 
 
 class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Permissions, World):
@@ -92,6 +92,8 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
         # state the tests read
         self.requests: list[RecordedRequest] = []
         self.rate_limits: list[RateLimitRule] = []
+        self.channel_message_budget: tuple[int, float] | None = (5, 5.0)
+        self._windows: dict[str, Window] = {}
         self.gateway_connections: list[GatewayConnection] = []
         self.sessions: list[GatewaySession] = []
         self.dm_channels: dict[int, dict[str, Any]] = {}  # DM channel id -> DM channel object

@@ -829,7 +829,9 @@ async def test_a_follow_up_is_streamed_into_one_message_of_the_thread(world, fak
         world.brain.answer = streamed_answer
         world.ollama.requests.clear()
         await fake.message(thread_id, fake.player, "and then what?")
-        await until(lambda: len(rows(tmp_path / "bot.sqlite3", "SELECT 1 FROM turns")) == 4, what="the follow-up")
+        # Edits as fast as the model writes spend the thread's 5 a 5 s: discord.py then waits a window.
+        await until(lambda: len(rows(tmp_path / "bot.sqlite3", "SELECT 1 FROM turns")) == 4, what="the follow-up",
+                    timeout=20)
 
     [request] = world.requests("answer")
     [reply] = bot_messages(fake, thread_id)

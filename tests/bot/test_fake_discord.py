@@ -281,6 +281,33 @@ async def test_rate_limited_channel_message_is_retried(fake, bot):
     assert fake.get_message(sent.id).content == "hello table"
 
 
+async def test_a_channel_takes_its_budget_of_messages_and_discord_py_waits_for_the_next_window(fake, bot):
+    """Sends and edits share one bucket per channel; its headers tell discord.py to wait, so the
+    third message comes after the window, and no request was refused."""
+    fake.channel_message_budget = (2, 1.0)
+    channel = bot.get_channel(fake.channel_id)
+    sent = [await channel.send(f"line {n}") for n in range(2)]
+    await sent[0].edit(content="line 0, edited")
+    calls = [r for r in fake.requests if r.route in ("/channels/{channel_id}/messages",
+                                                     "/channels/{channel_id}/messages/{message_id}")]
+    assert [(r.method, r.status) for r in calls] == [("POST", 200), ("POST", 200), ("PATCH", 200)]
+    assert calls[2].at - calls[0].at >= 0.9
+    assert fake.get_message(sent[0].id).content == "line 0, edited"
+
+
+async def test_a_request_past_the_channels_budget_is_refused_with_the_wait(fake):
+    fake.channel_message_budget = (1, 5.0)
+    url = f"{fake.api_url}/channels/{fake.channel_id}/messages"
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bot {fake.token}"}) as http:
+        async with http.post(url, json={"content": "one"}) as first:
+            assert (200, "0") == (first.status, first.headers["X-RateLimit-Remaining"])
+        async with http.post(url, json={"content": "two"}) as second:
+            body = await second.json()
+            assert 429 == second.status and second.headers["X-RateLimit-Bucket"] == first.headers["X-RateLimit-Bucket"]
+    assert 4 < body["retry_after"] <= 5 and body["global"] is False
+    assert ["one"] == [m.content for m in fake.messages(fake.channel_id)]
+
+
 async def test_late_acknowledgement_is_unknown_interaction(fake, bot):
     fake.ack_deadline = 0.3
     bot.slow_delay = 0.5
