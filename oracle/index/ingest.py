@@ -17,25 +17,26 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError, OracleError
-from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..llm import LLMError
 from ..notes.refs import chunk_refs
 from ..offload import ingest_step, off_loop
 from ..settings import Settings
 from ..stems import Stemming
-from ..types import GM, Chunk, ChunkText, EmbeddingWindow, IngestProgress, IngestReport, Note, Skipped
+from ..types import GM, Chunk, ChunkText, EmbeddingWindow, EntitySource, IngestProgress, IngestReport, Note, Skipped
 from . import annotate as annotate_mod
 from . import folders
-from .index import Index, collection_name
+from .index import Index
 from .lock import IngestLock, check_writable
+from .plan import Plan, ProgressFn, read_plan
 from .report import VaultReport, note_facts, vault_report
-from .scan import CHUNKER_VERSION, Scan, build_compendium, index_head, read_and_chunk
+from .scan import Scan, build_compendium, index_head
 from .seam import Embeddings, Vectors
 from .store import CachedAnnotation, Changes, Compendium, FileRecord, Indexed, Store, StoreError, now
 from .vectors import VectorStoreError
@@ -45,7 +46,8 @@ log = logging.getLogger(__name__)
 _EMBED_BATCH = 64
 _MAX_ANNOTATION_FAILURES = 3
 
-ProgressFn = Callable[[IngestProgress], None]
+# How the Compendium is built: another version rebuilds it on the next ingest.
+COMPENDIUM_VERSION = "3"
 
 
 class IngestError(OracleError, RuntimeError):
@@ -99,120 +101,114 @@ async def _ingest(index: Index, progress: ProgressFn) -> IngestReport:
 
 
 async def _ingest_into(index: Index, vectors: Vectors, folder: str | None, progress: ProgressFn) -> IngestReport:
-    """`folder`: the draft `vectors` writes, None for a Chroma server (written in place)."""
-    settings = index.settings
+    """`folder`: the draft `vectors` writes, None for a Chroma server (written in place). The steps
+    of docs/architecture.md's "How an ingest flows": read, embed, commit, annotate."""
     started = time.perf_counter()
-    report = IngestReport()
-    store = await index.writer()
-    embedder = await index.embedder()
-    meta = await store.meta()
-    collection = collection_name(embedder, settings)
-    # A new policy can change any note's visibility: every note is read again (unchanged text keeps
-    # its embeddings, which are stored by chunk id).
-    chunking = f"{CHUNKER_VERSION}/{settings.session_max_words}/{settings.overlap_words}/{settings.policy.key}"
-    full = meta.get("collection") != collection or meta.get("chunking") != chunking
+    store, embedder = await index.writer(), await index.embedder()
+    plan = await read_plan(index.settings, store, embedder, vectors, progress)
+    report = plan.report()
+    windows = await _embed_windows(plan, store, embedder, vectors, report, progress)
+    # Windows no chunk will name after the commit: out of the draft before it is served; out of a
+    # server only after the commit, which still serves them until then.
+    removing = set(plan.to_remove)
+    named = {w for w in await store.window_ids() if EmbeddingWindow.chunk_of(w) not in removing}
+    orphans = plan.stored_ids - named - {w.id for w in windows}
+    if folder is not None:
+        await vectors.delete(orphans)
+    commit = await _prepare_commit(plan, store, embedder, windows, report)
+    progress(IngestProgress("commit", 0, 1))
+    served = plan.meta.get(folders.SERVED, "")
+    serve = folder if folder is not None and (windows or plan.to_remove or orphans) else None
+    if serve is not None:
+        commit.changes.meta.update({folders.SERVED: serve, folders.BEFORE: served})
+    await store.apply(commit.changes, commit.compendium)
+    progress(IngestProgress("commit", 1, 1))
+    if serve is not None:
+        await index.vectors(check=False)  # the draft, now served: opened while its client is still up
+        await off_loop(folders.retire, index.settings.chroma_path, serve, served)
+    elif folder is None:
+        await vectors.delete(orphans)
 
-    manifest = await store.manifest()
-    progress(IngestProgress("scan", 0, 0, str(settings.notes_dir)))
-    scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
-    progress(IngestProgress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
+    await store.forget_orphan_annotations()
+    compendium = commit.compendium
+    if await _annotate(index, report, commit.texts, commit.hashes, commit.cache, progress):
+        # New annotations bring the names the model extracted into the Compendium.
+        compendium = await embedder.offload(build_compendium, *commit.compendium_from)
+        await store.replace_compendium(compendium)
+    report.entities = len(compendium[GM][0]) if compendium is not None else await store.entity_count(GM)
+    report.chunks = len(commit.texts)
+    report.seconds = time.perf_counter() - started
+    await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})
+    progress(IngestProgress("done", 1, 1))
+    return report
 
-    # The keyword copy of every chunk is written in the vault's language: another language than the
-    # index was written in rewrites them all, so every note is read again.
-    language = scan.vault.conventions.language if scan.vault is not None else DEFAULT_LANGUAGE
-    if not full and meta.get("language", DEFAULT_LANGUAGE) != language:
-        full = True
-        scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
 
-    skipped_paths = {s.path for s in scan.skipped}
-    removed = sorted(set(manifest) - set(scan.hashes) - skipped_paths)
-    # A skipped file counts as changed only if it was indexed before or its bytes changed.
-    newly_skipped = {
-        p for p in skipped_paths & set(manifest)
-        if manifest[p].status != "skipped" or manifest[p].hash != scan.hashes.get(p)
-    }
-    touched = set(scan.notes) | newly_skipped | set(removed)
-    report.added = sorted(p for p in scan.notes if p not in manifest)
-    report.changed = sorted(p for p in touched if p in manifest and p not in removed)
-    report.removed = removed
-    report.unchanged = len(scan.hashes) - len(scan.notes) - len(skipped_paths & set(scan.hashes))
-    report.skipped, report.warnings = scan.skipped, scan.warnings
-    report.secrets = {
-        rel: -1 if note.visibility == GM else len(note.secrets)
-        for rel, note in sorted(scan.notes.items())
-        if note.visibility == GM or note.secrets
-    }
-    report.rules = {rel: _rules(scan.notes[rel]) for rel in report.secrets}
-
-    existing = await store.chunk_ids()
-    old_ids = existing if full else await store.chunk_ids_for(touched)
-    new_chunks = [c for rel in sorted(chunks_by_file) for c in chunks_by_file[rel]]
-    new_ids = {c.id for c in new_chunks}
-    to_add = [c for c in new_chunks if full or c.id not in existing]
-    to_remove = sorted(old_ids - new_ids) if not full else sorted(old_ids)
-    # Chunks SQLite keeps whose windows Chroma lost (a deleted Chroma folder): embed them again. The
-    # draft is what an ingest goes on from: it may hold the windows of a killed ingest.
-    stored_ids = await vectors.all_ids()
-    lost = await store.chunks_missing_windows(stored_ids, exclude=set(to_remove) | {c.id for c in to_add})
-    report.windows_repaired = len(lost)
-
-    windows = await embedder.windows(to_add + lost, settings.window_overlap_tokens, settings.window_tokens)
-    report.warnings += _large_notes(scan, to_add, windows, settings.large_note_kb)
-    pending = [w for w in windows if w.id not in stored_ids]
-    reused = await _reuse(store, embedder, vectors, pending, to_remove, stored_ids, settings)
+async def _embed_windows(plan: Plan, store: Store, embedder: Embeddings, vectors: Vectors, report: IngestReport,
+                         progress: ProgressFn) -> list[EmbeddingWindow]:
+    """The windows of every chunk added or lost; those the draft lacks are embedded into it, or
+    refiled from a chunk leaving with the very same text."""
+    settings = plan.settings
+    windows = await embedder.windows(plan.to_add + plan.lost, settings.window_overlap_tokens, settings.window_tokens)
+    report.warnings += _large_notes(plan.scan, plan.to_add, windows, settings.large_note_kb)
+    pending = [w for w in windows if w.id not in plan.stored_ids]
+    reused = await _reuse(store, embedder, vectors, pending, plan.to_remove, plan.stored_ids, settings)
     pending = [w for w in pending if w.id not in reused]
     progress(IngestProgress("embed", 0, len(pending)))
     await _embed(embedder, vectors, pending, progress=progress)
     report.windows_embedded, report.windows_reused = len(pending), len(reused)
-    # Windows no chunk will name after the commit: out of the draft before it is served; out of a
-    # server only after the commit, which still serves them until then.
-    removing = set(to_remove)
-    named = {w for w in await store.window_ids() if EmbeddingWindow.chunk_of(w) not in removing}
-    orphans = stored_ids - named - {w.id for w in windows}
-    if folder is not None:
-        await vectors.delete(orphans)
+    return windows
 
+
+@dataclass
+class Commit:
+    """One SQLite transaction's worth: what it swaps in, and what the annotations step reads after."""
+
+    changes: Changes
+    compendium: Compendium | None  # None: the one stored is kept
+    texts: list[ChunkText]  # every chunk the index holds after it
+    hashes: dict[str, str]  # chunk id: text hash
+    cache: dict[str, CachedAnnotation]  # text hash: annotation
+    compendium_from: tuple[list[FileRecord], list[EntitySource], list[ChunkText], dict[str, CachedAnnotation],
+                           dict[str, str]]  # what `build_compendium` reads
+
+
+async def _prepare_commit(plan: Plan, store: Store, embedder: Embeddings, windows: list[EmbeddingWindow],
+                          report: IngestReport) -> Commit:
+    settings, scan = plan.settings, plan.scan
     notes_meta = {rel: _file_record(note, scan.hashes[rel]) for rel, note in scan.notes.items()}
     put_files = list(notes_meta.values()) + [
         FileRecord(s.path, scan.hashes[s.path], status="skipped", reason=s.reason)
         for s in scan.skipped
         if s.path in scan.hashes
     ]
-    kept_files = [f for p, f in manifest.items() if p not in touched and p in scan.hashes]
-    heads = {c.id: index_head(c, notes_meta[c.path]) for c in to_add}
-    vault = await _vault_report(store, scan, chunks_by_file, kept_files + put_files, removed, settings)
+    kept_files = [f for p, f in plan.manifest.items() if p not in plan.touched and p in scan.hashes]
+    heads = {c.id: index_head(c, notes_meta[c.path]) for c in plan.to_add}
+    vault = await _vault_report(store, scan, plan.chunks_by_file, kept_files + put_files, plan.removed, settings)
     report.vault = vault.to_json()
 
-    progress(IngestProgress("commit", 0, 1))
+    removing = set(plan.to_remove)
     remaining = [t for t in await store.chunk_texts() if t.id not in removing]
     remaining_ids = {t.id for t in remaining}
-    all_texts = remaining + [
-        ChunkText(c.id, heads[c.id], c.text, c.visibility, c.links) for c in to_add if c.id not in remaining_ids
+    texts = remaining + [
+        ChunkText(c.id, heads[c.id], c.text, c.visibility, c.links) for c in plan.to_add if c.id not in remaining_ids
     ]
-    hashes = {r.chunk_id: r.text_hash for r in await store.chunk_hashes()} | {c.id: c.text_hash for c in to_add}
+    hashes = {r.chunk_id: r.text_hash for r in await store.chunk_hashes()} | {c.id: c.text_hash for c in plan.to_add}
     cache = await store.annotations(settings.model, annotate_mod.PROMPT_VERSION)
-    files_for_compendium = kept_files + list(notes_meta.values())
-    # The version is of how the Compendium is built: a new one rebuilds it on the next ingest.
-    compendium_key = hashlib.sha256(
-        ("3" + repr(sorted(map(repr, scan.compendium)))).encode()
-    ).hexdigest()[:16]
-    if touched or full or to_add or meta.get("compendium") != compendium_key:
-        compendium: Compendium | None = await embedder.offload(
-            build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
-        )
-    else:  # nothing it is built from changed: keep it (the whole rebuild is most of a re-ingest)
-        compendium = None
-    refs = await ingest_step(chunk_refs, [(c.id, c.sessions, c.path, c.text, c.links) for c in to_add])
+    compendium_from = (kept_files + list(notes_meta.values()), scan.compendium, texts, cache, hashes)
+    compendium_key = hashlib.sha256((COMPENDIUM_VERSION + repr(sorted(map(repr, scan.compendium)))).encode()).hexdigest()[:16]
+    compendium: Compendium | None = None  # nothing it is built from changed: kept (its rebuild is most of a re-ingest)
+    if plan.touched or plan.full or plan.to_add or plan.meta.get("compendium") != compendium_key:
+        compendium = await embedder.offload(build_compendium, *compendium_from)
     changes = Changes(
-        remove_chunks=to_remove,
-        add_chunks=await ingest_step(_indexed, to_add, heads, language),
+        remove_chunks=plan.to_remove,
+        add_chunks=await ingest_step(_indexed, plan.to_add, heads, plan.language),
         add_windows=[(w.id, w.chunk_id) for w in windows],
-        add_refs=refs,
+        add_refs=await ingest_step(chunk_refs, [(c.id, c.sessions, c.path, c.text, c.links) for c in plan.to_add]),
         put_files=put_files,
-        remove_files=removed,
+        remove_files=plan.removed,
         meta={
-            "collection": collection,
-            "chunking": chunking,
+            "collection": plan.collection,
+            "chunking": plan.chunking,
             "embed_model": settings.embed_model,
             "model": settings.model,
             "notes_dir": str(settings.notes_dir.resolve()),
@@ -220,35 +216,11 @@ async def _ingest_into(index: Index, vectors: Vectors, folder: str | None, progr
             "compendium": compendium_key,
             "vault_report": json.dumps(report.vault, ensure_ascii=False),
             "policy": settings.policy.key,
-            "language": language,
+            "language": plan.language,
             "policy_text": settings.policy.describe(),
         },
     )
-    served = meta.get(folders.SERVED, "")
-    serve = folder if folder is not None and (windows or to_remove or orphans) else None
-    if serve is not None:
-        changes.meta.update({folders.SERVED: serve, folders.BEFORE: served})
-    await store.apply(changes, compendium)
-    progress(IngestProgress("commit", 1, 1))
-    if serve is not None:
-        await index.vectors(check=False)  # the draft, now served: opened while its client is still up
-        await off_loop(folders.retire, settings.chroma_path, serve, served)
-    elif folder is None:
-        await vectors.delete(orphans)
-
-    await store.forget_orphan_annotations()
-    if await _annotate(index, report, all_texts, hashes, cache, progress):
-        # New annotations bring the names the model extracted into the Compendium.
-        compendium = await embedder.offload(
-            build_compendium, files_for_compendium, scan.compendium, all_texts, cache, hashes
-        )
-        await store.replace_compendium(compendium)
-    report.entities = len(compendium[GM][0]) if compendium is not None else await store.entity_count(GM)
-    report.chunks = len(all_texts)
-    report.seconds = time.perf_counter() - started
-    await store.set_meta({"last_ingest_seconds": f"{report.seconds:.1f}"})
-    progress(IngestProgress("done", 1, 1))
-    return report
+    return Commit(changes, compendium, texts, hashes, cache, compendium_from)
 
 
 def _large_notes(scan: Scan, chunks: list[Chunk], windows: list[EmbeddingWindow], limit_kb: int) -> list[Skipped]:
@@ -327,13 +299,6 @@ def _indexed(chunks: list[Chunk], heads: dict[str, str], language: str) -> list[
     """Each chunk with its head and what the keyword path searches of both (`oracle/stems.py`)."""
     stemming = Stemming(language)
     return [Indexed(c, heads[c.id], stemming.text(heads[c.id]), stemming.text(c.text)) for c in chunks]
-
-
-def _rules(note: Note) -> str:
-    """Why a note's text is kept from players, in the words the summary shows."""
-    if note.visibility == GM:
-        return note.rule
-    return "; ".join(dict.fromkeys(s.rule for s in note.secrets if s.rule))
 
 
 def _file_record(note: Note, digest: str) -> FileRecord:
