@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..context_window import ContextWindow
 from ..deadline import Deadline
 from ..index.store import Store
-from ..llm import LLM, LLMError, LLMUnavailable, StreamCut, TextFn
+from ..llm import LLM, LLMError, LLMUnavailable, Reply, StreamCut, TextFn
 from ..offload import question_step
 from ..retrieve.pipeline import elapsed_ms
 from ..retrieve.retrieval import Retrieval
@@ -100,26 +101,32 @@ class Writer:
         gives `Unwritten` at once (`loading`: the model was still loading then). Once words flow, a
         pause of ORACLE_TOKEN_GAP_SECONDS or the end of ORACLE_ANSWER_TIMEOUT ends the answer on its
         last whole sentence."""
-        llm, deadline, selection, retrieval = self.llm, asking.deadline, asking.selection, asking.retrieval
-        calls = int(selection.rerank.called) + 1  # the rerank call, if made, and the answer call
-        window = await llm.window(max(deadline.left(), 0.001))
+        window = await self.llm.window(max(asking.deadline.left(), 0.001))
         # Counting a prompt's tokens is milliseconds of pure Python a question: off the event loop.
         fitted = await question_step(
-            fit_answer_prompt, asking.prompt, selection.context, asking.history, num_ctx=window.num_ctx,
+            fit_answer_prompt, asking.prompt, asking.selection.context, asking.history, num_ctx=window.num_ctx,
             reply_tokens=window.answer_tokens,
         )
-        selection.context = context = fitted.context
-        tokens = dict(fitted.tokens)
-        extra: dict[str, Any] = {"llm_calls": calls, "tokens": tokens}
+        asking.selection.context = fitted.context
+        calls = int(asking.selection.rerank.called) + 1  # the rerank call, if made, and the answer call
+        extra: dict[str, Any] = {"llm_calls": calls, "tokens": dict(fitted.tokens)}
         guard = None if asking.clearance.gm else await self.guards.of(asking.store)
-        show_text = asking.show_text
-        if guard is not None and show_text is not None:
-            show_text = _unless_leaking(show_text, StreamCheck(guard))
         if self.slots.locked():
             await asking.stage("queued")
         t = time.perf_counter()
-        incomplete = ""
-        incomplete_shown = ""  # what a player reads of it: never a host or an error
+        written = await self._stream(asking, fitted.messages, window, guard, extra, t)
+        if isinstance(written, Unwritten):
+            return written
+        asking.retrieval.timings_ms["answer"] = elapsed_ms(t)
+        return await self._answer(asking, written, guard, extra, t)
+
+    async def _stream(self, asking: Asking, messages: list[dict[str, str]], window: ContextWindow,
+                      guard: SecretGuard | None, extra: dict[str, Any], t: float) -> Written | Unwritten:
+        """The model's reply, in one of its slots and within the deadline, shown as it comes."""
+        deadline, retrieval = asking.deadline, asking.retrieval
+        show_text = asking.show_text
+        if guard is not None and show_text is not None:
+            show_text = _unless_leaking(show_text, StreamCheck(guard))
 
         async def timed_text(text: str) -> None:
             # The trace's "first_words": milliseconds from the question to the first text written.
@@ -135,39 +142,25 @@ class Writer:
                               f"({setting_name('llm_concurrency')}={self.settings.llm_concurrency})")
         try:
             await asking.stage("writing")
-            try:
-                reply = await llm.stream_chat(
-                    fitted.messages, on_text=timed_text, timeout=deadline.whole_left(), first_text=deadline.left(),
-                    token_gap=deadline.token_gap, num_predict=window.answer_tokens,
-                )
-                text = reply.text
-                tokens.update({k: v for k, v in (("prompt_eval_count", reply.prompt_eval_count),
-                                                 ("eval_count", reply.eval_count)) if v is not None})
-                if not text.strip():
-                    raise LLMError("the model gave an empty answer")
-                if reply.done_reason == "length" and len(_whole_sentences(text).split()) >= MIN_PARTIAL_WORDS:
-                    # The reply ran out of its budget mid-sentence: show the sentences it finished.
-                    text = _whole_sentences(text)
-                    incomplete = f"it reached its budget of {window.answer_tokens} tokens ({setting_name('answer_tokens')})"
-                    incomplete_shown = incomplete
-            except StreamCut as exc:
-                why = _cut(exc, deadline)
-                text = _whole_sentences(exc.partial)
-                if len(text.split()) < MIN_PARTIAL_WORDS:
-                    written = len(exc.partial.split())
-                    return Unwritten(f"the answer stopped after {written} word{'' if written == 1 else 's'}: {why}",
-                                     extra, t)
-                incomplete = why
-                incomplete_shown = incomplete if asking.clearance.gm else PLAYER_INCOMPLETE
-                log.warning("answer to %r cut after %d words: %s", clipped(asking.question), len(text.split()), why)
-            except LLMError as exc:
-                if exc.timed_out:  # nothing written by the deadline: the bound of the first words
-                    return self._late(deadline, extra, t)
-                return Unwritten(str(exc), extra, t, "unavailable" if isinstance(exc, LLMUnavailable) else "unusable")
+            reply = await self.llm.stream_chat(
+                messages, on_text=timed_text, timeout=deadline.whole_left(), first_text=deadline.left(),
+                token_gap=deadline.token_gap, num_predict=window.answer_tokens,
+            )
+            return _whole_reply(reply, window, extra)
+        except StreamCut as exc:
+            return _cut_reply(asking, exc, extra, t)
+        except LLMError as exc:
+            if exc.timed_out:  # nothing written by the deadline: the bound of the first words
+                return self._late(deadline, extra, t)
+            return Unwritten(str(exc), extra, t, "unavailable" if isinstance(exc, LLMUnavailable) else "unusable")
         finally:
             self.slots.release()
-        retrieval.timings_ms["answer"] = elapsed_ms(t)
-        verified, leaked = await question_step(_checked, text, context, guard)
+
+    async def _answer(self, asking: Asking, written: Written, guard: SecretGuard | None, extra: dict[str, Any],
+                       t: float) -> Answer | Unwritten:
+        """The reply with its citations verified, or withheld from a player when it repeats a secret."""
+        retrieval, selection = asking.retrieval, asking.selection
+        verified, leaked = await question_step(_checked, written.text, selection.context, guard)
         if leaked:
             # Players get the passages as if the model had failed: saying why would tell them a
             # secret lies there. The game master reads the reason in the log and in `status`.
@@ -177,9 +170,10 @@ class Writer:
             return Unwritten(PLAYER_REASON, extra, t)
         retrieval.timings_ms["total"] = elapsed_ms(asking.started)
         shown = verified.text
-        if incomplete:
-            extra["incomplete"] = incomplete
-            shown = f"{shown}\n\n*(The answer stops here: {incomplete_shown}.)*"
+        if written.incomplete:
+            extra["incomplete"] = written.incomplete
+            shown_why = written.incomplete if asking.clearance.gm or not written.cut else PLAYER_INCOMPLETE
+            shown = f"{shown}\n\n*(The answer stops here: {shown_why}.)*"
         citations = {
             "shown": [c.label for c in verified.citations],
             "unknown": list(verified.unknown),
@@ -203,6 +197,39 @@ class Writer:
             await self.record_withheld(question, WITHHELD)
         except Exception:
             log.exception("could not record a withheld answer")
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the model wrote: all of it, or its whole sentences and why it stops there (`cut`: the
+    stream was cut, whose reason only the game master reads)."""
+
+    text: str
+    incomplete: str = ""
+    cut: bool = False
+
+
+def _whole_reply(reply: Reply, window: ContextWindow, extra: dict[str, Any]) -> Written:
+    """A reply the model ended; one that ran out of its budget mid-sentence shows the sentences it finished."""
+    extra["tokens"].update({k: v for k, v in (("prompt_eval_count", reply.prompt_eval_count),
+                                              ("eval_count", reply.eval_count)) if v is not None})
+    if not reply.text.strip():
+        raise LLMError("the model gave an empty answer")
+    if reply.done_reason == "length" and len(_whole_sentences(reply.text).split()) >= MIN_PARTIAL_WORDS:
+        return Written(_whole_sentences(reply.text),
+                       f"it reached its budget of {window.answer_tokens} tokens ({setting_name('answer_tokens')})")
+    return Written(reply.text)
+
+
+def _cut_reply(asking: Asking, exc: StreamCut, extra: dict[str, Any], t: float) -> Written | Unwritten:
+    """A stream cut after it began: its whole sentences, unless too few to be an answer."""
+    why = _cut(exc, asking.deadline)
+    text = _whole_sentences(exc.partial)
+    if len(text.split()) < MIN_PARTIAL_WORDS:
+        written = len(exc.partial.split())
+        return Unwritten(f"the answer stopped after {written} word{'' if written == 1 else 's'}: {why}", extra, t)
+    log.warning("answer to %r cut after %d words: %s", clipped(asking.question), len(text.split()), why)
+    return Written(text, why, cut=True)
 
 
 def _checked(text: str, context: Context, guard: SecretGuard | None) -> tuple[Verified, bool]:
