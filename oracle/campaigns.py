@@ -163,6 +163,26 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
     """The campaigns of a TOML file; `data_root` (ORACLE_DATA_DIR) is where a campaign without `data`
     keeps its index, checked like the others for a folder two campaigns would share."""
     path = Path(path).expanduser()
+    tables, fail = _read(path)
+    base = path.resolve().parent
+    campaigns: list[Campaign] = []
+    channel_owner: dict[int, str] = {}
+    data_owner: dict[Path, str] = {}
+    for name, table in tables.items():
+        campaign = _campaign(name, table, base, fail)
+        _claim_data(campaign, data_root, data_owner, fail)
+        _claim_channels(campaign, channel_owner, fail)
+        campaigns.append(campaign)
+    if len(campaigns) > 1:
+        _check_several(campaigns, channel_owner, fail)
+    return Campaigns(tuple(campaigns), source=path)
+
+
+Fail = Callable[[tuple[str, ...], str], CampaignsError]  # at a key's line, naming the file
+
+
+def _read(path: Path) -> tuple[dict[str, Any], Fail]:
+    """The file's [campaigns.NAME] tables, and how a key of it fails."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -182,10 +202,6 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
         line = _line_of(lines, where)
         return CampaignsError(f"{path}{f', line {line}' if line else ''}: {message}")
 
-    def fail_key(name: str, key: str) -> Callable[[str], CampaignsError]:
-        """How a value of campaign `name`'s `key` fails: at its line, naming the campaign and the key."""
-        return lambda m: fail(("campaigns", name, key), f"campaign {name!r}: {key} {m}")
-
     for key in data:
         if key != "campaigns":
             raise fail((key,), f"unknown key {key!r}: the file holds [campaigns.NAME] tables only")
@@ -194,72 +210,80 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
         raise fail(("campaigns",), "each campaign is a [campaigns.NAME] table, named in its header: not [[campaigns]]")
     if not isinstance(tables, dict) or not tables:
         raise fail(("campaigns",), "no campaign: add a [campaigns.NAME] table with at least `notes = \"...\"`")
+    return tables, fail
 
-    base = path.resolve().parent
-    campaigns: list[Campaign] = []
-    channel_owner: dict[int, str] = {}
-    data_owner: dict[Path, str] = {}
-    for name, table in tables.items():
-        at = ("campaigns", name)
-        if not NAME.match(name):
-            raise fail(at, f"campaign name {name!r}: use 1-24 lowercase letters, digits, - or _, starting with a "
-                           "letter or digit (it names the campaign's index and its Discord option)")
-        if not isinstance(table, dict):
-            raise fail(at, f"campaigns.{name} must be a table ([campaigns.{name}]), not {_kind(table)}")
-        for key in table:
-            if key not in KEYS:
-                raise fail((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {', '.join(sorted(KEYS))}")
-        if "notes" not in table:
-            raise fail(at, f"campaign {name!r} has no `notes`: name its notes folder")
-        notes = _path(table["notes"], base, fail_key(name, "notes"))
-        if not notes.is_dir():
-            state = "is not a folder" if notes.exists() else "does not exist"
-            raise fail((*at, "notes"), f"campaign {name!r}: the notes folder {notes} {state}")
-        data_dir = None
-        if "data" in table:
-            data_dir = _path(table["data"], base, fail_key(name, "data"))
-        # Its index folder as it will be: `data`, else ORACLE_DATA_DIR/NAME. Two campaigns in one folder
-        # would overwrite each other's index, game-master-only chunks included.
-        folder = data_dir if data_dir is not None else (data_root / name if data_root is not None else None)
-        if folder is not None:
-            other = data_owner.get(folder.resolve())
-            if other is not None:
-                default = "" if data_dir is not None else f" (its default, ORACLE_DATA_DIR/{name})"
-                raise fail((*at, "data") if data_dir is not None else at,
-                           f"campaigns {other!r} and {name!r} share the index folder {folder}{default}: "
-                           "give each its own `data`")
-            data_owner[folder.resolve()] = name
-        channels = _ids(table, "channels", fail_key(name, "channels"))
-        gm_channels = _ids(table, "gm_channels", fail_key(name, "gm_channels"))
-        for key, ids in (("channels", channels), ("gm_channels", gm_channels)):
-            for channel in ids or ():
-                other = channel_owner.get(channel)
-                if other is not None and other != name:
-                    raise fail((*at, key), f"channel {channel} is mapped to both {other!r} and {name!r}: "
-                                           "a channel answers for one campaign")
-                channel_owner[channel] = name
-        gm_roles = None
-        if "gm_roles" in table:
-            roles = table["gm_roles"]
-            if not isinstance(roles, list) or not all(isinstance(r, (str, int)) and not isinstance(r, bool) for r in roles):
-                raise fail((*at, "gm_roles"), f"campaign {name!r}: gm_roles must be a list of role names or ids, "
-                                              f'e.g. ["gm", "dm"], not {_kind(roles)}')
-            gm_roles = tuple(str(r).strip().casefold() for r in roles)
-        model = None
-        if "model" in table:
-            model = table["model"]
-            if not isinstance(model, str) or not model.strip():
-                raise fail((*at, "model"), f"campaign {name!r}: model must be an Ollama model name, e.g. \"qwen2.5:14b\"")
-        announce = None
-        if "announce_channel" in table:
-            announce = table["announce_channel"]
-            if not _is_id(announce):
-                raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
-                                                      f"(a positive whole number without quotes), not {_kind(announce)}")
-        policy = {key: _strings(table, key, fail_key(name, key)) for key in POLICY_KEYS}
-        campaigns.append(Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce,
-                                  **policy))
-    for campaign in campaigns if len(campaigns) > 1 else ():
+
+def _campaign(name: str, table: Any, base: Path, fail: Fail) -> Campaign:
+    """One [campaigns.NAME] table, each key checked; relative paths are relative to the file (`base`)."""
+    at = ("campaigns", name)
+    if not NAME.match(name):
+        raise fail(at, f"campaign name {name!r}: use 1-24 lowercase letters, digits, - or _, starting with a "
+                       "letter or digit (it names the campaign's index and its Discord option)")
+    if not isinstance(table, dict):
+        raise fail(at, f"campaigns.{name} must be a table ([campaigns.{name}]), not {_kind(table)}")
+    for key in table:
+        if key not in KEYS:
+            raise fail((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {', '.join(sorted(KEYS))}")
+
+    def fail_key(key: str) -> Callable[[str], CampaignsError]:
+        """How a value of the campaign's `key` fails: at its line, naming the campaign and the key."""
+        return lambda m: fail((*at, key), f"campaign {name!r}: {key} {m}")
+
+    if "notes" not in table:
+        raise fail(at, f"campaign {name!r} has no `notes`: name its notes folder")
+    notes = _path(table["notes"], base, fail_key("notes"))
+    if not notes.is_dir():
+        state = "is not a folder" if notes.exists() else "does not exist"
+        raise fail((*at, "notes"), f"campaign {name!r}: the notes folder {notes} {state}")
+    data_dir = _path(table["data"], base, fail_key("data")) if "data" in table else None
+    channels = _ids(table, "channels", fail_key("channels"))
+    gm_channels = _ids(table, "gm_channels", fail_key("gm_channels"))
+    gm_roles = None
+    if "gm_roles" in table:
+        roles = table["gm_roles"]
+        if not isinstance(roles, list) or not all(isinstance(r, (str, int)) and not isinstance(r, bool) for r in roles):
+            raise fail((*at, "gm_roles"), f"campaign {name!r}: gm_roles must be a list of role names or ids, "
+                                          f'e.g. ["gm", "dm"], not {_kind(roles)}')
+        gm_roles = tuple(str(r).strip().casefold() for r in roles)
+    model = table.get("model")
+    if "model" in table and (not isinstance(model, str) or not model.strip()):
+        raise fail((*at, "model"), f"campaign {name!r}: model must be an Ollama model name, e.g. \"qwen2.5:14b\"")
+    announce = table.get("announce_channel")
+    if "announce_channel" in table and not _is_id(announce):
+        raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
+                                              f"(a positive whole number without quotes), not {_kind(announce)}")
+    policy = {key: _strings(table, key, fail_key(key)) for key in POLICY_KEYS}
+    return Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce, **policy)
+
+
+def _claim_data(campaign: Campaign, data_root: Path | None, owner: dict[Path, str], fail: Fail) -> None:
+    """Its index folder as it will be: `data`, else ORACLE_DATA_DIR/NAME. Two campaigns in one folder
+    would overwrite each other's index, game-master-only chunks included."""
+    name = campaign.name
+    folder = campaign.data if campaign.data is not None else (data_root / name if data_root is not None else None)
+    if folder is None:
+        return
+    other = owner.get(folder.resolve())
+    if other is not None:
+        default = "" if campaign.data is not None else f" (its default, ORACLE_DATA_DIR/{name})"
+        raise fail(("campaigns", name, "data") if campaign.data is not None else ("campaigns", name),
+                   f"campaigns {other!r} and {name!r} share the index folder {folder}{default}: give each its own `data`")
+    owner[folder.resolve()] = name
+
+
+def _claim_channels(campaign: Campaign, owner: dict[int, str], fail: Fail) -> None:
+    """A channel answers for one campaign."""
+    for key, ids in (("channels", campaign.channels), ("gm_channels", campaign.gm_channels)):
+        for channel in ids or ():
+            other = owner.get(channel)
+            if other is not None and other != campaign.name:
+                raise fail(("campaigns", campaign.name, key), f"channel {channel} is mapped to both {other!r} and "
+                                                              f"{campaign.name!r}: a channel answers for one campaign")
+            owner[channel] = campaign.name
+
+
+def _check_several(campaigns: list[Campaign], channel_owner: dict[int, str], fail: Fail) -> None:
+    for campaign in campaigns:
         # What is new in one campaign is no news for another's players.
         owner = channel_owner.get(campaign.announce_channel or 0, campaign.name)
         if owner != campaign.name:
@@ -272,7 +296,6 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
             raise fail(("campaigns", campaign.name),
                        f"campaign {campaign.name!r} has no `gm_roles`: with several campaigns each names its own "
                        f'game-master roles, e.g. gm_roles = ["gm-{campaign.name}"] (ORACLE_GM_ROLES serves one campaign)')
-    return Campaigns(tuple(campaigns), source=path)
 
 
 def _syntax_error(path: Path, message: str, raw: bytes) -> str:
