@@ -27,13 +27,11 @@ from oracle.llm import LLM, LLMError, StreamCut
 from oracle.texts import texts
 from oracle.types import Clearance
 from testing.ollama_server import FakeModel, FakeOllama, Reply, Stall
-from tests.answer.test_ask import (  # noqa: F401  (campaign, fake: the module's fixtures)
+from tests.answer.harbour import (
     CLI_NOTES,
     MODEL,
     PASSAGES_PREFIX,
     QUESTION,
-    campaign,
-    fake,
     fragment_headers,
     module_loop,
     requests_of,
