@@ -41,22 +41,10 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
     if not token:
         log.error("DISCORD_TOKEN is not set: put it in .env or the environment (see .env.example)")
         return 2
-    try:
-        # A bad campaigns file stops here, naming the line, before anything is loaded or connected.
-        campaigns = Campaigns.from_settings(settings)
-    except OracleError as exc:
-        log.error("%s", exc)
+    campaigns = _campaigns(settings)
+    if campaigns is None:
         return 2
-    for campaign in campaigns:
-        if not campaign.notes.is_dir():
-            where = "" if campaigns.is_single else f" of campaign {campaign.name}"
-            log.error("the notes folder %s%s does not exist: set ORACLE_NOTES_DIR (or the campaign's notes) to "
-                      "your vault", campaign.notes, where)
-            return 2
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop = _stop_on_signals()
     try:
         library = await Library.open(settings, campaigns)
     except OracleError as exc:
@@ -66,35 +54,12 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
         tables = []
         for campaign in campaigns:
             index = library.index(campaign)
-            try:
-                # Open both stores before the gateway connects: a broken index is reported once,
-                # with what to run, instead of failing every question.
-                if not await _open_stores(campaign.name, index, stop):
-                    return 0  # stopped while waiting for the Chroma server
-            except OracleError as exc:
-                log.error("campaign %s: %s", campaign.name, exc)
-                return 2
-            if not await is_indexed(index):
-                # The bot still starts, so a game master can run /oracle reingest; every question says so.
-                log.error(
-                    "the index of campaign %s at %s is empty: nothing has been ingested from %s. Run `oracle ingest`, "
-                    "or /oracle reingest as a game master, before players ask.",
-                    campaign.name, index.settings.data_dir, index.settings.notes_dir,
-                )
-            elif (await index.built_under())[0] != index.settings.policy.key:
-                log.warning(
-                    "the index of campaign %s was built under another policy of who reads what (%s) than this "
-                    "bot's (%s): players are refused until /oracle reingest (or `oracle ingest`) runs.",
-                    campaign.name, (await index.built_under())[1] or "an earlier release's", index.settings.policy.describe(),
-                )
+            code = await _ready_index(campaign.name, index, stop)
+            if code is not None:
+                return code
             default_announce = bot_settings.announce_channel if campaigns.is_single else None
             tables.append(await open_table(campaign, index, default_announce=default_announce))
-        # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
-        # all holding the GIL (measured with `bench.load`: docs/decisions.md) and stalls the gateway heartbeat.
-        # Frozen, they are never walked again.
-        gc.collect()
-        gc.freeze()
-        sys.setswitchinterval(SWITCH_INTERVAL)  # the loop waits less for threads' interpreter lock
+        _settle_for_serving()
         history = await ThreadHistory.open(settings.threads_path)
         try:
             return await connect(
@@ -108,6 +73,73 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
             await history.close()
             for table in tables:
                 await table.journal.close()
+
+
+def _campaigns(settings: Settings) -> Campaigns | None:
+    """The campaigns, read and each notes folder checked: None (the problem logged) when one is wrong."""
+    try:
+        # A bad campaigns file stops here, naming the line, before anything is loaded or connected.
+        campaigns = Campaigns.from_settings(settings)
+    except OracleError as exc:
+        log.error("%s", exc)
+        return None
+    for campaign in campaigns:
+        if not campaign.notes.is_dir():
+            where = "" if campaigns.is_single else f" of campaign {campaign.name}"
+            log.error("the notes folder %s%s does not exist: set ORACLE_NOTES_DIR (or the campaign's notes) to "
+                      "your vault", campaign.notes, where)
+            return None
+    return campaigns
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event that SIGTERM and SIGINT (Ctrl-C) set."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
+async def _ready_index(name: str, index: Index, stop: asyncio.Event) -> int | None:
+    """A campaign's stores opened and its index checked: the exit code when the bot cannot go on, else None."""
+    try:
+        # Open both stores before the gateway connects: a broken index is reported once,
+        # with what to run, instead of failing every question.
+        if not await _open_stores(name, index, stop):
+            return 0  # stopped while waiting for the Chroma server
+    except OracleError as exc:
+        log.error("campaign %s: %s", name, exc)
+        return 2
+    await _check_index(name, index)
+    return None
+
+
+async def _check_index(name: str, index: Index) -> None:
+    """Log an index that cannot answer players yet: empty, or built under another policy."""
+    if not await is_indexed(index):
+        # The bot still starts, so a game master can run /oracle reingest; every question says so.
+        log.error(
+            "the index of campaign %s at %s is empty: nothing has been ingested from %s. Run `oracle ingest`, "
+            "or /oracle reingest as a game master, before players ask.",
+            name, index.settings.data_dir, index.settings.notes_dir,
+        )
+    elif (await index.built_under())[0] != index.settings.policy.key:
+        log.warning(
+            "the index of campaign %s was built under another policy of who reads what (%s) than this "
+            "bot's (%s): players are refused until /oracle reingest (or `oracle ingest`) runs.",
+            name, (await index.built_under())[1] or "an earlier release's", index.settings.policy.describe(),
+        )
+
+
+def _settle_for_serving() -> None:
+    """Ready the process for serving: what start-up loaded frozen out of collection, a shorter switch interval."""
+    # torch, transformers and chromadb leave ~500k tracked objects: a full collection walks them
+    # all holding the GIL (measured with `bench.load`: docs/decisions.md) and stalls the gateway heartbeat.
+    # Frozen, they are never walked again.
+    gc.collect()
+    gc.freeze()
+    sys.setswitchinterval(SWITCH_INTERVAL)  # the loop waits less for threads' interpreter lock
 
 
 async def _open_stores(name: str, index: Index, stop: asyncio.Event) -> bool:

@@ -304,40 +304,14 @@ class Answering:
             return
         try:
             history = await self.bot.history.turns(thread.id, self.bot.settings.history_turns)
-            reply: discord.Message | None = None
-
-            async def edit(text: str) -> None:
-                nonlocal reply
-                if reply is None:
-                    reply = await message.reply(text)
-                else:
-                    await reply.edit(content=text)
-
-            live = self.live(edit, thread.id)
-            async with thread.typing():
-                # A thread is public: everyone reading it gets the player answer.
-                try:
-                    answer = await table.oracle.ask(question, history=history, on_text=live.update)
-                finally:
-                    await live.close()
-            streamed = reply  # the streamed message becomes the answer's first piece
+            answer, streamed = await self._stream_follow_up(message, table, question, thread, history)
             answer_id = await table.journal.record(Asked(
                 "followup", question, message.author.id, message.author.display_name,
                 message.guild.id if message.guild else None, thread.id,
                 tuple(t.content for t in history if t.role == "user"), Clearance.PLAYER, await self.generation(table),
             ), answer)
-
-            async def first(text: str, embed: discord.Embed | None, view: Any) -> Any:
-                if streamed is not None:
-                    return await streamed.edit(content=text, embed=embed, view=view)
-                return await message.reply(text, embed=embed or discord.utils.MISSING, view=view)
-
-            shown = await deliver(
-                answer, first, lambda text, embed, view: thread.send(text, embed=embed, view=view),
-                view=answer_view(table.name, answer_id, sources=bool(answer.citations), language=answer.language),
-            )
-            if shown is not None:
-                await table.journal.shown_in(answer_id, thread.id, shown.id)
+            await self._post_follow_up(message, table=table, thread=thread, answer=answer, answer_id=answer_id,
+                                       streamed=streamed)
             await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
         except PolicyChanged as exc:  # the index is refused to players until the notes are ingested again
             self.flood.refund(message.author.id)
@@ -350,3 +324,41 @@ class Answering:
             if waited and self.bot.user is not None:  # the bot's own user: known once it is logged in
                 with contextlib.suppress(discord.HTTPException):
                     await message.remove_reaction(WAITING, self.bot.user)
+
+    async def _stream_follow_up(self, message: discord.Message, table: Table, question: str, thread: discord.Thread,
+                                history: list[Turn]) -> tuple[Answer, discord.Message | None]:
+        """Ask the Oracle, its answer streamed into a reply to `message`: the answer, and that reply if sent."""
+        reply: discord.Message | None = None
+
+        async def edit(text: str) -> None:
+            nonlocal reply
+            if reply is None:
+                reply = await message.reply(text)
+            else:
+                await reply.edit(content=text)
+
+        live = self.live(edit, thread.id)
+        async with thread.typing():
+            # A thread is public: everyone reading it gets the player answer.
+            try:
+                answer = await table.oracle.ask(question, history=history, on_text=live.update)
+            finally:
+                await live.close()
+        return answer, reply
+
+    async def _post_follow_up(self, message: discord.Message, *, table: Table, thread: discord.Thread, answer: Answer,
+                              answer_id: int, streamed: discord.Message | None) -> None:
+        """Deliver the recorded answer in the thread, with its buttons, and note where it was shown."""
+
+        async def first(text: str, embed: discord.Embed | None, view: Any) -> Any:
+            # The streamed message becomes the answer's first piece.
+            if streamed is not None:
+                return await streamed.edit(content=text, embed=embed, view=view)
+            return await message.reply(text, embed=embed or discord.utils.MISSING, view=view)
+
+        shown = await deliver(
+            answer, first, lambda text, embed, view: thread.send(text, embed=embed, view=view),
+            view=answer_view(table.name, answer_id, sources=bool(answer.citations), language=answer.language),
+        )
+        if shown is not None:
+            await table.journal.shown_in(answer_id, thread.id, shown.id)

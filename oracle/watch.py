@@ -23,7 +23,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -103,59 +103,83 @@ async def watch_notes(
     if not root.is_dir():
         raise WatchError(f"cannot watch the notes folder {root}: it does not exist")
     loop = asyncio.get_running_loop()
-    changed = asyncio.Event()
-    last_change = loop.time()
+    last = _LastChange(loop.time())
     notes_filter = NotesFilter(root, ignore=(settings.data_dir,))
-
     identity = _identity(root)
-
-    async def listen() -> None:
-        nonlocal last_change
-        async for changes in awatch(root, watch_filter=notes_filter, step=50, debounce=1600):
-            log.debug("notes changed in %s: %s", root, sorted(p for _, p in changes)[:10])
-            if any(change == Change.deleted and Path(p) in notes_filter.roots for change, p in changes):
-                # Made again at once, the folder may even get the old one's inode: the guard cannot tell.
-                raise WatchError(f"the notes folder {root} was removed or replaced")
-            last_change = loop.time()
-            changed.set()
-
-    async def guard() -> None:
-        # A folder deleted and made again (a sync tool does it) is a new folder the watch never sees.
-        while _identity(root) == identity:
-            await asyncio.sleep(FOLDER_CHECK)
-        raise WatchError(f"the notes folder {root} was removed or replaced")
-
-    listener = asyncio.create_task(_first_to_end(listen(), guard()), name=f"watch {root}")
+    listener = asyncio.create_task(_first_to_end(_listen(root, notes_filter, last), _guard(root, identity)),
+                                   name=f"watch {root}")
     await asyncio.sleep(0)  # the listener's first step sets up the watch
     log.info("watching %s (reingest after %g s of quiet)", root, quiet)
     if started is not None:
         started.set()
     if catch_up:
-        last_change = loop.time() - quiet
-        changed.set()
+        last.mark(loop.time() - quiet)
     try:
         while True:
-            await _until(changed.wait(), listener)
-            while (remaining := last_change + quiet - loop.time()) > 0:
-                await _until(asyncio.sleep(remaining), listener)
-            changed.clear()
-            try:
-                report = await ingest(index, by=by)
-            except IngestBusy as exc:  # another ingest of this campaign: try again once it is quiet
-                log.info("%s; reingesting %s after it", exc, root)
-                last_change = loop.time()
-                changed.set()
-                continue
-            except OracleError as exc:  # told once: to `on_error` when there is one, else to the log
-                log.log(logging.INFO if on_error else logging.WARNING, "reingesting %s after a change failed: %s", root, exc)
-                await _tell(on_error, exc)
-                continue
-            log.info("reingested %s: %d added, %d changed, %d removed", root, len(report.added),
-                     len(report.changed), len(report.removed))
-            await _tell(on_change, report)
+            await _until_quiet(last, quiet, listener)
+            last.event.clear()
+            await _reingest(index, root, last, by=by, on_change=on_change, on_error=on_error)
     finally:
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
+
+
+@dataclass
+class _LastChange:
+    """When the notes last changed, and an event set while a change waits for its reingest."""
+
+    at: float
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def mark(self, at: float) -> None:
+        """A change at `at` (the loop's time): a reingest once the folder has been quiet after it."""
+        self.at = at
+        self.event.set()
+
+
+async def _listen(root: Path, notes_filter: NotesFilter, last: _LastChange) -> None:
+    """Mark each change under `root`; raise once the folder itself is deleted."""
+    loop = asyncio.get_running_loop()
+    async for changes in awatch(root, watch_filter=notes_filter, step=50, debounce=1600):
+        log.debug("notes changed in %s: %s", root, sorted(p for _, p in changes)[:10])
+        if any(change == Change.deleted and Path(p) in notes_filter.roots for change, p in changes):
+            # Made again at once, the folder may even get the old one's inode: the guard cannot tell.
+            raise WatchError(f"the notes folder {root} was removed or replaced")
+        last.mark(loop.time())
+
+
+async def _guard(root: Path, identity: tuple[int, int] | None) -> None:
+    """Check every FOLDER_CHECK seconds that `root` is still the folder watched; raise once it is not."""
+    # A folder deleted and made again (a sync tool does it) is a new folder the watch never sees.
+    while _identity(root) == identity:
+        await asyncio.sleep(FOLDER_CHECK)
+    raise WatchError(f"the notes folder {root} was removed or replaced")
+
+
+async def _until_quiet(last: _LastChange, quiet: float, listener: asyncio.Task[None]) -> None:
+    """Wait for a change, then until the folder has had none for `quiet` seconds."""
+    loop = asyncio.get_running_loop()
+    await _until(last.event.wait(), listener)
+    while (remaining := last.at + quiet - loop.time()) > 0:
+        await _until(asyncio.sleep(remaining), listener)
+
+
+async def _reingest(index: Index, root: Path, last: _LastChange, *, by: str, on_change: ReportFn | None,
+                    on_error: ErrorFn | None) -> None:
+    """Reingest after a change and tell how it went; while another ingest runs, mark a change to try again."""
+    try:
+        report = await ingest(index, by=by)
+    except IngestBusy as exc:  # another ingest of this campaign: try again once it is quiet
+        log.info("%s; reingesting %s after it", exc, root)
+        last.mark(asyncio.get_running_loop().time())
+        return
+    except OracleError as exc:  # told once: to `on_error` when there is one, else to the log
+        log.log(logging.INFO if on_error else logging.WARNING, "reingesting %s after a change failed: %s", root, exc)
+        await _tell(on_error, exc)
+        return
+    log.info("reingested %s: %d added, %d changed, %d removed", root, len(report.added),
+             len(report.changed), len(report.removed))
+    await _tell(on_change, report)
 
 
 CampaignReportFn = Callable[[Campaign, IngestReport], Awaitable[None]]
