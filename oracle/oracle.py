@@ -141,8 +141,9 @@ class Oracle:
                 await stage("queued")
             await stage("ranking")
             selection = await self.select(retrieval, store=store, within=deadline.rerank_left())
-            asking = Asking(store, question, question, history, clearance, retrieval, selection, deadline,
-                            started, stage, show_text)
+            asking = Asking(store=store, question=question, prompt=question, history=history, clearance=clearance,
+                            retrieval=retrieval, selection=selection, deadline=deadline, started=started,
+                            stage=stage, show_text=show_text)
             written = await self.writer.write(asking)
             if isinstance(written, Unwritten):
                 written = await self._passages(asking, written, words)
@@ -195,8 +196,9 @@ class Oracle:
             retrieval = Retrieval(question, question, [], {}, [])
             await self._start_loading(deadline)
             await stage("writing")
-            asking = Asking(store, question, recap_prompt(label), (), clearance, retrieval, selection, deadline,
-                            started, stage, show_text)
+            asking = Asking(store=store, question=question, prompt=recap_prompt(label), history=(),
+                            clearance=clearance, retrieval=retrieval, selection=selection, deadline=deadline,
+                            started=started, stage=stage, show_text=show_text)
             written = await self.writer.write(asking)
             if isinstance(written, Unwritten):
                 log.warning("recap of %s without the LLM: %s", label, written.reason)

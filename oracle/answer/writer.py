@@ -49,9 +49,10 @@ async def _no_stage(name: str) -> None:
     return None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Asking:
-    """One question on its way to a written answer: what every step of writing it reads."""
+    """One question on its way to a written answer: what every step of writing it reads (named at
+    every call: eleven fields, four of them strings or sequences, are easy to pass in the wrong order)."""
 
     store: Store  # the question's snapshot of the index
     question: str  # as the reader asked it ("Recap of Session 12" for a recap)
