@@ -46,10 +46,6 @@ def fts_terms(text: str, stemming: Stemming = ENGLISH) -> list[str]:
     return ['"' + t.replace('"', '""') + '"' for t in written if t]
 
 
-def fts_query(text: str) -> str:
-    return " OR ".join(fts_terms(text))
-
-
 class TermCounts:
     """How many chunks one reader may read hold each index term (stemmed as FTS_TOKENIZE stems), read
     once per question: the keyword path leaves the common terms out by them, the learned fusion weighs

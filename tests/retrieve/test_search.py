@@ -17,13 +17,18 @@ from oracle.index.ingest import ingest
 from oracle.index.store import VisibleAlias
 from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatcher, entity_path, mention_weight
-from oracle.retrieve.keyword import common_words, fts_query, fts_terms, keyword_path
+from oracle.retrieve.keyword import common_words, fts_terms, keyword_path
 from oracle.retrieve.retrieval import Retrieval
 from oracle.settings import Settings
 from oracle.types import GM, PUBLIC, Clearance
 from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
+
+
+def fts_query(text: str) -> str:
+    """The MATCH the keyword path sends for a question: its terms, quoted, any of them."""
+    return " OR ".join(fts_terms(text))
 
 SECRETS = ["SECRET-COMPASS", "SECRET-PIP", "SECRET-PLANS", "SECRET-HEIR"]
 
