@@ -38,6 +38,16 @@ class Clearance(enum.Enum):
         """The SQL condition on `column` for this reader: a constant, no parameter to bind."""
         return f"{column} IN ({', '.join(repr(v) for v in self.visibilities)})"
 
+    @property
+    def compendium(self) -> Visibility:
+        """The Compendium this reader reads (an entity row's `visibility`): the game master's, or the players'."""
+        return GM if self is Clearance.GM else PUBLIC
+
+    @property
+    def windows(self) -> Visibility | None:
+        """The visibility this reader's embedding windows have in Chroma; None: every window."""
+        return None if self is Clearance.GM else PUBLIC
+
 
 # What a retrieval path returns: (chunk id, score), best first.
 Scored = list[tuple[str, float]]

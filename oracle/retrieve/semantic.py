@@ -10,7 +10,7 @@ import numpy as np
 
 from ..index.seam import Embeddings, Vectors
 from ..index.store import Store
-from ..types import PUBLIC, Clearance
+from ..types import Clearance
 
 
 async def semantic_windows(
@@ -27,7 +27,7 @@ async def semantic_windows(
     passing line. The learned fusion weighs them."""
     if vector is None:
         vector = await embedder.encode_query(text)
-    visibility = None if clearance.gm else PUBLIC  # Chroma's filter: a player's windows are the public ones
+    visibility = clearance.windows  # Chroma's filter: a player's windows are the public ones
     # Several windows per chunk: ask for enough windows to fill `depth` distinct chunks, and ask again
     # for more when they do not: the best windows of a few long sessions can fill the first answer,
     # and windows of chunks SQLite does not hold (an ingest in progress or killed) are dropped, so the

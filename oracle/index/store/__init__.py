@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .annotations import AnnotationCache, CachedAnnotation
 from .chunks import CHUNK_COLUMNS, ChunkHash, ChunkPlace, ChunkReads, ChunkScore, Reference, Titled
-from .connection import BATCH, StoreError, batches, compendium_view, fts_tables, now
+from .connection import BATCH, StoreError, batches, fts_tables, now
 from .entities import EntityName, EntityRecord, MentionWeight, VisibleAlias
 from .status import GMStats, StatusReads, StoreStats, Withheld, WithheldAnswer
 from .writes import Changes, Compendium, FileRecord, Indexed, Writes
@@ -34,6 +34,6 @@ class Store(ChunkReads, StatusReads, AnnotationCache, Writes):
 __all__ = [
     "BATCH", "CHUNK_COLUMNS", "CachedAnnotation", "Changes", "ChunkHash", "ChunkPlace", "ChunkScore", "Compendium",
     "EntityName", "EntityRecord", "FileRecord", "GMStats", "Indexed", "MentionWeight", "Reference", "Store", "StoreError",
-    "StoreStats", "Titled", "VisibleAlias", "Withheld", "WithheldAnswer", "batches", "compendium_view", "fts_tables",
+    "StoreStats", "Titled", "VisibleAlias", "Withheld", "WithheldAnswer", "batches", "fts_tables",
     "now",
 ]

@@ -29,11 +29,6 @@ class StoreError(OracleError, RuntimeError):
     pass
 
 
-def compendium_view(clearance: Clearance) -> str:
-    """The Compendium a reader reads (an entity row's `visibility`): the game master's, or the players'."""
-    return GM if clearance.gm else PUBLIC
-
-
 # Per Compendium view: the FTS5 table whose statistics rank the reader's keyword search, and its term
 # counts (an fts5vocab made per connection in `Connection.open`).
 _FTS = {PUBLIC: (schema.PUBLIC_FTS, "temp.public_fts_terms"), GM: (schema.ALL_FTS, "temp.fts_terms")}
@@ -44,7 +39,7 @@ def fts_tables(clearance: Clearance) -> tuple[str, str]:
     every chunk for the game master. Never a count of text the reader cannot read: bm25's document
     frequencies and average lengths, and the keyword path's common terms, would otherwise move a
     player's scores and order for what GM-only notes say."""
-    return _FTS[compendium_view(clearance)]
+    return _FTS[clearance.compendium]
 
 
 # Ids per statement: SQLite before 3.32 takes at most 999 host parameters.

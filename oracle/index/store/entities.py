@@ -2,7 +2,7 @@
 entity, and the sums the entity path scores chunks by.
 
 There are two Compendiums, the players' and the game master's (an entity row's `visibility` names its
-reader: `compendium_view`); a reader reads its own, and of it only the aliases and mentions its
+reader: `Clearance.compendium`); a reader reads its own, and of it only the aliases and mentions its
 `Clearance` may read."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ...types import PUBLIC, Clearance, Mentioned
 from .chunks import ChunkScore
-from .connection import Connection, compendium_view, marks
+from .connection import Connection, marks
 
 # -- what the store is handed ---------------------------------------------------------------
 
@@ -72,7 +72,7 @@ class EntityReads(Connection):
         rows = await self._all(
             "SELECT a.entity_id, a.norm, e.name, e.note_path FROM aliases a JOIN entities e ON e.id = a.entity_id"
             f" WHERE e.visibility = ? AND {clearance.sql('a.visibility')}",
-            (compendium_view(clearance),),
+            (clearance.compendium,),
         )
         return [VisibleAlias(*r) for r in rows]
 
@@ -115,14 +115,14 @@ class EntityReads(Connection):
         rows = await self._all(
             "SELECT a.entity_id, a.alias, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id"
             f" WHERE e.visibility = ? AND {clearance.sql('a.visibility')} ORDER BY e.name, a.alias",
-            (compendium_view(clearance),),
+            (clearance.compendium,),
         )
         return [EntityName(*r) for r in rows]
 
     async def entity(self, entity_id: int, clearance: Clearance) -> EntityRecord | None:
         """One entity as a reader may see it: its visible aliases and the visible chunks mentioning it."""
         row = await self._one(
-            "SELECT name, kind FROM entities WHERE id = ? AND visibility = ?", (entity_id, compendium_view(clearance))
+            "SELECT name, kind FROM entities WHERE id = ? AND visibility = ?", (entity_id, clearance.compendium)
         )
         if row is None:
             return None
