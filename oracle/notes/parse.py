@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
+from typing import Any
 
 from ..lexicon import lexicon
 from ..policy import Policy
@@ -18,7 +19,7 @@ from .asides import cut_asides
 from .code import drop_code
 from .conventions import ENTITY_KINDS, Kinds
 from .decode import NoteError, decode
-from .embeds import Vault, read_body, render_embeds
+from .embeds import Body, Vault, read_body, render_embeds
 from .frontmatter import frontmatter_visibility, split_frontmatter, strings
 from .looks import public_marks
 from .secrets import extract_secrets
@@ -88,23 +89,13 @@ def parse_note(
     path = PurePosixPath(relpath)
     shows_embeds = vault is not None
     if vault is None:
-        vault = Vault({relpath: data}, policy or Policy(), {relpath: real_path} if real_path else {}, folder_kinds)
+        vault = _own_vault(relpath, data, folder_kinds, real_path, policy)
     real_path = real_path or vault.real_paths.get(relpath)
     facts = vault.conventions.of(relpath)
     # A character or place note is an entity even when empty: Obsidian lists it, the recaps link to it.
     named = facts.entity
     body = read_body(relpath, data, vault.policy, real_path, allow_empty=named)
-    warnings = list(body.warnings)
-    if body.gm:
-        # The whole note is secret: its text stays whole (inline secrets included) for the game master.
-        text = _whole_text(data)
-        secrets: tuple[Secret, ...] = ()
-        warnings = [w for w in warnings if "treated as secret" not in w]
-    else:
-        text = render_embeds(body.text, relpath, vault) if shows_embeds else _drop_embeds(body.text)
-        secrets = tuple(
-            Secret(s.start_line, s.end_line, render_wikilinks(s.text)[0], s.rule) for s in body.secrets
-        )
+    text, secrets, warnings = _readable(body, data, relpath, vault, shows_embeds)
     text, asides = cut_asides(text, vault.policy.marks)
     text, links = render_wikilinks(text)
     fm = body.frontmatter
@@ -112,18 +103,17 @@ def parse_note(
     if not text.strip() and not secrets and not aliases and not named:
         # A note of aliases alone is an entity all the same: the Compendium takes its names.
         raise NoteError("no text besides frontmatter or plugin code" if data.strip() else "empty note")
-    title = next(iter(strings(fm.get("name")) or strings(fm.get("title"))), "")
     return Note(
         path=relpath,
         kind=facts.kind,
         stem=path.stem,
-        title=title or path.stem.replace("_", " ").strip(),
+        title=_title(fm, path),
         text=text,
         visibility=GM if body.gm else PUBLIC,
         aliases=tuple(dict.fromkeys(aliases)),
         secrets=secrets,
         links=links,
-        warnings=tuple(warnings),
+        warnings=warnings,
         rule=body.rule,
         name=vault.names.name(relpath),
         sessions=facts.sessions,
@@ -131,6 +121,31 @@ def parse_note(
         public_marks=() if body.gm else public_marks(body.text, vault.policy.marks),
         asides=asides,
     )
+
+
+def _own_vault(
+    relpath: str, data: bytes, folder_kinds: Mapping[str, str], real_path: str | None, policy: Policy | None
+) -> Vault:
+    """A vault of this note alone, for a note parsed without its vault."""
+    return Vault({relpath: data}, policy or Policy(), {relpath: real_path} if real_path else {}, folder_kinds)
+
+
+def _readable(
+    body: Body, data: bytes, relpath: str, vault: Vault, shows_embeds: bool
+) -> tuple[str, tuple[Secret, ...], tuple[str, ...]]:
+    """The text its readers get (a public note's embeds shown), its secrets, and its warnings."""
+    if body.gm:
+        # The whole note is secret: its text stays whole (inline secrets included) for the game master.
+        return _whole_text(data), (), tuple(w for w in body.warnings if "treated as secret" not in w)
+    text = render_embeds(body.text, relpath, vault) if shows_embeds else _drop_embeds(body.text)
+    secrets = tuple(Secret(s.start_line, s.end_line, render_wikilinks(s.text)[0], s.rule) for s in body.secrets)
+    return text, secrets, body.warnings
+
+
+def _title(fm: Mapping[str, Any], path: PurePosixPath) -> str:
+    """The note's title: its `name` or `title` property, else its file name."""
+    title = next(iter(strings(fm.get("name")) or strings(fm.get("title"))), "")
+    return title or path.stem.replace("_", " ").strip()
 
 
 def _whole_text(data: bytes) -> str:

@@ -11,17 +11,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
 
 from ..index.seam import Embeddings, Vectors
 from ..index.store import Store
 from ..settings import Settings
+from ..stems import Stemming
 from ..types import Chunk, Clearance, Scored
 from . import path_depth
 from .copies import sources_first
-from .entity import Matchers, entity_path
-from .evidence import gather_evidence, query_stems
+from .entity import EntityMatch, Matchers, MentionStats, entity_path
+from .evidence import Evidence, gather_evidence, query_stems
 from .followup import expand_followup
-from .fusion import Fuse, make_fusion
+from .fusion import Fuse, Fused, make_fusion
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
 from .linked import linked_path
@@ -31,6 +36,38 @@ from .semantic import semantic_windows
 # The semantic path's weight, as a share of ORACLE_PATH_WEIGHTS', on notes in a language the embedding
 # model does not read (docs/decisions.md, "The game master's own language").
 UNREAD_LANGUAGE = 0.25
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Query:
+    """What the paths search by: the query, the entities it names, the index's language and mention counts."""
+
+    text: str
+    entities: list[EntityMatch]
+    stemming: Stemming
+    stats: MentionStats
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the paths found: their (id, score) lists, the semantic windows and vector, the keyword terms."""
+
+    scored: dict[str, Scored]
+    windows: dict[str, tuple[float, ...]]
+    query_vector: np.ndarray
+    stems: dict[str, str]
+    counts: TermCounts
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """The found chunks as loaded, their rowids, and each path's list as ranked hits."""
+
+    chunks: dict[str, Chunk]
+    rowids: dict[str, int]
+    paths: dict[str, list[Hit]]
 
 
 class SearchPipeline:
@@ -64,10 +101,28 @@ class SearchPipeline:
         clearance: Clearance,
         k: int,
     ) -> Retrieval:
-        settings = self.settings
         depth = path_depth(k)
         timings: dict[str, float] = {}
         started = time.perf_counter()
+        query = await self._expand(store, question, history, clearance)
+        timings["expand"] = elapsed_ms(started)
+        found = await self._run_paths(store, vectors, embedder, query, clearance=clearance, depth=depth,
+                                      timings=timings)
+        loaded = await _load_found(store, found.scored, timings)
+        fused = self._fuse_paths(found.scored, loaded.chunks, embedder, query.stemming.code, timings)
+        evidence = None
+        if self.learned:
+            fused, evidence = await self._learned_order(
+                store, query, found, loaded, fused, clearance=clearance, k=k, timings=timings
+            )
+        fused_hits = _fused_hits(fused, loaded.chunks)
+        linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
+        timings["total"] = elapsed_ms(started)
+        return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
+                         found.query_vector, evidence, query.stemming.code)
+
+    async def _expand(self, store: Store, question: str, history: Sequence[str], clearance: Clearance) -> _Query:
+        """The search query (a follow-up expanded by the conversation before it) and the entities it names."""
         matcher, mention_stats = await self.matchers.lookup(clearance, store)
         # The language the index was built in: its follow-up words, its keyword stems.
         stemming = await store.stemming()
@@ -75,74 +130,117 @@ class SearchPipeline:
         query = expand_followup(question, history, names_entity=bool(entities), code=stemming.code)
         if query != question:
             entities = matcher.find(query)
-        timings["expand"] = elapsed_ms(started)
+        return _Query(query, entities, stemming, mention_stats)
 
-        async def timed(name: str, coro: Awaitable[Scored]) -> Scored:
-            t = time.perf_counter()
-            result = await coro
-            timings[name] = elapsed_ms(t)
-            return result
-
-        query_vector = None
-        windows: dict[str, tuple[float, ...]] = {}
-
-        async def semantic() -> Scored:
-            nonlocal query_vector  # kept: the passages' excerpts are matched against it too
-            query_vector = await embedder.encode_query(query)
-            found = await semantic_windows(store, vectors, embedder, query, clearance, depth, query_vector)
-            windows.update(found)
-            return [(cid, sims[0]) for cid, sims in found]
-
+    async def _run_paths(
+        self,
+        store: Store,
+        vectors: Vectors,
+        embedder: Embeddings,
+        query: _Query,
+        *,
+        clearance: Clearance,
+        depth: int,
+        timings: dict[str, float],
+    ) -> _Found:
+        """The keyword, semantic and entity paths run at once, each timed as it ends."""
         # Read by the keyword path, with the learned fusion's terms; reused by its evidence.
-        stems = query_stems(query, stemming) if self.learned else {}
+        stems = query_stems(query.text, query.stemming) if self.learned else {}
         counts = TermCounts(store, clearance, also=stems.values())
-        total = await mention_stats.indexed(store, clearance)
-        keyword, semantic_hits, entity = await asyncio.gather(
-            timed("keyword", keyword_path(
-                store, query, clearance, depth, (settings.fts_head_weight, 1.0), counts=counts, total=total,
-                stemming=stemming,
+        total = await query.stats.indexed(store, clearance)
+        keyword, (semantic, windows, query_vector), entity = await asyncio.gather(
+            _timed(timings, "keyword", keyword_path(
+                store, query.text, clearance, depth, (self.settings.fts_head_weight, 1.0), counts=counts, total=total,
+                stemming=query.stemming,
             )),
-            timed("semantic", semantic()),
-            timed("entity", entity_path(store, entities, clearance, depth, stats=mention_stats)),
+            _timed(timings, "semantic", _semantic_path(store, vectors, embedder, query.text, clearance, depth)),
+            _timed(timings, "entity", entity_path(store, query.entities, clearance, depth, stats=query.stats)),
         )
-        scored = {"keyword": keyword, "semantic": semantic_hits, "entity": entity}
+        scored = {"keyword": keyword, "semantic": semantic, "entity": entity}
+        return _Found(scored, windows, query_vector, stems, counts)
 
-        t = time.perf_counter()
-        wanted = list(dict.fromkeys(cid for hits in scored.values() for cid, _ in hits))
-        loaded, rowids = await store.chunks_and_rowids(wanted)
-        chunks = {c.id: c for c in loaded}
-        paths = {name: ranked_hits(hits, chunks) for name, hits in scored.items()}
-        timings["load"] = elapsed_ms(t)
-
+    def _fuse_paths(
+        self, scored: dict[str, Scored], chunks: dict[str, Chunk], embedder: Embeddings, code: str,
+        timings: dict[str, float],
+    ) -> list[Fused]:
+        """The paths' lists fused, sessions' records preferred; the semantic votes cut where the model cannot read."""
         t = time.perf_counter()
         tells = {cid for cid, chunk in chunks.items() if chunk.kind == "session"}
-        fused = (self.fuse if embedder.reads(stemming.code) else self.fuse_unread)(scored, tells)
+        fused = (self.fuse if embedder.reads(code) else self.fuse_unread)(scored, tells)
         timings["fusion"] = elapsed_ms(t)
+        return fused
 
-        evidence = None
-        if self.learned:
-            t = time.perf_counter()
-            seeds = [f.id for f in fused[:k]]
-            evidence = await gather_evidence(
-                store, stems, scored, windows, chunks, rowids, entities, fused, seeds, clearance, mention_stats,
-                counts,
-            )
-            timings["evidence"] = elapsed_ms(t)
-            t = time.perf_counter()
-            if self.ranker is not None:
-                fused = self.ranker.rank(evidence, fused)
-            fused = fused[: settings.fused_pool]
-            timings["learned"] = elapsed_ms(t)
-        fused_hits = sources_first([Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks])
+    async def _learned_order(
+        self,
+        store: Store,
+        query: _Query,
+        found: _Found,
+        loaded: _Loaded,
+        fused: list[Fused],
+        *,
+        clearance: Clearance,
+        k: int,
+        timings: dict[str, float],
+    ) -> tuple[list[Fused], Evidence]:
+        """The learned fusion: every candidate's evidence, then the model's order cut to the fused pool."""
+        t = time.perf_counter()
+        seeds = [f.id for f in fused[:k]]
+        evidence = await gather_evidence(
+            store, found.stems, found.scored, found.windows, loaded.chunks, loaded.rowids, query.entities, fused, seeds,
+            clearance, query.stats, found.counts,
+        )
+        timings["evidence"] = elapsed_ms(t)
+        t = time.perf_counter()
+        if self.ranker is not None:
+            fused = self.ranker.rank(evidence, fused)
+        fused = fused[: self.settings.fused_pool]
+        timings["learned"] = elapsed_ms(t)
+        return fused, evidence
 
+    async def _linked_hits(
+        self, store: Store, fused_hits: list[Hit], clearance: Clearance, k: int, timings: dict[str, float]
+    ) -> list[Hit]:
+        """The notes linked to the fused top k, as ranked hits."""
         t = time.perf_counter()
         seeds = [h.chunk.id for h in fused_hits[:k]]
-        linked = await linked_path(store, seeds, clearance, settings.linked, {h.chunk.label for h in fused_hits})
+        linked = await linked_path(store, seeds, clearance, self.settings.linked, {h.chunk.label for h in fused_hits})
         linked_hits = ranked_hits(linked, {c.id: c for c in await store.chunks_by_ids([cid for cid, _ in linked])})
         timings["linked"] = elapsed_ms(t)
-        timings["total"] = elapsed_ms(started)
-        return Retrieval(question, query, entities, paths, fused_hits, timings, linked_hits, query_vector, evidence,
-                         stemming.code)
+        return linked_hits
+
+
+async def _timed(timings: dict[str, float], name: str, coro: Awaitable[_T]) -> _T:
+    """`coro`'s result, its time recorded under `name` as it ends."""
+    t = time.perf_counter()
+    result = await coro
+    timings[name] = elapsed_ms(t)
+    return result
+
+
+async def _semantic_path(
+    store: Store, vectors: Vectors, embedder: Embeddings, text: str, clearance: Clearance, depth: int
+) -> tuple[Scored, dict[str, tuple[float, ...]], np.ndarray]:
+    """The semantic path: its hits, each chunk's window similarities, and the query's vector."""
+    query_vector = await embedder.encode_query(text)
+    found = await semantic_windows(store, vectors, embedder, text, clearance, depth, query_vector)
+    # The vector is kept: the passages' excerpts are matched against it too.
+    return [(cid, sims[0]) for cid, sims in found], dict(found), query_vector
+
+
+async def _load_found(store: Store, scored: dict[str, Scored], timings: dict[str, float]) -> _Loaded:
+    """Every chunk the paths found, loaded once, and each path's list as ranked hits."""
+    t = time.perf_counter()
+    wanted = list(dict.fromkeys(cid for hits in scored.values() for cid, _ in hits))
+    loaded, rowids = await store.chunks_and_rowids(wanted)
+    chunks = {c.id: c for c in loaded}
+    paths = {name: ranked_hits(hits, chunks) for name, hits in scored.items()}
+    timings["load"] = elapsed_ms(t)
+    return _Loaded(chunks, rowids, paths)
+
+
+def _fused_hits(fused: list[Fused], chunks: dict[str, Chunk]) -> list[Hit]:
+    """The fused order as ranked hits over the loaded chunks, sources before their copies."""
+    return sources_first([Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks])
 
 
 def ranked_hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:
