@@ -14,48 +14,19 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import httpx
 import ollama
 from pydantic import BaseModel, ValidationError
 
 from .context_window import ContextWindow, context_length
-from .errors import OracleError
+from .llm_errors import LLMError, StreamCut, error_of, reason_of
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class LLMError(OracleError, RuntimeError):
-    """Ollama did not give a usable answer; `str(err)` is a one-line reason."""
-
-    timed_out = False
-
-
-class LLMTimeout(LLMError):
-    """Ollama did not answer in time."""
-
-    timed_out = True
-
-
-class LLMUnavailable(LLMError):
-    """No model to ask: nothing answers at Ollama's address, or Ollama does not have the model."""
-
-
-class StreamCut(LLMError):
-    """The streamed reply stopped before its end; `partial` is what had arrived. `bound`: "gap" when
-    nothing came for the longest pause allowed, "whole" when the reply's own time ran out, "" when
-    Ollama ended it."""
-
-    def __init__(self, reason: str, partial: str, bound: str = "") -> None:
-        super().__init__(reason)
-        self.partial = partial
-        self.bound = bound
-        self.timed_out = bool(bound)
 
 
 @dataclass(frozen=True)
@@ -91,29 +62,26 @@ class Loaded:
         return f"yes, with {self.context_length} tokens of context" if self.context_length else "yes"
 
 
-def _reason(exc: BaseException, host: str, model: str) -> str:
-    if isinstance(exc, ollama.ResponseError):
-        if exc.status_code == 404:
-            return f"Ollama does not have the model {model!r} (run: ollama pull {model})"
-        return f"Ollama answered {exc.status_code}: {exc.error}"
-    if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
-        return f"Ollama at {host} did not answer in time"
-    if isinstance(exc, (ConnectionError, httpx.ConnectError)):
-        return f"Ollama is not reachable at {host}"
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-        return f"Ollama at {host} closed the connection mid-reply"
-    return f"Ollama call failed: {type(exc).__name__}: {exc}"
+@dataclass
+class _Reading:
+    """A streamed reply as it arrives, and the bound its next wait is under."""
 
+    # Mutable: when the stream fails midway, what had arrived and the bound in force make the error.
+    loop: asyncio.AbstractEventLoop
+    end: float  # the whole reply's deadline, on the loop's clock
+    token_gap: float | None
+    parts: list[str] = field(default_factory=list)
+    bound: str = ""  # the bound in force: "" for the first text, then "gap" or "whole"
+    final: Any = None
+    stream: Any = None
 
-def _error(exc: BaseException, host: str, model: str) -> LLMError:
-    cls: type[LLMError] = LLMError
-    if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
-        cls = LLMTimeout
-    elif isinstance(exc, (ConnectionError, httpx.ConnectError)) or (
-        isinstance(exc, ollama.ResponseError) and exc.status_code == 404
-    ):
-        cls = LLMUnavailable
-    return cls(_reason(exc, host, model))
+    def next_piece_by(self, waiting: asyncio.Timeout) -> str:
+        """Move the wait's deadline to the next piece's: `token_gap` from now, or the reply's end."""
+        if self.token_gap is not None and self.loop.time() + self.token_gap < self.end:
+            waiting.reschedule(self.loop.time() + self.token_gap)
+            return "gap"
+        waiting.reschedule(self.end)
+        return "whole"
 
 
 class LLM:
@@ -176,7 +144,7 @@ class LLM:
             try:
                 shown = await asyncio.wait_for(self._client.show(self.model), min(timeout, self.timeout))
             except Exception as exc:  # not cached: the next request asks again
-                reason = f"the model's context length is unknown ({_reason(exc, self.host, self.model)})"
+                reason = f"the model's context length is unknown ({reason_of(exc, self.host, self.model)})"
                 return ContextWindow(self.num_ctx, self.num_ctx, self._answer_tokens(self.num_ctx), None, reason)
             limit = context_length(shown.modelinfo)
             num_ctx, reason = self.num_ctx, ""
@@ -228,7 +196,7 @@ class LLM:
                 timeout,
             )
         except Exception as exc:
-            reason = _reason(exc, self.host, self.model)
+            reason = reason_of(exc, self.host, self.model)
             log.warning("loading the model %s failed: %s", self.model, reason)
             return reason
         return None
@@ -276,7 +244,7 @@ class LLM:
         try:
             running = await asyncio.wait_for(self._client.ps(), timeout)
         except Exception as exc:
-            return Loaded(None, reason=_reason(exc, self.host, self.model))
+            return Loaded(None, reason=reason_of(exc, self.host, self.model))
         wanted = {self.model, self.model if ":" in self.model else f"{self.model}:latest"}
         for model in running.models:
             if model.model in wanted or model.name in wanted:
@@ -296,7 +264,7 @@ class LLM:
         try:
             await asyncio.wait_for(self._client.show(self.model), timeout)
         except Exception as exc:  # every failure is a reason, never a crash
-            return _reason(exc, self.host, self.model)
+            return reason_of(exc, self.host, self.model)
         return None
 
     async def chat(
@@ -315,7 +283,7 @@ class LLM:
                     model=self.model, messages=messages, format=schema, options=options, keep_alive=self.keep_alive
                 )
         except Exception as exc:
-            raise _error(exc, self.host, self.model) from exc
+            raise error_of(exc, self.host, self.model) from exc
         return response.message.content or ""
 
     async def stream_chat(
@@ -336,56 +304,59 @@ class LLM:
         loop = asyncio.get_running_loop()
         end = loop.time() + (self.timeout if timeout is None else timeout)
         first = end if first_text is None else min(loop.time() + first_text, end)
-        bound = ""  # the bound in force: "" for the first text, then "gap" or "whole"
-        parts: list[str] = []
-        final: Any = None
-        stream: Any = None
+        reading = _Reading(loop, end, token_gap)
         try:
             async with asyncio.timeout_at(first) as waiting:
-
-                def next_piece_by() -> str:
-                    if token_gap is not None and loop.time() + token_gap < end:
-                        waiting.reschedule(loop.time() + token_gap)
-                        return "gap"
-                    waiting.reschedule(end)
-                    return "whole"
-
-                options = await self._options(num_predict)
-                stream = await self._client.chat(
-                    model=self.model, messages=list(messages), options=options, keep_alive=self.keep_alive, stream=True
-                )
-                async for part in stream:
-                    piece = part.message.content or "" if part.message else ""
-                    if piece:
-                        parts.append(piece)
-                        bound = next_piece_by()
-                        if on_text is not None:
-                            await on_text("".join(parts))
-                            bound = next_piece_by()
-                    if part.done:
-                        final = part
+                await self._read_stream(messages, num_predict, on_text, reading, waiting)
         except Exception as exc:  # httpx errors arrive raw mid-stream; all become a reason
-            error = _error(exc, self.host, self.model)
-            text = "".join(parts)
-            if text.strip():
-                if error.timed_out and bound == "gap":
-                    raise StreamCut(f"Ollama at {self.host} sent nothing for {token_gap:g} s mid-reply", text,
-                                    "gap") from exc
-                if error.timed_out:
-                    raise StreamCut(f"Ollama at {self.host} was still writing when the reply's time ran out",
-                                    text, "whole") from exc
-                raise StreamCut(str(error), text) from exc
-            raise error from exc
+            raise self._stream_failure(exc, reading) from exc
         finally:
-            if stream is not None:  # the connection closes now, not when the generator is collected:
+            if reading.stream is not None:  # the connection closes now, not when the generator is collected:
                 with contextlib.suppress(Exception):  # Ollama stops writing for nobody
-                    await stream.aclose()
-        text = "".join(parts)
-        if final is None:
+                    await reading.stream.aclose()
+        return self._finished(reading)
+
+    async def _read_stream(
+        self, messages: Sequence[dict[str, str]], num_predict: int | None, on_text: TextFn | None, reading: _Reading,
+        waiting: asyncio.Timeout,
+    ) -> None:
+        """Ask for the reply as a stream and take its pieces into `reading`, each wait under its bound."""
+        options = await self._options(num_predict)
+        reading.stream = await self._client.chat(
+            model=self.model, messages=list(messages), options=options, keep_alive=self.keep_alive, stream=True
+        )
+        async for part in reading.stream:
+            piece = part.message.content or "" if part.message else ""
+            if piece:
+                reading.parts.append(piece)
+                reading.bound = reading.next_piece_by(waiting)
+                if on_text is not None:
+                    await on_text("".join(reading.parts))
+                    reading.bound = reading.next_piece_by(waiting)
+            if part.done:
+                reading.final = part
+
+    def _stream_failure(self, exc: Exception, reading: _Reading) -> LLMError:
+        """What a failed stream raises: a StreamCut keeping the text when some came, else the LLMError."""
+        error = error_of(exc, self.host, self.model)
+        text = "".join(reading.parts)
+        if not text.strip():
+            return error
+        if error.timed_out and reading.bound == "gap":
+            return StreamCut(f"Ollama at {self.host} sent nothing for {reading.token_gap:g} s mid-reply", text, "gap")
+        if error.timed_out:
+            return StreamCut(f"Ollama at {self.host} was still writing when the reply's time ran out", text, "whole")
+        return StreamCut(str(error), text)
+
+    def _finished(self, reading: _Reading) -> Reply:
+        """The reply of a stream that ended, or the failure of one that ended without its last line."""
+        text = "".join(reading.parts)
+        if reading.final is None:
             reason = f"Ollama at {self.host} ended the reply without its last line"
             if text.strip():
                 raise StreamCut(reason, text)
             raise LLMError(reason)
+        final = reading.final
         return Reply(text, final.prompt_eval_count, final.eval_count, final.done_reason)
 
     async def chat_model(self, messages: list[dict[str, str]], model_cls: type[M], **kwargs: Any) -> M:

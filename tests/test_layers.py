@@ -22,7 +22,8 @@ BASE = [
     "text", "stems", "texts", "marks", "types",  # the lexicon
     "policy",  # marks, types
     "settings",  # the policy's names
-    "deadline", "campaigns", "llm",  # settings
+    "deadline", "campaigns",  # settings
+    "llm_errors", "llm",  # the errors of a call to Ollama, then the calls
 ]
 LAYERS = {
     **{name: rung for rung, name in enumerate(BASE)},

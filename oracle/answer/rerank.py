@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from ..llm import LLM, LLMError
+from ..llm import LLM
+from ..llm_errors import LLMError
 from ..offload import off_loop
 from ..settings import setting_name
 from ..tokens import message_tokens

@@ -17,7 +17,8 @@ from typing import Any
 from ..context_window import ContextWindow
 from ..deadline import Deadline
 from ..index.store import Store
-from ..llm import LLM, LLMError, LLMUnavailable, Reply, StreamCut, TextFn
+from ..llm import LLM, Reply, TextFn
+from ..llm_errors import LLMError, LLMUnavailable, StreamCut
 from ..offload import question_step
 from ..retrieve.pipeline import elapsed_ms
 from ..retrieve.retrieval import Retrieval

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, OracleError
-from ..llm import LLMError
+from ..llm_errors import LLMError
 from ..notes.refs import chunk_refs
 from ..offload import ingest_step, off_loop
 from ..settings import Settings

@@ -23,7 +23,8 @@ import pytest
 
 from oracle import cli
 from oracle.deadline import Deadline
-from oracle.llm import LLM, LLMError, StreamCut
+from oracle.llm import LLM
+from oracle.llm_errors import LLMError, StreamCut
 from oracle.texts import texts
 from oracle.types import Clearance
 from testing.ollama_server import FakeModel, FakeOllama, Reply, Stall
