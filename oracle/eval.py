@@ -28,11 +28,12 @@ from .answer.excerpts import content_terms
 from .answer.results import PASSAGES_SHOWN, passage_blocks
 from .eval_bank import Question, entry_ranks, hit, mrr, ndcg, recall
 from .retrieve import PATHS, path_depth
-from .types import PUBLIC, Chunk, Clearance
+from .types import Chunk, Clearance
 
 if TYPE_CHECKING:
+    from .answer.selection import Selection
     from .oracle import Oracle
-    from .retrieve.retrieval import Hit
+    from .retrieve.retrieval import Hit, Retrieval
 
 
 def exact_dense(
@@ -146,49 +147,65 @@ def _all(share: float | None) -> float | None:
 
 def summarise(results: Sequence[QuestionResult]) -> dict[str, Any]:
     answerable = [r for r in results if r.question.relevant]
-
-    def mean(values: Iterable[float | None]) -> float | None:
-        present = [v for v in values if v is not None]
-        return round(sum(present) / len(present), 4) if present else None
-
-    def block(rs: Sequence[QuestionResult]) -> dict[str, float | None]:
-        arcs = [r for r in rs if r.question.kind == "arc"]
-        out = {
-            "questions": len(rs),
-            "union_recall": mean(r.union for r in rs),
-            "paths_union_recall": mean(r.paths_union for r in rs),
-            **{f"{name}_recall": mean(r.paths.get(name) for r in rs) for name in (*PATHS, "linked")},
-            **{f"{name}_recall_at_k": mean(r.paths_at_k.get(name) for r in rs) for name in PATHS},
-            "fused_recall_at_k": mean(r.fused_at_k for r in rs),
-            "pool_recall": mean(r.pool for r in rs),
-            "hit_in_pool": mean(r.hit_pool for r in rs),
-            "final_recall_at_k": mean(r.final_at_k for r in rs),
-            "recall_at_5": mean(r.final_at_5 for r in rs),
-            "recall_at_10": mean(r.final_at_10 for r in rs),
-            "hit_at_5": mean(r.hit_at_5 for r in rs),
-            "hit_at_10": mean(r.hit_at_10 for r in rs),
-            "context_recall": mean(r.context for r in rs),
-            "mrr": mean(r.mrr for r in rs),
-            "ndcg_at_10": mean(r.ndcg10 for r in rs),
-            "all_gold_at_10": mean(float(r.all_gold_at_10) for r in rs),
-            "arc_coverage_union": mean(r.union for r in arcs),
-            "arc_coverage_at_k": mean(r.final_at_k for r in arcs),
-            "arc_coverage_context": mean(r.context for r in arcs),
-            "ann_recall": mean(r.ann_recall for r in rs),
-            **{f"fused_{name}": mean(r.fused.get(name) for r in rs) for name in FUSED_MEASURES},
-            "answers": sum(1 for r in rs if r.answer_terms is not None),
-            "answer_shown": mean(_all(r.answer_terms) for r in rs),
-            "answer_terms_shown": mean(r.answer_terms for r in rs),
-            "answer_shown_first_words": mean(_all(r.answer_terms_first_words) for r in rs),
-            "answer_terms_shown_first_words": mean(r.answer_terms_first_words for r in rs),
-        }
-        return out
-
     by_kind: dict[str, list[QuestionResult]] = defaultdict(list)
     for r in answerable:
         by_kind[r.question.kind or "-"].append(r)
     unanswerable = [r for r in results if not r.question.relevant]
-    misses = [
+    return {
+        "questions": len(results),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "overall": _measures(answerable),
+        "by_kind": {kind: _measures(rs) for kind, rs in sorted(by_kind.items())},
+        "misses": _misses(answerable),
+        "per_question": [per_question(r) for r in results],
+    }
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the values present, to 4 places (None when none is)."""
+    present = [v for v in values if v is not None]
+    return round(sum(present) / len(present), 4) if present else None
+
+
+def _measures(rs: Sequence[QuestionResult]) -> dict[str, float | None]:
+    """Every measure's mean over these questions, with their count and how many have a gold answer."""
+    arcs = [r for r in rs if r.question.kind == "arc"]
+    out = {
+        "questions": len(rs),
+        "union_recall": _mean(r.union for r in rs),
+        "paths_union_recall": _mean(r.paths_union for r in rs),
+        **{f"{name}_recall": _mean(r.paths.get(name) for r in rs) for name in (*PATHS, "linked")},
+        **{f"{name}_recall_at_k": _mean(r.paths_at_k.get(name) for r in rs) for name in PATHS},
+        "fused_recall_at_k": _mean(r.fused_at_k for r in rs),
+        "pool_recall": _mean(r.pool for r in rs),
+        "hit_in_pool": _mean(r.hit_pool for r in rs),
+        "final_recall_at_k": _mean(r.final_at_k for r in rs),
+        "recall_at_5": _mean(r.final_at_5 for r in rs),
+        "recall_at_10": _mean(r.final_at_10 for r in rs),
+        "hit_at_5": _mean(r.hit_at_5 for r in rs),
+        "hit_at_10": _mean(r.hit_at_10 for r in rs),
+        "context_recall": _mean(r.context for r in rs),
+        "mrr": _mean(r.mrr for r in rs),
+        "ndcg_at_10": _mean(r.ndcg10 for r in rs),
+        "all_gold_at_10": _mean(float(r.all_gold_at_10) for r in rs),
+        "arc_coverage_union": _mean(r.union for r in arcs),
+        "arc_coverage_at_k": _mean(r.final_at_k for r in arcs),
+        "arc_coverage_context": _mean(r.context for r in arcs),
+        "ann_recall": _mean(r.ann_recall for r in rs),
+        **{f"fused_{name}": _mean(r.fused.get(name) for r in rs) for name in FUSED_MEASURES},
+        "answers": sum(1 for r in rs if r.answer_terms is not None),
+        "answer_shown": _mean(_all(r.answer_terms) for r in rs),
+        "answer_terms_shown": _mean(r.answer_terms for r in rs),
+        "answer_shown_first_words": _mean(_all(r.answer_terms_first_words) for r in rs),
+        "answer_terms_shown_first_words": _mean(r.answer_terms_first_words for r in rs),
+    }
+    return out
+
+
+def _misses(answerable: Sequence[QuestionResult]) -> list[dict[str, Any]]:
+    """The questions whose gold was lost somewhere, each with the stage it was lost at."""
+    return [
         {
             "id": r.question.id,
             "question": r.question.question,
@@ -198,15 +215,6 @@ def summarise(results: Sequence[QuestionResult]) -> dict[str, Any]:
         for r in answerable
         if r.lost
     ]
-    return {
-        "questions": len(results),
-        "answerable": len(answerable),
-        "unanswerable": len(unanswerable),
-        "overall": block(answerable),
-        "by_kind": {kind: block(rs) for kind, rs in sorted(by_kind.items())},
-        "misses": misses,
-        "per_question": [per_question(r) for r in results],
-    }
 
 
 FUSED_MEASURES = ("hit_at_5", "hit_at_10", "recall_at_k", "mrr", "ndcg_at_10", "all_gold_at_10")
@@ -229,63 +237,88 @@ async def run_eval(oracle: Oracle, questions: Sequence[Question], *, clearance: 
     index = oracle.index
     vectors = await index.vectors()
     embedder = await index.embedder()
-    _, window_chunks, matrix = await vectors.vectors(visibility=None if clearance.gm else PUBLIC)
+    _, window_chunks, matrix = await vectors.vectors(visibility=clearance.windows)
     depth = path_depth(k)
     results = []
     reranks = 0
     for q in questions:
         retrieval = await oracle.search(q.question, history=q.history, clearance=clearance, k=k)
-        path_chunks = {name: [h.chunk for h in hits] for name, hits in retrieval.paths.items()}
-        paths_union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
-        linked = [h.chunk for h in retrieval.linked]
-        union = paths_union + linked  # linked notes are never in the fused pool, nor in its labels
-        fused = [h.chunk for h in retrieval.fused]
-        pool = [h.chunk for h in retrieval.pool]
         selection = await oracle.select(retrieval, k)
-        final = selection.final
-        context = [*selection.context.fragments, *(h.chunk for h in selection.context.headlines)]
         reranks += selection.rerank.used
-        answer_terms = first_words = None
-        if q.answer:
-            shown = selection.context.fragments[:PASSAGES_SHOWN]
-            excerpts = await oracle.excerpts(retrieval, shown)
-            answer_terms = answer_terms_shown(q.answer, "\n\n".join(passage_blocks(excerpts)))
-            first_words = answer_terms_shown(q.answer, "\n\n".join(first_words_blocks(shown)))
+        answer_terms, first_words = await _answer_terms(oracle, q, retrieval, selection)
         query_vector = await embedder.encode_query(retrieval.search_query)
         exact = exact_dense(query_vector, window_chunks, matrix, depth)
-        approx = {c.id for c in path_chunks["semantic"]}
-        relevant = q.relevant
-        stages = [("retrieval", union, None), ("fusion", fused, k), ("rerank", final, k), ("context", context, None)]
-        results.append(
-            QuestionResult(
-                question=q,
-                union=recall(relevant, union),
-                paths_union=recall(relevant, paths_union),
-                paths={name: recall(relevant, chunks) for name, chunks in {**path_chunks, "linked": linked}.items()},
-                paths_at_k={name: recall(relevant, chunks, k) for name, chunks in path_chunks.items()},
-                fused_at_k=recall(relevant, fused, k),
-                pool=recall(relevant, pool),
-                hit_pool=hit(relevant, pool, len(pool)),
-                final_at_k=recall(relevant, final, k),
-                context=recall(relevant, context),
-                final_at_5=recall(relevant, final, 5),
-                final_at_10=recall(relevant, final, 10),
-                hit_at_5=hit(relevant, final, 5),
-                hit_at_10=hit(relevant, final, 10),
-                mrr=mrr(relevant, final),
-                ndcg10=ndcg(relevant, final),
-                all_gold_at_10=bool(relevant) and recall(relevant, final, 10) == 1.0,
-                ann_recall=len(approx & set(exact)) / len(exact) if exact else None,
-                fused=stage_measures(relevant, pool, k),
-                lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
-                answer_terms=answer_terms,
-                answer_terms_first_words=first_words,
-                fused_order=fused_order(retrieval.fused, retrieval.paths),
-            )
-        )
+        results.append(_question_result(q, retrieval, selection, k=k, exact=exact, answer_terms=answer_terms,
+                                        first_words=first_words))
     summary = summarise(results)
     summary["reranked"] = reranks  # questions the reranker reordered (0: it was off for all)
-    # Which fusion ordered the pool: "learned" only when its model was read.
-    fusion = oracle.settings.fusion
-    summary["fusion"] = "dbsf, no learned model" if fusion == "learned" and oracle.pipeline.ranker is None else fusion
+    summary["fusion"] = _fusion(oracle)
     return summary
+
+
+async def _answer_terms(
+    oracle: Oracle, q: Question, retrieval: Retrieval, selection: Selection
+) -> tuple[float | None, float | None]:
+    """The share of the gold answer's key terms shown as excerpts, and as first words (both None: no answer)."""
+    if not q.answer:
+        return None, None
+    shown = selection.context.fragments[:PASSAGES_SHOWN]
+    excerpts = await oracle.excerpts(retrieval, shown)
+    answer_terms = answer_terms_shown(q.answer, "\n\n".join(passage_blocks(excerpts)))
+    first_words = answer_terms_shown(q.answer, "\n\n".join(first_words_blocks(shown)))
+    return answer_terms, first_words
+
+
+def _question_result(
+    q: Question,
+    retrieval: Retrieval,
+    selection: Selection,
+    *,
+    k: int,
+    exact: list[str],
+    answer_terms: float | None,
+    first_words: float | None,
+) -> QuestionResult:
+    """Score each stage's list of one question against its gold."""
+    path_chunks = {name: [h.chunk for h in hits] for name, hits in retrieval.paths.items()}
+    paths_union = list({c.id: c for chunks in path_chunks.values() for c in chunks}.values())
+    linked = [h.chunk for h in retrieval.linked]
+    union = paths_union + linked  # linked notes are never in the fused pool, nor in its labels
+    fused = [h.chunk for h in retrieval.fused]
+    pool = [h.chunk for h in retrieval.pool]
+    final = selection.final
+    context = [*selection.context.fragments, *(h.chunk for h in selection.context.headlines)]
+    approx = {c.id for c in path_chunks["semantic"]}
+    relevant = q.relevant
+    stages = [("retrieval", union, None), ("fusion", fused, k), ("rerank", final, k), ("context", context, None)]
+    return QuestionResult(
+        question=q,
+        union=recall(relevant, union),
+        paths_union=recall(relevant, paths_union),
+        paths={name: recall(relevant, chunks) for name, chunks in {**path_chunks, "linked": linked}.items()},
+        paths_at_k={name: recall(relevant, chunks, k) for name, chunks in path_chunks.items()},
+        fused_at_k=recall(relevant, fused, k),
+        pool=recall(relevant, pool),
+        hit_pool=hit(relevant, pool, len(pool)),
+        final_at_k=recall(relevant, final, k),
+        context=recall(relevant, context),
+        final_at_5=recall(relevant, final, 5),
+        final_at_10=recall(relevant, final, 10),
+        hit_at_5=hit(relevant, final, 5),
+        hit_at_10=hit(relevant, final, 10),
+        mrr=mrr(relevant, final),
+        ndcg10=ndcg(relevant, final),
+        all_gold_at_10=bool(relevant) and recall(relevant, final, 10) == 1.0,
+        ann_recall=len(approx & set(exact)) / len(exact) if exact else None,
+        fused=stage_measures(relevant, pool, k),
+        lost={e: stage for e in relevant if (stage := lost_at(e, stages))},
+        answer_terms=answer_terms,
+        answer_terms_first_words=first_words,
+        fused_order=fused_order(retrieval.fused, retrieval.paths),
+    )
+
+
+def _fusion(oracle: Oracle) -> str:
+    """Which fusion ordered the pool: "learned" only when its model was read."""
+    fusion = oracle.settings.fusion
+    return "dbsf, no learned model" if fusion == "learned" and oracle.pipeline.ranker is None else fusion

@@ -37,50 +37,67 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = p.add_subparsers(dest="command", required=True)
+    # The helpers add the commands in the order `oracle --help` lists them.
+    _add_index_commands(sub)
+    _add_question_commands(sub)
+    _add_review_commands(sub)
+    _add_upkeep_commands(sub)
+    return p
 
-    def common(sp: argparse.ArgumentParser, notes: bool = True) -> None:
-        sp.add_argument("--campaign", help="the campaign of ORACLE_CAMPAIGNS to work on (without the file: default)")
-        if notes:
-            sp.add_argument("--notes", help="the notes folder (default: ORACLE_NOTES_DIR or ./notes)")
-        sp.add_argument("--data", help="where the index lives (default: ORACLE_DATA_DIR or ./var)")
-        sp.add_argument("--json", action="store_true", help="print one JSON object")
 
+def _common(sp: argparse.ArgumentParser, notes: bool = True) -> None:
+    """Add the options most commands share: the campaign, the notes folder, the data folder, --json."""
+    sp.add_argument("--campaign", help="the campaign of ORACLE_CAMPAIGNS to work on (without the file: default)")
+    if notes:
+        sp.add_argument("--notes", help="the notes folder (default: ORACLE_NOTES_DIR or ./notes)")
+    sp.add_argument("--data", help="where the index lives (default: ORACLE_DATA_DIR or ./var)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_index_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `ingest`, `watch` and `status`: build the index, keep it current, say what it holds."""
     ingest_cmd = sub.add_parser("ingest", help="index the notes folder (only what changed; every campaign without --campaign)")
     ingest_cmd.add_argument("--if-idle", action="store_true",
                             help="skip a campaign another ingest is indexing, and exit 0 (for a timer)")
-    common(ingest_cmd)
+    _common(ingest_cmd)
     watch = sub.add_parser("watch", help="reingest by itself whenever the notes change and then stay quiet")
-    common(watch)
+    _common(watch)
     watch.add_argument("--quiet", type=_seconds, help="seconds of quiet before a reingest (default: ORACLE_WATCH_QUIET, 60)")
     watch.add_argument("--no-catch-up", action="store_true", help="do not ingest once at the start")
     status = sub.add_parser("status", help="what is indexed and whether Ollama answers, as players (or --gm) read it")
-    common(status, notes=False)
+    _common(status, notes=False)
     status.add_argument("--gm", action="store_true",
                         help="the game master's status: GM-only counts, Ollama's host, the policy, withheld answers")
 
+
+def _add_question_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `search`, `ask` and `who`: what the notes say of a question or a name."""
     search = sub.add_parser("search", help="retrieval only: what each path found and the fused order")
     search.add_argument("question")
-    common(search)
+    _common(search)
     search.add_argument("--gm", action="store_true", help="include game-master-only notes")
     search.add_argument("--history", action="append", default=[], help="an earlier question of the thread (repeatable)")
     search.add_argument("--k", type=int, help="results per path shown, and the final k")
 
     ask = sub.add_parser("ask", help="answer a question from the notes, with sources")
     ask.add_argument("question")
-    common(ask)
+    _common(ask)
     ask.add_argument("--gm", action="store_true", help="include game-master-only notes")
     ask.add_argument("--history", action="append", default=[], help="an earlier question of the thread (repeatable)")
     ask.add_argument("--trace", action="store_true", help="print every stage's ranked ids, scores and timings")
 
     who = sub.add_parser("who", help="the Compendium dossier of a name, as players (or --gm) see it")
     who.add_argument("name")
-    common(who)
+    _common(who)
     who.add_argument("--gm", action="store_true", help="the game master's dossier, secret names included")
 
+
+def _add_review_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `eval`, `recap` and `questions`: retrieval quality, the last session retold, the questions asked."""
     evaluate = sub.add_parser("eval", help="retrieval quality per stage, or the answers, from a question bank")
     evaluate.add_argument("bank", help="a JSON Lines bank: one {\"question\", \"relevant\": [labels or note paths]} "
                                        "a line (README, \"A question bank\")")
-    common(evaluate)
+    _common(evaluate)
     evaluate.add_argument("--gm", action="store_true", help="evaluate with game-master clearance")
     evaluate.add_argument("--k", type=int, help="the final k (default ORACLE_K, 8)")
     evaluate.add_argument("--answers", action="store_true",
@@ -88,11 +105,11 @@ def parser() -> argparse.ArgumentParser:
 
     recap = sub.add_parser("recap", help="\"previously on…\": the last session (or SESSION) retold for players")
     recap.add_argument("session", nargs="?", help="a session number or a word of its title (default: the last)")
-    common(recap)
+    _common(recap)
     recap.add_argument("--gm", action="store_true", help="retell it with game-master-only notes")
 
     questions = sub.add_parser("questions", help="the questions asked in Discord: unanswered ones, a bank of them")
-    common(questions, notes=False)
+    _common(questions, notes=False)
     questions.add_argument("--unanswered", action="store_true",
                            help="what the notes could not answer (and 👎 answers), grouped, newest first")
     questions.add_argument("--bank", metavar="FILE", help="write the confirmed questions as an evaluation bank")
@@ -101,10 +118,13 @@ def parser() -> argparse.ArgumentParser:
                            help="with --confirm: a gold source label (repeatable; none: the notes do not hold it)")
     questions.add_argument("--limit", type=int, default=50, help="how many rows (default 50)")
 
+
+def _add_upkeep_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `visibility`, `backup` and `restore`: who reads each note, and what an ingest cannot rebuild."""
     visibility = sub.add_parser("visibility", help="who reads each note and each hidden passage, and the rule that decided")
     visibility.add_argument("paths", nargs="*", metavar="PATH",
                             help="only these files or folders (relative to the notes folder, or inside it)")
-    common(visibility)
+    _common(visibility)
     visibility.add_argument("--suggest", action="store_true",
                             help="propose ORACLE_PLAYER_NOTES / ORACLE_GM_NOTES from the vault's own folders, to check and paste")
     visibility.add_argument("--players", action="store_true",
@@ -119,7 +139,6 @@ def parser() -> argparse.ArgumentParser:
     restoring = sub.add_parser("restore", help="put a backup back (made by `oracle backup`)")
     restoring.add_argument("backup", metavar="BACKUP", help="the backup folder (oracle-<UTC time>)")
     restoring.add_argument("--json", action="store_true", help="print one JSON object")
-    return p
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {

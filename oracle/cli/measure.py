@@ -67,7 +67,31 @@ def _slug(path: Path) -> str:
 
 
 def print_eval(result: dict[str, Any], k: int) -> None:
-    rows = [
+    rows = _eval_rows(result, k)
+    kinds = list(result["by_kind"])
+    title = f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)"
+    table = Table(title=f"{title}; reranker reordered {result['reranked']} of {result['questions']}")
+    table.add_column("metric")
+    table.add_column("overall", justify="right")
+    for kind in kinds:
+        table.add_column(f"{kind} ({result['by_kind'][kind]['questions']})", justify="right")
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    for key, name in rows:
+        table.add_row(name, cell(result["overall"][key]), *(cell(result["by_kind"][kd][key]) for kd in kinds))
+    out.print(table)
+    if result["overall"]["answers"]:
+        out.print(f"answer shown: over the {result['overall']['answers']} answerable questions with a gold answer, "
+                  "all its key terms (stemmed content words) in the text of the passages a player reads")
+    if result["misses"]:
+        _print_misses(result["misses"])
+
+
+def _eval_rows(result: dict[str, Any], k: int) -> list[tuple[str, str]]:
+    """The table's rows, in order: each measure's key in the result and the name the table gives it."""
+    return [
         ("union_recall", "recall in the union of the paths and links"),
         ("paths_union_recall", "recall in the union of the three paths"),
         ("keyword_recall", "recall, keyword path"),
@@ -102,31 +126,17 @@ def print_eval(result: dict[str, Any], k: int) -> None:
         ("answer_terms_shown", "answer key terms shown: passages"),
         ("answer_terms_shown_first_words", "answer key terms shown: first 60 words"),
     ]
-    kinds = list(result["by_kind"])
-    title = f"{result['answerable']} answerable questions ({result['unanswerable']} unanswerable)"
-    table = Table(title=f"{title}; reranker reordered {result['reranked']} of {result['questions']}")
-    table.add_column("metric")
-    table.add_column("overall", justify="right")
-    for kind in kinds:
-        table.add_column(f"{kind} ({result['by_kind'][kind]['questions']})", justify="right")
 
-    def cell(value: float | None) -> str:
-        return "—" if value is None else f"{value:.3f}"
 
-    for key, name in rows:
-        table.add_row(name, cell(result["overall"][key]), *(cell(result["by_kind"][kd][key]) for kd in kinds))
+def _print_misses(misses: list[dict[str, Any]]) -> None:
+    """Print the misses table: each answerable question whose gold was lost, and the stage it was lost at."""
+    table = Table(title="misses: where the evidence was lost", title_justify="left")
+    for col in ("id", "kind", "question", "lost"):
+        table.add_column(col)
+    for m in misses:
+        lost = ", ".join(f"{entry} at {stage}" for entry, stage in m["lost"].items())
+        table.add_row(escape(str(m["id"])), m["kind"], escape(snippet(m["question"], 60)), escape(lost))
     out.print(table)
-    if result["overall"]["answers"]:
-        out.print(f"answer shown: over the {result['overall']['answers']} answerable questions with a gold answer, "
-                  "all its key terms (stemmed content words) in the text of the passages a player reads")
-    if result["misses"]:
-        misses = Table(title="misses: where the evidence was lost", title_justify="left")
-        for col in ("id", "kind", "question", "lost"):
-            misses.add_column(col)
-        for m in result["misses"]:
-            lost = ", ".join(f"{entry} at {stage}" for entry, stage in m["lost"].items())
-            misses.add_row(escape(str(m["id"])), m["kind"], escape(snippet(m["question"], 60)), escape(lost))
-        out.print(misses)
 
 
 def print_answers(result: dict[str, Any]) -> None:

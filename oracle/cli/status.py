@@ -7,10 +7,12 @@ import json
 from rich.markup import escape
 from rich.table import Table
 
+from ..index.index import Index
 from ..index.lock import running
-from ..index.status import index_status, is_indexed
+from ..index.status import GMStatus, IndexStatus, index_status, is_indexed
 from ..index.store import StoreError
 from ..oracle import Oracle
+from ..settings import Settings
 from ..types import Clearance
 from ..visibility import VisibilityReport, note_visibility, players_view, suggest_policy
 from .common import _many, asked, build_settings, campaign_index, ensure_index, out
@@ -22,27 +24,59 @@ async def cmd_status(args: argparse.Namespace) -> int:
     counts, no host, path or error. With --gm, the game master's: GM-only counts, the Ollama host and
     why it does not answer, the policy of who reads what, the answers withheld from players."""
     settings = build_settings(args)
+    _require_index(settings)
+    ingesting = running(settings.lock_path)
+    async with campaign_index(args) as index:
+        await _require_finished_ingest(index, settings, ingesting)
+        status = await index_status(index, clearance=Clearance.of(args.gm))
+    if args.json:
+        print(json.dumps(status.to_json() | {"ingesting": ingesting}, ensure_ascii=False))
+        return 0
+    table = _status_table(status, ingesting)
+    gm = status.gm
+    if not gm:
+        out.print(table)
+        out.print("[dim]The game master's status (GM-only counts, Ollama's host, the policy): oracle status --gm[/]")
+        return 0
+    table.add_row("answers withheld from players", str(gm.withheld.count))
+    out.print(table)
+    _print_gm_notices(gm)
+    return 0
+
+
+def _require_index(settings: Settings) -> None:
+    """Refuse when no index file exists, saying what to do first."""
     if not settings.sqlite_path.exists():
         if not settings.notes_dir.is_dir():
             raise StoreError(f"no index at {settings.sqlite_path}, and the notes folder {settings.notes_dir} does not "
                              "exist: set ORACLE_NOTES_DIR to your vault, then run `oracle ingest`")
         raise StoreError(f"no index at {settings.sqlite_path}: run `oracle ingest` first")
-    ingesting = running(settings.lock_path)
-    async with campaign_index(args) as index:
-        if not await is_indexed(index):
-            if ingesting:
-                raise StoreError(f"the first ingest into {settings.data_dir} is not done yet: {ingesting}")
-            raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
-                             "run `oracle ingest`")
-        status = await index_status(index, clearance=Clearance.of(args.gm))
-    if args.json:
-        print(json.dumps(status.to_json() | {"ingesting": ingesting}, ensure_ascii=False))
-        return 0
-    gm, stats = status.gm, status.stats
+
+
+async def _require_finished_ingest(index: Index, settings: Settings, ingesting: str | None) -> None:
+    """Refuse when no ingest has finished into the index yet (the first one still running, or stopped)."""
+    if not await is_indexed(index):
+        if ingesting:
+            raise StoreError(f"the first ingest into {settings.data_dir} is not done yet: {ingesting}")
+        raise StoreError(f"no ingest has finished into {settings.data_dir} (one was stopped or failed): "
+                         "run `oracle ingest`")
+
+
+def _status_table(status: IndexStatus, ingesting: str | None) -> Table:
+    """The status table: what is indexed, then the models and whether Ollama answers."""
+    gm = status.gm
     table = Table(title="Oracle index" if gm else "Oracle index, as players read it", show_header=False)
     if gm:
         table.add_row("notes", escape(str(gm.notes_dir)))
         table.add_row("who reads what", escape(gm.policy))
+    _add_index_rows(table, status, ingesting)
+    _add_model_rows(table, status)
+    return table
+
+
+def _add_index_rows(table: Table, status: IndexStatus, ingesting: str | None) -> None:
+    """Add the rows of what is indexed: files, sessions, chunks, Compendium, annotations, last ingest."""
+    stats = status.stats
     table.add_row("files indexed (skipped)", f"{stats.files} ({stats.files_skipped})")
     if stats.gm:
         table.add_row("sessions (players can read / game-master-only)", f"{stats.sessions} / {stats.gm.sessions_gm_only}")
@@ -61,20 +95,22 @@ async def cmd_status(args: argparse.Namespace) -> int:
     table.add_row("last ingest", f"{status.last_ingest} ({status.last_ingest_seconds} s)")
     if ingesting:
         table.add_row("now", escape(ingesting))
+
+
+def _add_model_rows(table: Table, status: IndexStatus) -> None:
+    """Add the rows of the models: the notes' language, both models, Ollama, the context window."""
     if status.language:
         table.add_row("language of the notes", escape(status.language_line()))
     table.add_row("embedding model", escape(str(status.embed_model)))
     table.add_row("answer model", escape(str(status.model)))
     reach = status.ollama
-    table.add_row("ollama", escape(f"{reach.host}: {reach.said()}" if gm else reach.said()))
+    table.add_row("ollama", escape(f"{reach.host}: {reach.said()}" if status.gm else reach.said()))
     table.add_row("context window", escape(status.context.describe()))
     table.add_row("model loaded", escape(status.model_loaded.describe()))
-    if not gm:
-        out.print(table)
-        out.print("[dim]The game master's status (GM-only counts, Ollama's host, the policy): oracle status --gm[/]")
-        return 0
-    table.add_row("answers withheld from players", str(gm.withheld.count))
-    out.print(table)
+
+
+def _print_gm_notices(gm: GMStatus) -> None:
+    """Print what only the game master reads under the table: withheld answers, a stale policy, the vault report."""
     for event in gm.withheld.last:
         seen = f"{event.at}: {event.question!r} ({event.reason})"
         out.print(f"[yellow]withheld[/] {escape(seen)}")
@@ -84,7 +120,6 @@ async def cmd_status(args: argparse.Namespace) -> int:
                   soft_wrap=True, highlight=False)
     if gm.vault is not None:
         print_vault_report(gm.vault)
-    return 0
 
 
 async def cmd_who(args: argparse.Namespace) -> int:
