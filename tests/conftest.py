@@ -240,12 +240,12 @@ async def open_quick_index(quick_embedder):
         await index.close()
 
 
-def quick_settings(notes: Path, data: Path, ollama_host: str, **overrides) -> Settings:
-    """A campaign's settings against a fake Ollama, with timeouts short enough for a failing test."""
-    return Settings(
-        _env_file=None, notes_dir=notes, data_dir=data, ollama_host=ollama_host, ollama_probe_timeout=2.0,
-        ollama_timeout=10.0, answer_timeout=10.0, first_words=10.0, **overrides,
-    )
+def quick_settings(notes: Path, data: Path, ollama_host: str, /, **overrides) -> Settings:
+    """A campaign's settings for a test: no `.env` read, against a fake Ollama, with timeouts short
+    enough for a failing test; `overrides` win."""
+    values = {"notes_dir": notes, "data_dir": data, "ollama_host": ollama_host, "ollama_probe_timeout": 2.0,
+              "ollama_timeout": 10.0, "answer_timeout": 10.0, "first_words": 10.0}
+    return Settings(_env_file=None, **(values | overrides))
 
 
 def write_notes(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -19,7 +19,7 @@ from oracle.oracle import Oracle
 from oracle.settings import Settings
 from oracle.texts import texts
 from testing.ollama_server import FakeOllama
-from tests.conftest import MINI_CAMPAIGN
+from tests.conftest import MINI_CAMPAIGN, quick_settings
 from tests.conftest import request_kind as kind
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -129,20 +129,8 @@ def requests_of(fake: FakeOllama, what: str) -> list[dict]:
 
 
 def settings_for(notes: Path, data: Path, host: str, **overrides) -> Settings:
-    values = {
-        "notes_dir": notes,
-        "data_dir": data,
-        "ollama_host": host,
-        "model": MODEL,
-        "keep_alive": KEEP_ALIVE,
-        "session_max_words": 50,
-        "ollama_probe_timeout": 2.0,
-        "ollama_timeout": 10.0,
-        "first_words": 10.0,
-        "answer_timeout": 10.0,
-    }
-    values.update(overrides)
-    return Settings(_env_file=None, **values)
+    return quick_settings(notes, data, host, **({"model": MODEL, "keep_alive": KEEP_ALIVE, "session_max_words": 50}
+                                                 | overrides))
 
 
 @dataclass

@@ -44,7 +44,7 @@ from testing.discord import (
     FakeMember,
 )
 from testing.ollama_server import FakeOllama
-from tests.conftest import MINI_CAMPAIGN, write_notes
+from tests.conftest import MINI_CAMPAIGN, quick_settings, write_notes
 from tests.conftest import request_kind as kind
 
 MODEL = "qwen2.5:14b"
@@ -151,18 +151,7 @@ class Campaign:
         return self.index.settings
 
     def make_settings(self, **overrides) -> Settings:
-        values = {
-            "notes_dir": self.notes,
-            "data_dir": self.root / "data",
-            "ollama_host": self.ollama.url,
-            "model": MODEL,
-            "ollama_probe_timeout": 2.0,
-            "ollama_timeout": 10.0,
-            "first_words": 10.0,
-            "answer_timeout": 10.0,
-        }
-        values.update(overrides)
-        return Settings(_env_file=None, **values)
+        return quick_settings(self.notes, self.root / "data", self.ollama.url, **({"model": MODEL} | overrides))
 
     def requests(self, what: str | None = None) -> list[dict]:
         """The chat requests of questions: the bot's startup load (no messages) is not one."""

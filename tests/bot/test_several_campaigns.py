@@ -47,7 +47,7 @@ from tests.bot.harness import (
     rows,
     run,
 )
-from tests.conftest import MINI_CAMPAIGN, write_notes
+from tests.conftest import MINI_CAMPAIGN, quick_settings, write_notes
 from tests.conftest import request_kind as kind
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -71,10 +71,8 @@ class World:
     embeddings: Embeddings
 
     def base(self, **overrides) -> Settings:
-        values = {"notes_dir": self.root / "unused", "data_dir": self.root / "data", "ollama_host": self.ollama.url,
-                  "model": MODEL, "ollama_probe_timeout": 2.0, "ollama_timeout": 10.0, "first_words": 10.0,
-                  "answer_timeout": 10.0}
-        return Settings(_env_file=None, **(values | overrides))
+        return quick_settings(self.root / "unused", self.root / "data", self.ollama.url,
+                              **({"model": MODEL} | overrides))
 
     def requests(self, what: str | None = None) -> list[dict]:
         return [r for r in self.ollama.chat_requests() if r.get("messages") and (what is None or kind(r) == what)]
