@@ -181,3 +181,24 @@ def test_the_benchmarks_and_the_fake_servers_import_no_test_module():
             found += [f"{path.relative_to(root)}:{node.lineno} imports {n}" for n in names
                       if n == "tests" or n.startswith("tests.")]
     assert [] == found
+
+
+LONGEST = 60  # lines from `def` to a function's last line: past it, a function is a procedure of steps
+
+
+def long_functions(path: Path, root: Path = CORE.parent) -> list[str]:
+    return [f"{path.relative_to(root)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > LONGEST]
+
+
+def test_no_function_of_the_product_is_a_whole_procedure():
+    paths = sorted([*CORE.rglob("*.py"), *BOT.glob("*.py")])
+    assert [] == [found for path in paths for found in long_functions(path)]
+
+
+def test_the_length_rule_catches_a_long_function(tmp_path):
+    (tmp_path / "steps.py").write_text("def steps():\n" + "    x = 1\n" * (LONGEST - 1))
+    (tmp_path / "procedure.py").write_text("async def procedure():\n" + "    x = 1\n" * LONGEST)
+    assert [] == long_functions(tmp_path / "steps.py", tmp_path)
+    assert ["procedure.py:1 procedure (61 lines)"] == long_functions(tmp_path / "procedure.py", tmp_path)

@@ -225,6 +225,7 @@ def build_features(
 
 async def gather_evidence(
     store: Store,
+    *,
     stems: Mapping[str, str],
     scored: Mapping[str, Scored],
     windows: Mapping[str, Sequence[float]],

@@ -186,8 +186,9 @@ class SearchPipeline:
         t = time.perf_counter()
         seeds = [f.id for f in fused[:k]]
         evidence = await gather_evidence(
-            store, found.stems, found.scored, found.windows, loaded.chunks, loaded.rowids, query.entities, fused, seeds,
-            clearance, query.stats, found.counts,
+            store, stems=found.stems, scored=found.scored, windows=found.windows, chunks=loaded.chunks,
+            rowids=loaded.rowids, entities=query.entities, fused=fused, seeds=seeds, clearance=clearance,
+            stats=query.stats, counts=found.counts,
         )
         timings["evidence"] = elapsed_ms(t)
         t = time.perf_counter()
