@@ -37,7 +37,7 @@ as reported in dzhng/deep-research#107):
    at ``num_predict`` tokens with ``done_reason`` "length".
 
 Slow, as an overloaded GPU or a CPU-only box is: ``FakeOllama(slow=SECONDS)`` (``--slow``) sends
-nothing, not even headers, for SECONDS after each chat or generate request before its reply, as
+nothing, not even headers, for SECONDS after each chat request before its reply, as
 Ollama writes nothing before the first token; ``Stall`` pauses a stream mid-reply. A model's load
 (``FakeModel.load_seconds``) belongs to the request that started it: when that client goes away
 before it ends, the load is aborted, as Ollama does ("client connection closed before server
@@ -124,8 +124,6 @@ class Reply:
     """A normal answer. ``chunk_delay`` spaces out streamed chunks (to test progress UIs)."""
 
     content: str = ""
-    thinking: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
     done_reason: str = "stop"
     chunk_delay: float = 0.0
 
@@ -267,11 +265,11 @@ def instance_from_schema(schema: dict, defs: dict | None = None) -> Any:
 
 
 def _question(request: dict) -> str:
-    """The last user message of a chat request, or a generate request's prompt."""
+    """The last user message of a chat request."""
     for message in reversed(request.get("messages") or []):
         if message.get("role") == "user":
             return message.get("content") or ""
-    return request.get("prompt") or ""
+    return ""
 
 
 def default_responder(request: dict) -> str:
@@ -390,7 +388,7 @@ class FakeModel:
 
 @dataclass
 class Served:
-    """How a chat or generate request was served: its window, its prompt, and what was cut."""
+    """How a chat request was served: its window, its prompt, and what was cut."""
 
     model: str
     num_ctx: int
@@ -413,7 +411,7 @@ class Served:
 
 class RecordedRequest(NamedTuple):
     """One request the fake received; ``body`` is the parsed JSON (None for GET); ``served`` says
-    how a chat or generate request was served (None for other endpoints and refused requests)."""
+    how a chat request was served (None for other endpoints and refused requests)."""
 
     path: str
     body: Any
@@ -459,13 +457,13 @@ def _error(status: int, message: str) -> web.Response:
 class FakeOllama:
     """A scripted Ollama on 127.0.0.1; async context manager, or run in a thread.
 
-    ``responder(request_json)`` decides chat and generate answers. It may
+    ``responder(request_json)`` decides chat answers. It may
     return a ``str``, a ``dict``/``list`` (sent as its JSON text), a directive
     (``Reply``, ``Delay``, ``HttpError``, ``ModelNotFound``, ``CutStream``, ``Stall``,
     ``TruncatedJson``, ``RawBody``) or an awaitable of those. If it raises, the
     client gets HTTP 500 naming the exception, so a broken script is visible.
     Requests for a model not in ``models`` get 404 before the responder runs.
-    ``slow``: seconds every chat and generate reply waits before its first byte
+    ``slow``: seconds every chat reply waits before its first byte
     (the load call aside), the slow mode.
     """
 
@@ -476,7 +474,6 @@ class FakeOllama:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        embed_dim: int = 8,
         slow: float = 0.0,
     ) -> None:
         self.models: dict[str, FakeModel] = {}
@@ -489,11 +486,10 @@ class FakeOllama:
         self.truncations: list[dict] = []  # every "truncating input prompt" the runner logged
         self.aborted_loads: list[tuple[str, int]] = []  # loads whose client went away before they ended
         self.slow = slow  # seconds before the first byte of every reply (0: at once)
-        self.abandoned: list[dict] = []  # bodies of chat/generate requests whose client left before the end
+        self.abandoned: list[dict] = []  # bodies of chat requests whose client left before the end
         self._loading: dict[tuple[str, int], asyncio.Future] = {}
         self.host = host
         self.port = port
-        self.embed_dim = embed_dim
         self._runner: web.AppRunner | None = None
         self._thread: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
 
@@ -515,8 +511,6 @@ class FakeOllama:
         app.router.add_post("/api/show", self._show)
         app.router.add_get("/api/ps", self._ps)
         app.router.add_post("/api/chat", self._chat)
-        app.router.add_post("/api/generate", self._generate)
-        app.router.add_post("/api/embed", self._embed)
         self._runner, self.port = await serve(app, self.host, self.port)  # a timed-out client stops a Delay
         return self
 
@@ -587,11 +581,8 @@ class FakeOllama:
     def chat_requests(self) -> list[dict]:
         return self.requests_to("/api/chat")
 
-    def generate_requests(self) -> list[dict]:
-        return self.requests_to("/api/generate")
-
     def served(self) -> list[Served]:
-        """How each chat and generate request was served, oldest first."""
+        """How each chat request was served, oldest first."""
         return [r.served for r in self.requests if r.served is not None]
 
     def reset(self) -> None:
@@ -688,29 +679,9 @@ class FakeOllama:
             })
         return web.json_response({"models": running})
 
-    async def _embed(self, request: web.Request) -> web.Response:
-        body = await self._record(request)
-        model = self._find_model(body)
-        if isinstance(model, web.Response):
-            return model
-        texts = body.get("input", [])
-        texts = [texts] if isinstance(texts, str) else texts
-        return web.json_response({"model": body["model"], "embeddings": [self.fake_vector(t) for t in texts]})
-
-    def fake_vector(self, text: str) -> list[float]:
-        """Deterministic unit-free vector in [-1, 1) derived from the text's hash."""
-        digest = hashlib.sha256(text.encode()).digest()
-        return [digest[i % len(digest)] / 128 - 1 for i in range(self.embed_dim)]
-
-    # ----- chat and generate ----------------------------------------------
+    # ----- chat -----------------------------------------------------------
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._complete(request, "chat")
-
-    async def _generate(self, request: web.Request) -> web.StreamResponse:
-        return await self._complete(request, "generate")
-
-    async def _complete(self, request: web.Request, kind: str) -> web.StreamResponse:
         body = await self._record(request)
         model = self._find_model(body)
         if isinstance(model, web.Response):
@@ -719,7 +690,7 @@ class FakeOllama:
         try:
             served = await self._load(model, body)
             self.requests[position] = self.requests[position]._replace(served=served)
-            if kind == "chat" and body.get("messages") == []:
+            if body.get("messages") == []:
                 answer: Any = Reply("", done_reason="load")  # Ollama's "load the model" call
             else:
                 if self.slow:  # nothing at all, headers included, before the first token
@@ -728,7 +699,7 @@ class FakeOllama:
             while isinstance(answer, Delay):
                 await asyncio.sleep(answer.seconds)
                 answer = default_responder(body) if answer.then is None else answer.then
-            return await self._send(request, kind, body, answer)
+            return await self._send(request, body, answer)
         except asyncio.CancelledError:  # the client went away before the reply's end
             self.abandoned.append(body)
             raise
@@ -780,23 +751,19 @@ class FakeOllama:
         options = body.get("options") or {}
         num_predict = int(options.get("num_predict", -1))
         num_keep = int(options.get("num_keep", DEFAULT_NUM_KEEP))
-        if "messages" in body:
-            messages = list(body.get("messages") or [])
-            rendered = render_chatml(messages)
-            total = sum(map(len, rendered)) + len(REPLY_OPENING)
-            start = 0
-            # chatPrompt: drop whole messages from the front, keep system messages and the last one.
-            while total > num_ctx and start < len(messages) - 1:
-                if messages[start].get("role") != "system":
-                    total -= len(rendered[start])
-                    rendered[start] = []
-                start += 1
-            dropped = sum(1 for m, r in zip(messages, rendered, strict=False) if not r and m.get("role") != "system")
-            tokens = [t for r in rendered for t in r] + REPLY_OPENING
-            prompt_tokens = sum(len(r) for r in render_chatml(messages)) + len(REPLY_OPENING)
-        else:
-            tokens = tokenize(str(body.get("system") or "")) + tokenize(str(body.get("prompt") or ""))
-            dropped, prompt_tokens = 0, len(tokens)
+        messages = list(body.get("messages") or [])
+        rendered = render_chatml(messages)
+        total = sum(map(len, rendered)) + len(REPLY_OPENING)
+        start = 0
+        # chatPrompt: drop whole messages from the front, keep system messages and the last one.
+        while total > num_ctx and start < len(messages) - 1:
+            if messages[start].get("role") != "system":
+                total -= len(rendered[start])
+                rendered[start] = []
+            start += 1
+        dropped = sum(1 for m, r in zip(messages, rendered, strict=False) if not r and m.get("role") != "system")
+        tokens = [t for r in rendered for t in r] + REPLY_OPENING
+        prompt_tokens = sum(len(r) for r in render_chatml(messages)) + len(REPLY_OPENING)
         truncated = None
         if len(tokens) > num_ctx:
             keep = min(num_keep, num_ctx - 1)
@@ -820,7 +787,7 @@ class FakeOllama:
         except Exception as exc:  # a broken test script should fail loudly, client-side
             return HttpError(500, f"fake responder failed: {exc!r}")
 
-    async def _send(self, request: web.Request, kind: str, body: dict, answer: Any) -> web.StreamResponse:
+    async def _send(self, request: web.Request, body: dict, answer: Any) -> web.StreamResponse:
         if isinstance(answer, HttpError):
             return _error(answer.status, answer.error)
         if isinstance(answer, ModelNotFound):
@@ -851,28 +818,17 @@ class FakeOllama:
         if 0 <= limit < len(split_tokens(answer.content)):  # the reply's budget: cut, as the runner stops
             answer = replace(answer, content="".join(split_tokens(answer.content)[:limit]), done_reason="length")
 
-        chunks, final = self._frames(kind, body, answer, self._served_for(body))
+        chunks, final = self._frames(body, answer, self._served_for(body))
         if body.get("stream", True):
             return await self._stream(request, chunks, final, answer.chunk_delay, cut_after, stall)
-        whole = dict(final)
-        if kind == "chat":
-            whole["message"] = self._message(answer.content, answer.thinking, answer.tool_calls)
-        else:
-            whole["response"] = answer.content
-            if answer.thinking is not None:
-                whole["thinking"] = answer.thinking
+        whole = dict(final) | {"message": self._message(answer.content)}
         if cut_after is None:
             return web.json_response(whole)
         return await self._cut(request, json.dumps(whole).encode(), "application/json")
 
     @staticmethod
-    def _message(content: str, thinking: str | None = None, tool_calls: list | None = None) -> dict:
-        message: dict[str, Any] = {"role": "assistant", "content": content}
-        if thinking is not None:
-            message["thinking"] = thinking
-        if tool_calls:
-            message["tool_calls"] = tool_calls
-        return message
+    def _message(content: str) -> dict:
+        return {"role": "assistant", "content": content}
 
     def _served_for(self, body: dict) -> Served | None:
         for recorded in reversed(self.requests):
@@ -880,35 +836,25 @@ class FakeOllama:
                 return recorded.served
         return None
 
-    def _frames(self, kind: str, body: dict, reply: Reply, served: Served | None = None) -> tuple[list[dict], dict]:
+    def _frames(self, body: dict, reply: Reply, served: Served | None = None) -> tuple[list[dict], dict]:
         """The streamed lines of an answer: content chunks, then the final ``done`` line."""
         model, created = body["model"], _now()
-        pieces: list[tuple[str, str | None]] = [("", t) for t in split_tokens(reply.thinking or "")]
-        pieces += [(t, None) for t in split_tokens(reply.content)]
-        chunks = []
-        for content, thinking in pieces:
-            if kind == "chat":
-                part = {"message": self._message(content, thinking)}
-            else:
-                part = {"response": content} | ({"thinking": thinking} if thinking is not None else {})
-            chunks.append({"model": model, "created_at": created, **part, "done": False})
-        if reply.tool_calls:  # Ollama sends tool calls in a chunk of their own
-            message = self._message("", None, reply.tool_calls)
-            chunks.append({"model": model, "created_at": created, "message": message, "done": False})
+        chunks = [{"model": model, "created_at": created, "message": self._message(t), "done": False}
+                  for t in split_tokens(reply.content)]
         prompt_tokens = served.evaluated if served else 0
         load_ns = int(1_000_000_000 * self.models[_full_name(model)].load_seconds) if served and served.loaded else 0
         final = {
             "model": model,
             "created_at": created,
-            **({"message": self._message("")} if kind == "chat" else {"response": ""}),
+            "message": self._message(""),
             "done": True,
             "done_reason": reply.done_reason,
-            "total_duration": 1_000_000 * (len(pieces) + 10),
+            "total_duration": 1_000_000 * (len(chunks) + 10),
             "load_duration": (load_ns or 1_000_000) if served and served.loaded else 100_000,
             "prompt_eval_count": prompt_tokens,
             "prompt_eval_duration": 1_000_000 * 4,
-            "eval_count": len(pieces),
-            "eval_duration": 1_000_000 * len(pieces),
+            "eval_count": len(chunks),
+            "eval_duration": 1_000_000 * len(chunks),
         }
         return chunks, final
 

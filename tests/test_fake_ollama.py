@@ -239,32 +239,23 @@ async def test_raw_garbage_body_breaks_json_decoding(fake, client):
 
 
 @pytest.mark.asyncio
-async def test_dict_answers_are_sent_as_json_text_and_tool_calls_pass_through(fake, client):
-    fake.responder = in_order(
-        {"verdict": "known"},
-        Reply("", tool_calls=[{"function": {"name": "lookup", "arguments": {"q": "Vex"}}}]),
-    )
+async def test_dict_answers_are_sent_as_json_text(fake, client):
+    fake.responder = lambda request: {"verdict": "known"}
 
     first = await client.chat(model=MODEL, messages=ASK)
-    second = await client.chat(model=MODEL, messages=ASK)
 
     assert first.message.content == '{"verdict": "known"}'
-    assert second.message.tool_calls[0].function.name == "lookup"
-    assert second.message.tool_calls[0].function.arguments == {"q": "Vex"}
 
 
 @pytest.mark.asyncio
-async def test_thinking_streams_first_and_chunk_delay_paces_the_stream(fake, client):
-    fake.responder = lambda request: Reply("Yes.", thinking="Let me see.", chunk_delay=0.05)
+async def test_chunk_delay_paces_the_stream(fake, client):
+    fake.responder = lambda request: Reply("Yes, at once.", chunk_delay=0.05)
     started = time.monotonic()
 
-    parts = [p async for p in await client.chat(model=MODEL, messages=ASK, stream=True, think=True)]
+    parts = [p async for p in await client.chat(model=MODEL, messages=ASK, stream=True)]
 
-    assert [(p.message.thinking, p.message.content) for p in parts] == [
-        ("Let", ""), (" me", ""), (" see.", ""), (None, "Yes."), (None, ""),
-    ]
-    assert time.monotonic() - started >= 0.2
-    assert fake.chat_requests()[0]["think"] is True
+    assert [p.message.content for p in parts] == ["Yes,", " at", " once.", ""]
+    assert time.monotonic() - started >= 0.15
 
 
 @pytest.mark.asyncio
@@ -282,18 +273,6 @@ async def test_empty_messages_load_the_model(client):
     response = await client.chat(model=MODEL, messages=[])
 
     assert (response.message.content, response.done_reason) == ("", "load")
-
-
-@pytest.mark.asyncio
-async def test_generate_stream_and_non_stream(fake, client):
-    fake.responder = lambda request: f"echo {request['prompt']}"
-
-    whole = await client.generate(model=MODEL, prompt="ping")
-    parts = [p async for p in await client.generate(model=MODEL, prompt="ping", stream=True)]
-
-    assert whole.response == "echo ping"
-    assert [p.response for p in parts] == ["echo", " ping", ""]
-    assert parts[-1].done is True
 
 
 @pytest.mark.asyncio
@@ -326,17 +305,6 @@ async def test_tags_version_and_root(fake, client):
     assert listed.models[0].details.family == "qwen2"
     assert version == {"version": "0.12.6"}
     assert (root.status_code, root.text) == (200, "Ollama is running")
-
-
-@pytest.mark.asyncio
-async def test_embed_is_deterministic(client):
-    first = await client.embed(model=MODEL, input=["a", "b"])
-    again = await client.embed(model=MODEL, input="a")
-
-    assert len(first.embeddings) == 2
-    assert len(first.embeddings[0]) == 8
-    assert first.embeddings[0] == again.embeddings[0]
-    assert first.embeddings[0] != first.embeddings[1]
 
 
 @pytest.mark.asyncio
