@@ -71,6 +71,16 @@ def _check_components(components: Any, flags: int) -> dict | None:
                 e["custom_id"] = _err("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id was already specified")
             seen.add(custom_id)
 
+    def custom_id_of(child: dict, e: dict) -> None:
+        """An interactive component's custom id: 1-100 characters, unique in the message."""
+        custom_id = child.get("custom_id")
+        if not custom_id:
+            e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
+        elif not isinstance(custom_id, str) or len(custom_id) > 100:
+            e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+        else:
+            unique(custom_id, e)
+
     if flags & IS_COMPONENTS_V2:
         errors: dict[str, Any] = {}
 
@@ -131,13 +141,7 @@ def _check_components(components: Any, flags: int) -> dict | None:
                     if not child.get("sku_id"):
                         e["sku_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
                 else:
-                    custom_id = child.get("custom_id")
-                    if not custom_id:
-                        e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
-                    elif not isinstance(custom_id, str) or len(custom_id) > 100:
-                        e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
-                    else:
-                        unique(custom_id, e)
+                    custom_id_of(child, e)
                     if child.get("url") is not None:
                         e["url"] = _err("BUTTON_COMPONENT_URL_NOT_ALLOWED", "A URL can only be set on a link button")
                 label = child.get("label")
@@ -147,13 +151,7 @@ def _check_components(components: Any, flags: int) -> dict | None:
                     e["label"] = _err("BUTTON_COMPONENT_LABEL_OR_EMOJI_REQUIRED",
                                       "A button must have a label or an emoji")
             elif kind in _SELECT_TYPES:
-                custom_id = child.get("custom_id")
-                if not custom_id:
-                    e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
-                elif not isinstance(custom_id, str) or len(custom_id) > 100:
-                    e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
-                else:
-                    unique(custom_id, e)
+                custom_id_of(child, e)
                 if kind == 3 and not 1 <= len(child.get("options") or []) <= 25:
                     e["options"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length.")
             else:
@@ -399,7 +397,8 @@ class Rest:
             window = self._windows[params["channel_id"]] = Window(now)
         reset_after = window.started + per - now
         wait = reset_after if window.used >= limit else None
-        window.used += wait is None
+        if wait is None:
+            window.used += 1
         return wait, {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(limit - window.used),
                       "X-RateLimit-Reset": f"{time.time() + reset_after:.3f}",
                       "X-RateLimit-Reset-After": f"{reset_after:.3f}", "X-RateLimit-Bucket": BUCKET}
