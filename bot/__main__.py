@@ -27,6 +27,7 @@ from oracle import (
 
 from .client import OracleBot
 from .history import ThreadHistory
+from .places import Places
 from .settings import BotSettings
 from .startup import StartupError
 from .tables import Tables, open_table
@@ -41,9 +42,10 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
     if not token:
         log.error("DISCORD_TOKEN is not set: put it in .env or the environment (see .env.example)")
         return 2
-    campaigns = _campaigns(settings)
-    if campaigns is None:
+    read = _campaigns(settings)
+    if read is None:
         return 2
+    campaigns, places = read
     stop = _stop_on_signals()
     try:
         library = await Library.open(settings, campaigns)
@@ -58,13 +60,13 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
             if code is not None:
                 return code
             default_announce = bot_settings.announce_channel if campaigns.is_single else None
-            tables.append(await open_table(campaign, index, default_announce=default_announce))
+            tables.append(await open_table(campaign, places[campaign.name], index, default_announce=default_announce))
         _settle_for_serving()
         history = await ThreadHistory.open(settings.threads_path)
         try:
             return await connect(
                 lambda message_content: OracleBot(
-                    settings=bot_settings, tables=Tables(campaigns, tables, bot_settings), history=history,
+                    settings=bot_settings, tables=Tables(places, tables, bot_settings), history=history,
                     library=library, watch=settings.watch, message_content=message_content,
                 ),
                 token, stop, bot_settings.stop_seconds,
@@ -75,11 +77,13 @@ async def run(settings: Settings, bot_settings: BotSettings) -> int:
                 await table.journal.close()
 
 
-def _campaigns(settings: Settings) -> Campaigns | None:
-    """The campaigns, read and each notes folder checked: None (the problem logged) when one is wrong."""
+def _campaigns(settings: Settings) -> tuple[Campaigns, Places] | None:
+    """The campaigns and their places on Discord, read and each notes folder checked: None (the
+    problem logged) when one is wrong."""
     try:
         # A bad campaigns file stops here, naming the line, before anything is loaded or connected.
         campaigns = Campaigns.from_settings(settings)
+        places = Places.of(campaigns)
     except OracleError as exc:
         log.error("%s", exc)
         return None
@@ -89,7 +93,7 @@ def _campaigns(settings: Settings) -> Campaigns | None:
             log.error("the notes folder %s%s does not exist: set ORACLE_NOTES_DIR (or the campaign's notes) to "
                       "your vault", campaign.notes, where)
             return None
-    return campaigns
+    return campaigns, places
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -104,7 +104,7 @@ class Answering:
 
     def not_indexed(self, table: Table) -> str:
         """What to say while the notes have never been indexed, and who can fix it."""
-        roles = ", ".join(table.campaign.gm_roles if table.campaign.gm_roles is not None else self.bot.settings.gm_roles)
+        roles = ", ".join(table.place.gm_roles if table.place.gm_roles is not None else self.bot.settings.gm_roles)
         if self.bot.tables.single:
             fix = f"a game master (role {roles}, or Manage Server)" if roles else "a member with Manage Server"
             fix += " can run `/oracle reingest`"

@@ -105,20 +105,20 @@ def warn_about_places(client: Any) -> None:
     channel_ids = {c.id for g in guilds for c in g.channels}
     default = type(settings).model_fields["gm_roles"].default_factory()
     for table in client.tables:
-        campaign = table.campaign
-        own = campaign.gm_roles is not None
-        wanted = list(campaign.gm_roles) if own else list(settings.gm_roles)
+        place = table.place
+        own = place.gm_roles is not None
+        wanted = list(place.gm_roles) if own else list(settings.gm_roles)
         # The default names are alternatives (a server has a "GM" or a "DM" role); names a game master
         # chose are each meant to exist.
         gone = missing_roles(roles, wanted, any_of=not own and sorted(wanted) == sorted(default))
-        where = f" (campaign {campaign.name})" if not client.tables.single else ""
+        where = f" (campaign {place.name})" if not client.tables.single else ""
         if gone:
             log.warning(
                 "no role named %s in %s%s: only %s game masters. Check ORACLE_GM_ROLES or the campaigns file.",
                 ", ".join(repr(r) for r in gone), _servers(guilds), where,
                 "members with Manage Server are" if client.tables.single else "members with the campaign's other roles are",
             )
-        channels = list(campaign.gm_channels if campaign.gm_channels is not None else settings.gm_channels)
+        channels = list(place.gm_channels if place.gm_channels is not None else settings.gm_channels)
         lost = [c for c in channels if int(c) not in channel_ids]
         if lost:
             log.warning("game-master channel %s is in no server the bot sees%s: check ORACLE_GM_CHANNELS or the "

@@ -2,8 +2,8 @@
 
 A table is a campaign as the bot serves it: its index, its Oracle, its journal (in its own data
 folder, so nothing of one campaign is ever read for another), where its news is announced, and who
-its game masters are. Routing follows `oracle.campaigns`: the channel, then the thread's parent,
-then the category; the single default campaign answers everywhere.
+its game masters are. Routing follows the campaigns' places (`bot/places.py`): the channel, then the
+thread's parent, then the category; the single default campaign answers everywhere.
 
 Game masters: a member whose role (by name or id) is one of the campaign's `gm_roles` (else the
 bot's `ORACLE_GM_ROLES`). With one campaign, Manage Server or Administrator also makes one, as
@@ -19,8 +19,9 @@ from typing import Any
 
 import discord
 
-from oracle import Campaign, Campaigns, Clearance, Index, Journal, Oracle, Titled
+from oracle import Campaign, Clearance, Index, Journal, Oracle, Titled
 
+from .places import Place, Places
 from .settings import BotSettings
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ def place_of(channel: Any) -> tuple[int | None, int | None, int | None]:
 @dataclass
 class Table:
     campaign: Campaign
+    place: Place
     index: Index
     oracle: Oracle
     journal: Journal
@@ -58,8 +60,8 @@ class Table:
 
 
 class Tables:
-    def __init__(self, campaigns: Campaigns, tables: list[Table], settings: BotSettings) -> None:
-        self.campaigns = campaigns
+    def __init__(self, places: Places, tables: list[Table], settings: BotSettings) -> None:
+        self.places = places
         self.settings = settings
         self._tables = {t.name: t for t in tables}
 
@@ -71,14 +73,14 @@ class Tables:
 
     @property
     def single(self) -> bool:
-        return self.campaigns.is_single
+        return self.places.single
 
     def get(self, name: str) -> Table | None:
         return self._tables.get(name)
 
     def route(self, channel: Any) -> Table | None:
-        campaign = self.campaigns.route(*place_of(channel))
-        return self._tables[campaign.name] if campaign is not None else None
+        name = self.places.route(*place_of(channel))
+        return self._tables[name] if name is not None else None
 
     def is_game_master(self, member: Any, table: Table) -> bool:
         if not isinstance(member, discord.Member):
@@ -86,13 +88,13 @@ class Tables:
         if self.single and (member.guild_permissions.manage_guild or member.guild_permissions.administrator):
             return True
         roles = [r.name for r in member.roles] + [str(r.id) for r in member.roles]
-        return table.campaign.is_gm_role(roles, self.settings.gm_roles)
+        return table.place.is_gm_role(roles, self.settings.gm_roles)
 
     def is_gm_channel(self, channel: Any, table: Table) -> bool:
         """Whether game-master text of `table`'s campaign may be posted in `channel`: one of its
         game-master channels that belongs to it. A channel of another campaign inside its game-master
         category is not: that channel's readers are the other campaign's players."""
-        return self.route(channel) is table and table.campaign.is_gm_channel(place_of(channel), self.settings.gm_channels)
+        return self.route(channel) is table and table.place.is_gm_channel(place_of(channel), self.settings.gm_channels)
 
     def visible_to(self, member: Any) -> list[Table]:
         """The campaigns a member can see: those with a channel (or category) the member may view.
@@ -104,7 +106,7 @@ class Tables:
             return []
         seen = []
         for table in self:
-            places = (guild.get_channel(cid) for cid in (*table.campaign.channels, *(table.campaign.gm_channels or ())))
+            places = (guild.get_channel(cid) for cid in (*table.place.channels, *(table.place.gm_channels or ())))
             # A category is seen through its channels of this campaign: the category may be visible
             # while all it holds are hidden, or hold another campaign's channel.
             channels = [c for place in places if place is not None
@@ -115,14 +117,14 @@ class Tables:
 
     def where(self, member: Any) -> str:
         """Where the Oracle answers, as a member reads it: the channels of the campaigns they see."""
-        places = [f"<#{cid}>" for t in self.visible_to(member) for cid in t.campaign.channels]
+        places = [f"<#{cid}>" for t in self.visible_to(member) for cid in t.place.channels]
         return ", ".join(places) if places else "no channel you can see"
 
 
-async def open_table(campaign: Campaign, index: Index, *, default_announce: int | None) -> Table:
+async def open_table(campaign: Campaign, place: Place, index: Index, *, default_announce: int | None) -> Table:
     journal = await Journal.open(index.settings.journal_path)
-    table = Table(campaign, index, Oracle(index), journal,
-                  campaign.announce_channel if campaign.announce_channel is not None else default_announce)
+    table = Table(campaign, place, index, Oracle(index), journal,
+                  place.announce_channel if place.announce_channel is not None else default_announce)
     try:
         await table.news()  # what players can read now: the next reingest announces what it adds
     except Exception:

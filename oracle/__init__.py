@@ -43,6 +43,8 @@ _API = {
     "parse_list": "oracle.settings",
     "Campaign": "oracle.campaigns",
     "Campaigns": "oracle.campaigns",
+    "CampaignsError": "oracle.campaigns",
+    "described": "oracle.campaigns",
     "Library": "oracle.index.library",
     "Index": "oracle.index.index",
     "ingest": "oracle.index.ingest",
@@ -80,10 +82,10 @@ _API = {
 
 # Every public name, sorted, spelled out so that linters and type checkers see them.
 __all__ = [
-    "Answer", "Asked", "Campaign", "Campaigns", "Citation", "Clearance", "DEFAULT", "Dossier", "Fallbacks",
+    "Answer", "Asked", "Campaign", "Campaigns", "CampaignsError", "Citation", "Clearance", "DEFAULT", "Dossier", "Fallbacks",
     "INGEST_STAGES", "Index", "IndexStatus", "IngestBusy", "IngestError", "IngestProgress", "IngestReport",
     "Journal", "Lexicon", "Library", "Oracle", "OracleError", "PolicyChanged", "SWITCH_INTERVAL", "Settings",
-    "Titled", "Turn", "Unanswered", "VaultReport", "VectorStoreUnreachable", "Watching", "clipped", "fold",
+    "Titled", "Turn", "Unanswered", "VaultReport", "VectorStoreUnreachable", "Watching", "clipped", "described", "fold",
     "index_status", "ingest", "is_indexed", "lexicon", "open_sqlite", "parse_list", "settings_problem",
     "texts", "watch_campaigns", "watch_notes",
 ]
@@ -93,7 +95,7 @@ if TYPE_CHECKING:
     from .answer.passages import Fallbacks
     from .answer.prompt import Turn
     from .answer.results import Answer
-    from .campaigns import Campaign, Campaigns
+    from .campaigns import Campaign, Campaigns, CampaignsError, described
     from .dossier import Dossier
     from .errors import OracleError
     from .index.index import Index, PolicyChanged

@@ -1,18 +1,16 @@
-"""Several campaigns in one process: the campaigns file (`ORACLE_CAMPAIGNS`) and routing by channel.
+"""Several campaigns in one process: the campaigns file (`ORACLE_CAMPAIGNS`).
 
 ```toml
 [campaigns.tuesday]
 notes = "notes/tuesday"         # the campaign's notes folder (required)
 data = "var/tuesday"            # its index (default: ORACLE_DATA_DIR/<name>)
-channels = [1234, 5678]         # channel or category ids it answers in
-gm_roles = ["gm", "dm"]         # role names or ids of its game masters (default: ORACLE_GM_ROLES)
-gm_channels = [9012]            # where its game masters' answers may include secrets (it answers there too)
 model = "qwen2.5:14b"           # default: ORACLE_MODEL
-announce_channel = 3456         # where the bot says what a reingest brought
 # who reads what in this campaign (default: ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, ORACLE_GM_HEADINGS)
 player_notes = ["Session Notes/", "Handouts/"]   # players read only these
 gm_notes = ["Session Prep/**", "TODO.md"]        # these are game-master-only
 gm_headings = ["GM Notes", "Secrets and Clues"]  # headings whose section is game-master-only
+
+[campaigns.tuesday.discord]     # where the bot serves it: read by the bot (bot/places.py)
 ```
 
 `player_notes`, `gm_notes` and `gm_headings` are the campaign's own policy (see the README's
@@ -20,21 +18,23 @@ gm_headings = ["GM Notes", "Secrets and Clues"]  # headings whose section is gam
 the setting's value; an empty list is none (`gm_headings = []`: no heading hides its section).
 
 Relative paths are relative to the file. A bad file is one `CampaignsError` naming the file and the
-line, raised at startup before anything opens. Without the file, `Campaigns.single(settings)` is
-today's one campaign from ORACLE_NOTES_DIR, answering everywhere.
+line, raised at startup before anything opens; a front end checks its own table the same way
+(`Campaigns.error_at`). Without the file, `Campaigns.single(settings)` is today's one campaign from
+ORACLE_NOTES_DIR.
 
 Each campaign's index is its own (its own SQLite file and Chroma collections), so its secrets and
-its game masters stay its own: routing decides the campaign, and a campaign's index only ever
-holds that campaign's notes.
+its game masters stay its own: a campaign's index only ever holds that campaign's notes.
 """
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from .errors import OracleError
 from .settings import Settings
@@ -43,7 +43,8 @@ DEFAULT = "default"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,23}$")
 # Who reads what, per campaign: the Settings fields of ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, ORACLE_GM_HEADINGS.
 POLICY_KEYS = ("player_notes", "gm_notes", "gm_headings")
-KEYS = {"notes", "data", "channels", "gm_roles", "gm_channels", "model", "announce_channel", *POLICY_KEYS}
+# A front end's own table inside a campaign's, which that front end checks.
+FRONT_TABLES = ("discord",)
 
 
 class CampaignsError(OracleError, ValueError):
@@ -55,15 +56,17 @@ class Campaign:
     name: str
     notes: Path
     data: Path | None = None  # None: ORACLE_DATA_DIR/<name> (or ORACLE_DATA_DIR itself for the default)
-    channels: tuple[int, ...] = ()
-    gm_roles: tuple[str, ...] | None = None  # None: the bot's ORACLE_GM_ROLES
-    gm_channels: tuple[int, ...] | None = None  # None: the bot's ORACLE_GM_CHANNELS
     model: str | None = None  # None: ORACLE_MODEL
-    announce_channel: int | None = None
     # Its policy of who reads what; None: the setting's (ORACLE_PLAYER_NOTES, ORACLE_GM_NOTES, ORACLE_GM_HEADINGS).
     player_notes: tuple[str, ...] | None = None
     gm_notes: tuple[str, ...] | None = None
     gm_headings: tuple[str, ...] | None = None
+    # The front ends' own tables ([campaigns.NAME.discord]), as the file gives them.
+    fronts: Mapping[str, Mapping[str, object]] = field(default_factory=dict, compare=False)
+
+    def front(self, name: str) -> Mapping[str, object]:
+        """A front end's own table of this campaign; empty when the file gives none."""
+        return self.fronts.get(name, {})
 
     def settings(self, base: Settings) -> Settings:
         """The core settings of this campaign: its notes, its index, its model, its policy of who
@@ -81,37 +84,18 @@ class Campaign:
             update["collection_prefix"] = f"{self.name}-"
         return base.model_copy(update=update)
 
-    def is_gm_role(self, roles: Iterable[str], default: Sequence[str]) -> bool:
-        """Whether any of a member's role names or ids (as strings) makes them this campaign's game
-        master: its own `gm_roles`, else `default` (the bot's ORACLE_GM_ROLES; a file of several
-        campaigns gives each its own). Case-insensitive."""
-        wanted = {r.casefold() for r in (self.gm_roles if self.gm_roles is not None else default)}
-        return any(str(r).casefold() in wanted for r in roles)
-
-    def is_gm_channel(self, channel_ids: Iterable[int | None], default: Sequence[int]) -> bool:
-        """Whether one of these channels (a channel, its thread's parent, its category) is one of this
-        campaign's game-master channels (its own, else `default`, the bot's ORACLE_GM_CHANNELS)."""
-        mine = set(self.gm_channels if self.gm_channels is not None else default)
-        return any(c in mine for c in channel_ids if c is not None)
-
 
 @dataclass(frozen=True)
 class Campaigns:
-    """The campaigns of one process, and which one a channel belongs to."""
+    """The campaigns of one process."""
 
     campaigns: tuple[Campaign, ...]
     source: Path | None = None  # the campaigns file; None for the single default campaign
-    _by_channel: dict[int, Campaign] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for campaign in self.campaigns:
-            for channel in (*campaign.channels, *(campaign.gm_channels or ())):
-                self._by_channel.setdefault(channel, campaign)
+    lines: Mapping[tuple[str, ...], int] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def single(cls, settings: Settings) -> Campaigns:
-        """Zero configuration: one campaign, `default`, from ORACLE_NOTES_DIR into ORACLE_DATA_DIR,
-        answering in every channel with the bot's own game-master roles and channels."""
+        """Zero configuration: one campaign, `default`, from ORACLE_NOTES_DIR into ORACLE_DATA_DIR."""
         return cls((Campaign(DEFAULT, settings.notes_dir, settings.data_dir),))
 
     @classmethod
@@ -144,15 +128,66 @@ class Campaigns:
         where = f" in {self.source}" if self.source else " (no ORACLE_CAMPAIGNS file: only the default campaign)"
         raise CampaignsError(f"there is no campaign {name!r}{where}; the campaigns are: {', '.join(self.names())}")
 
-    def route(self, channel_id: int | None, parent_id: int | None = None, category_id: int | None = None) -> Campaign | None:
-        """The campaign a message belongs to: by its channel, else its thread's parent channel, else
-        the category; None where no campaign is mapped. The single default campaign answers everywhere."""
-        if self.is_single:
-            return self.campaigns[0]
-        for key in (channel_id, parent_id, category_id):
-            if key is not None and key in self._by_channel:
-                return self._by_channel[key]
-        return None
+    def error_at(self, where: tuple[str, ...], message: str) -> CampaignsError:
+        """An error at a key's line of the file (`("campaigns", NAME, "discord", KEY)`), else at the
+        nearest table holding it, naming the file."""
+        line = _line_of(self.lines, where)
+        return CampaignsError(f"{self.source or 'the campaigns'}{f', line {line}' if line else ''}: {message}")
+
+
+class CampaignTable(BaseModel):
+    """One [campaigns.NAME] table without its front ends' tables. Each check raises the sentence the
+    game master reads; paths are relative to the file (the `base` of the validation context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    notes: Path
+    data: Path | None = None
+    model: str | None = None
+    player_notes: tuple[str, ...] | None = None
+    gm_notes: tuple[str, ...] | None = None
+    gm_headings: tuple[str, ...] | None = None
+
+    @field_validator("notes", "data", mode="before")
+    @classmethod
+    def _folder(cls, value: object, info: ValidationInfo) -> Path:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{info.field_name} must be a folder path in quotes, not {described(value)}")
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else Path((info.context or {})["base"]) / path
+
+    @field_validator("notes")
+    @classmethod
+    def _notes_folder(cls, notes: Path) -> Path:
+        if not notes.is_dir():
+            raise ValueError(f"the notes folder {notes} {'is not a folder' if notes.exists() else 'does not exist'}")
+        return notes
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_name(cls, value: object) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError('model must be an Ollama model name, e.g. "qwen2.5:14b"')
+        return value
+
+    @field_validator(*POLICY_KEYS, mode="before")
+    @classmethod
+    def _strings(cls, value: object, info: ValidationInfo) -> tuple[str, ...]:
+        """A list of globs or heading names: strings in quotes, none of them blank."""
+        example = '["GM Notes", "Secrets and Clues"]' if info.field_name == "gm_headings" else '["Session Notes/", "Handouts/**"]'
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            shown = described(value, fits=lambda v: isinstance(v, str) and bool(v.strip()))
+            raise ValueError(f"{info.field_name} must be a list of strings in quotes, e.g. {example}, not {shown}")
+        return tuple(item.strip() for item in value)
+
+
+def described(value: object, fits: Callable[[object], bool] = lambda v: False) -> str:
+    """A value of the file in words, for a message; a list by its first item that does not `fit`."""
+    if isinstance(value, list):
+        inner = next((v for v in value if not fits(v)), None)
+        return f"a list holding {inner!r}" if inner is not None else "a list"
+    return {str: "a string", bool: "true/false", int: "a number", float: "a number", dict: "a table"}.get(
+        type(value), type(value).__name__) + (f" ({value!r})" if isinstance(value, (str, int, float)) else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,26 +198,19 @@ def load_campaigns(path: Path, data_root: Path | None = None) -> Campaigns:
     """The campaigns of a TOML file; `data_root` (ORACLE_DATA_DIR) is where a campaign without `data`
     keeps its index, checked like the others for a folder two campaigns would share."""
     path = Path(path).expanduser()
-    tables, fail = _read(path)
-    base = path.resolve().parent
+    tables, lines = _read(path)
+    found = Campaigns((), path, lines)
     campaigns: list[Campaign] = []
-    channel_owner: dict[int, str] = {}
     data_owner: dict[Path, str] = {}
     for name, table in tables.items():
-        campaign = _campaign(name, table, base, fail)
-        _claim_data(campaign, data_root, data_owner, fail)
-        _claim_channels(campaign, channel_owner, fail)
+        campaign = _campaign(name, table, path.resolve().parent, found)
+        _claim_data(campaign, data_root, data_owner, found)
         campaigns.append(campaign)
-    if len(campaigns) > 1:
-        _check_several(campaigns, channel_owner, fail)
-    return Campaigns(tuple(campaigns), source=path)
+    return Campaigns(tuple(campaigns), path, lines)
 
 
-Fail = Callable[[tuple[str, ...], str], CampaignsError]  # at a key's line, naming the file
-
-
-def _read(path: Path) -> tuple[dict[str, Any], Fail]:
-    """The file's [campaigns.NAME] tables, and how a key of it fails."""
+def _read(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    """The file's [campaigns.NAME] tables, and the line of each key."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -197,66 +225,56 @@ def _read(path: Path) -> tuple[dict[str, Any], Fail]:
     except tomllib.TOMLDecodeError as exc:
         raise CampaignsError(_syntax_error(path, str(exc), raw)) from None
     lines = _key_lines(text)
-
-    def fail(where: tuple[str, ...], message: str) -> CampaignsError:
-        line = _line_of(lines, where)
-        return CampaignsError(f"{path}{f', line {line}' if line else ''}: {message}")
-
+    file = Campaigns((), path, lines)
     for key in data:
         if key != "campaigns":
-            raise fail((key,), f"unknown key {key!r}: the file holds [campaigns.NAME] tables only")
+            raise file.error_at((key,), f"unknown key {key!r}: the file holds [campaigns.NAME] tables only")
     tables = data.get("campaigns")
     if isinstance(tables, list):
-        raise fail(("campaigns",), "each campaign is a [campaigns.NAME] table, named in its header: not [[campaigns]]")
+        raise file.error_at(("campaigns",), "each campaign is a [campaigns.NAME] table, named in its header: not [[campaigns]]")
     if not isinstance(tables, dict) or not tables:
-        raise fail(("campaigns",), "no campaign: add a [campaigns.NAME] table with at least `notes = \"...\"`")
-    return tables, fail
+        raise file.error_at(("campaigns",), "no campaign: add a [campaigns.NAME] table with at least `notes = \"...\"`")
+    return tables, lines
 
 
-def _campaign(name: str, table: Any, base: Path, fail: Fail) -> Campaign:
-    """One [campaigns.NAME] table, each key checked; relative paths are relative to the file (`base`)."""
+def _campaign(name: str, table: object, base: Path, file: Campaigns) -> Campaign:
+    """One [campaigns.NAME] table, each key checked; its front ends' tables only for being tables."""
     at = ("campaigns", name)
     if not NAME.match(name):
-        raise fail(at, f"campaign name {name!r}: use 1-24 lowercase letters, digits, - or _, starting with a "
-                       "letter or digit (it names the campaign's index and its Discord option)")
+        raise file.error_at(at, f"campaign name {name!r}: use 1-24 lowercase letters, digits, - or _, starting with "
+                                "a letter or digit (it names the campaign's index and its option in the bot)")
     if not isinstance(table, dict):
-        raise fail(at, f"campaigns.{name} must be a table ([campaigns.{name}]), not {_kind(table)}")
-    for key in table:
-        if key not in KEYS:
-            raise fail((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {', '.join(sorted(KEYS))}")
-
-    def fail_key(key: str) -> Callable[[str], CampaignsError]:
-        """How a value of the campaign's `key` fails: at its line, naming the campaign and the key."""
-        return lambda m: fail((*at, key), f"campaign {name!r}: {key} {m}")
-
-    if "notes" not in table:
-        raise fail(at, f"campaign {name!r} has no `notes`: name its notes folder")
-    notes = _path(table["notes"], base, fail_key("notes"))
-    if not notes.is_dir():
-        state = "is not a folder" if notes.exists() else "does not exist"
-        raise fail((*at, "notes"), f"campaign {name!r}: the notes folder {notes} {state}")
-    data_dir = _path(table["data"], base, fail_key("data")) if "data" in table else None
-    channels = _ids(table, "channels", fail_key("channels"))
-    gm_channels = _ids(table, "gm_channels", fail_key("gm_channels"))
-    gm_roles = None
-    if "gm_roles" in table:
-        roles = table["gm_roles"]
-        if not isinstance(roles, list) or not all(isinstance(r, (str, int)) and not isinstance(r, bool) for r in roles):
-            raise fail((*at, "gm_roles"), f"campaign {name!r}: gm_roles must be a list of role names or ids, "
-                                          f'e.g. ["gm", "dm"], not {_kind(roles)}')
-        gm_roles = tuple(str(r).strip().casefold() for r in roles)
-    model = table.get("model")
-    if "model" in table and (not isinstance(model, str) or not model.strip()):
-        raise fail((*at, "model"), f"campaign {name!r}: model must be an Ollama model name, e.g. \"qwen2.5:14b\"")
-    announce = table.get("announce_channel")
-    if "announce_channel" in table and not _is_id(announce):
-        raise fail((*at, "announce_channel"), f"campaign {name!r}: announce_channel must be a channel id "
-                                              f"(a positive whole number without quotes), not {_kind(announce)}")
-    policy = {key: _strings(table, key, fail_key(key)) for key in POLICY_KEYS}
-    return Campaign(name, notes, data_dir, channels or (), gm_roles, gm_channels, model, announce, **policy)
+        raise file.error_at(at, f"campaigns.{name} must be a table ([campaigns.{name}]), not {described(table)}")
+    fronts = {key: value for key, value in table.items() if key in FRONT_TABLES}
+    for key, value in fronts.items():
+        if not isinstance(value, dict):
+            raise file.error_at((*at, key), f"campaigns.{name}.{key} must be a table ([campaigns.{name}.{key}]), "
+                                            f"not {described(value)}")
+    try:
+        checked = CampaignTable.model_validate({k: v for k, v in table.items() if k not in fronts}, context={"base": base})
+    except ValidationError as exc:
+        raise _first_error(name, exc, file) from None
+    return Campaign(name, checked.notes, checked.data, checked.model, checked.player_notes, checked.gm_notes,
+                    checked.gm_headings, fronts)
 
 
-def _claim_data(campaign: Campaign, data_root: Path | None, owner: dict[Path, str], fail: Fail) -> None:
+def _first_error(name: str, exc: ValidationError, file: Campaigns) -> CampaignsError:
+    """The first of pydantic's errors as one sentence at its key's line; an unknown key goes first, as
+    a misspelt key is the likeliest reason for everything else."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    error = errors[0]
+    key = str(error["loc"][0]) if error["loc"] else ""
+    at = ("campaigns", name)
+    if error["type"] == "extra_forbidden":
+        keys = ", ".join(sorted((*CampaignTable.model_fields, *FRONT_TABLES)))
+        return file.error_at((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {keys}")
+    if error["type"] == "missing":
+        return file.error_at(at, f"campaign {name!r} has no `{key}`: name its notes folder")
+    reason = error.get("ctx", {}).get("error", error["msg"])
+    return file.error_at((*at, key), f"campaign {name!r}: {reason}")
+
+
+def _claim_data(campaign: Campaign, data_root: Path | None, owner: dict[Path, str], file: Campaigns) -> None:
     """Its index folder as it will be: `data`, else ORACLE_DATA_DIR/NAME. Two campaigns in one folder
     would overwrite each other's index, game-master-only chunks included."""
     name = campaign.name
@@ -266,36 +284,10 @@ def _claim_data(campaign: Campaign, data_root: Path | None, owner: dict[Path, st
     other = owner.get(folder.resolve())
     if other is not None:
         default = "" if campaign.data is not None else f" (its default, ORACLE_DATA_DIR/{name})"
-        raise fail(("campaigns", name, "data") if campaign.data is not None else ("campaigns", name),
-                   f"campaigns {other!r} and {name!r} share the index folder {folder}{default}: give each its own `data`")
+        at = ("campaigns", name, "data") if campaign.data is not None else ("campaigns", name)
+        raise file.error_at(at, f"campaigns {other!r} and {name!r} share the index folder {folder}{default}: "
+                                "give each its own `data`")
     owner[folder.resolve()] = name
-
-
-def _claim_channels(campaign: Campaign, owner: dict[int, str], fail: Fail) -> None:
-    """A channel answers for one campaign."""
-    for key, ids in (("channels", campaign.channels), ("gm_channels", campaign.gm_channels)):
-        for channel in ids or ():
-            other = owner.get(channel)
-            if other is not None and other != campaign.name:
-                raise fail(("campaigns", campaign.name, key), f"channel {channel} is mapped to both {other!r} and "
-                                                              f"{campaign.name!r}: a channel answers for one campaign")
-            owner[channel] = campaign.name
-
-
-def _check_several(campaigns: list[Campaign], channel_owner: dict[int, str], fail: Fail) -> None:
-    for campaign in campaigns:
-        # What is new in one campaign is no news for another's players.
-        owner = channel_owner.get(campaign.announce_channel or 0, campaign.name)
-        if owner != campaign.name:
-            raise fail(("campaigns", campaign.name, "announce_channel"),
-                       f"campaign {campaign.name!r}: announce_channel {campaign.announce_channel} is a channel of "
-                       f"campaign {owner!r}, whose players would read what is new in {campaign.name!r}")
-        # ORACLE_GM_ROLES for all would make a game master of one campaign the game master of every
-        # campaign that forgot its own: with several, each names its own (or none: `gm_roles = []`).
-        if campaign.gm_roles is None:
-            raise fail(("campaigns", campaign.name),
-                       f"campaign {campaign.name!r} has no `gm_roles`: with several campaigns each names its own "
-                       f'game-master roles, e.g. gm_roles = ["gm-{campaign.name}"] (ORACLE_GM_ROLES serves one campaign)')
 
 
 def _syntax_error(path: Path, message: str, raw: bytes) -> str:
@@ -308,49 +300,6 @@ def _syntax_error(path: Path, message: str, raw: bytes) -> str:
         line = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
         return f"{path}, line {line}: not valid TOML: {message[:end.start()]} (at the end of the file)"
     return f"{path}: not valid TOML: {message}"
-
-
-def _path(value: object, base: Path, fail: Callable[[str], CampaignsError]) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise fail(f"must be a folder path in quotes, not {_kind(value)}")
-    p = Path(value).expanduser()
-    return p if p.is_absolute() else base / p
-
-
-def _is_id(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _ids(table: dict[str, Any], key: str, fail: Callable[[str], CampaignsError]) -> tuple[int, ...] | None:
-    if key not in table:
-        return None
-    value = table[key]
-    if not isinstance(value, list) or not all(_is_id(v) for v in value):
-        raise fail(f"must be a list of channel or category ids (positive whole numbers without quotes), "
-                   f"e.g. [1234, 5678], not {_kind(value)}")
-    return tuple(value)
-
-
-def _strings(table: dict[str, Any], key: str, fail: Callable[[str], CampaignsError]) -> tuple[str, ...] | None:
-    """A list of globs or heading names: strings in quotes, none of them blank."""
-    if key not in table:
-        return None
-    value = table[key]
-    example = '["GM Notes", "Secrets and Clues"]' if key == "gm_headings" else '["Session Notes/", "Handouts/**"]'
-    if not isinstance(value, list):
-        raise fail(f"must be a list of strings in quotes, e.g. {example}, not {_kind(value)}")
-    for item in value:
-        if not isinstance(item, str) or not item.strip():
-            raise fail(f"must be a list of strings in quotes, e.g. {example}, not a list holding {item!r}")
-    return tuple(item.strip() for item in value)
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, list):
-        inner = next((v for v in value if not _is_id(v)), None)
-        return f"a list holding {inner!r}" if inner is not None else "a list"
-    return {str: "a string", bool: "true/false", int: "a number", float: "a number", dict: "a table"}.get(
-        type(value), type(value).__name__) + (f" ({value!r})" if isinstance(value, (str, int, float)) else "")
 
 
 # Where each key sits, for messages: tomllib gives values, not positions. A header `[a.b]` or a key
@@ -383,7 +332,7 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
-def _line_of(lines: dict[tuple[str, ...], int], where: tuple[str, ...]) -> int | None:
+def _line_of(lines: Mapping[tuple[str, ...], int], where: tuple[str, ...]) -> int | None:
     """The line of `where`, else of the nearest table holding it."""
     for i in range(len(where), 0, -1):
         if where[:i] in lines:

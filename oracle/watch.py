@@ -205,8 +205,8 @@ async def watch_campaigns(
     states: dict[str, Watching] | None = None,
     by: str = "watching the notes",
 ) -> None:
-    """`watch_notes` for every campaign of `library` at once, each callback told which campaign
-    (`campaign.announce_channel` is where the bot says what is new). Runs until cancelled. Each
+    """`watch_notes` for every campaign of `library` at once, each callback told which campaign.
+    Runs until cancelled. Each
     campaign's watch is supervised on its own: one that stops (its folder removed or replaced, any
     error) is logged, shown in `states`, and started again after a pause that doubles up to five
     minutes, catching up on what changed meanwhile; the others go on."""

@@ -1,4 +1,5 @@
-"""The campaigns file: a good one, every bad one named by its line, routing by channel, parent, category."""
+"""The campaigns file as the core reads it: a good one, every bad one named by its line, each campaign's
+settings and policy. Its Discord tables are the bot's (tests/bot/test_places.py)."""
 from __future__ import annotations
 
 import textwrap
@@ -14,19 +15,21 @@ GOOD = """
     [campaigns.tuesday]
     notes = "notes/tuesday"
     data = "var/tuesday"
+    model = "qwen2.5:7b"
+
+    [campaigns.tuesday.discord]
     channels = [1234, 5678]
     gm_roles = ["GM", "dm"]
     gm_channels = [9012]
-    model = "qwen2.5:7b"
     announce_channel = 4444
 
     [campaigns.friday]
     notes = "{absolute}"
-    channels = [
+    discord.channels = [
         2222,
         3333,
     ]
-    gm_roles = []                 # run from the command line only
+    discord.gm_roles = []         # run from the command line only
 """
 
 
@@ -49,10 +52,13 @@ def test_a_good_file_resolves_paths_beside_it(tmp_path):
     campaigns = load_campaigns(path)
     conf = path.parent
     assert [
-        Campaign("tuesday", conf / "notes/tuesday", conf / "var/tuesday", (1234, 5678), ("gm", "dm"), (9012,),
-                 "qwen2.5:7b", 4444),
-        Campaign("friday", friday_notes, None, (2222, 3333), ()),
+        Campaign("tuesday", conf / "notes/tuesday", conf / "var/tuesday", "qwen2.5:7b"),
+        Campaign("friday", friday_notes),
     ] == list(campaigns)
+    # The Discord tables are kept as the file gives them, for the bot to check.
+    assert ({"channels": [1234, 5678], "gm_roles": ["GM", "dm"], "gm_channels": [9012], "announce_channel": 4444},
+            {"channels": [2222, 3333], "gm_roles": []}) == tuple(c.front("discord") for c in campaigns)
+    assert {} == Campaign("solo", Path("notes")).front("discord")
     assert (["tuesday", "friday"], path, False) == (campaigns.names(), campaigns.source, campaigns.is_single)
 
 
@@ -70,39 +76,14 @@ def test_a_campaigns_settings(tmp_path):
     assert ("tuesday-", "friday-") == (tuesday.settings(shared).collection_prefix, friday.settings(shared).collection_prefix)
 
 
-def test_routing_by_channel_then_thread_parent_then_category(tmp_path):
-    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
-    campaigns = load_campaigns(path)
-    names = lambda c: c.name if c else None  # noqa: E731
-    assert "tuesday" == names(campaigns.route(1234))
-    assert "tuesday" == names(campaigns.route(9012))  # a game-master channel is the campaign's too
-    assert "friday" == names(campaigns.route(777, parent_id=2222))  # a thread in friday's channel
-    assert "friday" == names(campaigns.route(777, parent_id=888, category_id=3333))
-    assert "tuesday" == names(campaigns.route(1234, parent_id=2222, category_id=3333))  # the channel wins
-    assert None is campaigns.route(777, parent_id=888, category_id=999)
-    assert None is campaigns.route(None)
-
-
-def test_the_default_campaign_answers_everywhere(tmp_path):
+def test_without_the_file_the_default_campaign_is_todays_settings(tmp_path):
     settings = base(tmp_path)
     campaigns = Campaigns.from_settings(settings)
     assert campaigns.is_single and ["default"] == campaigns.names()
-    default = campaigns.route(123, 456, 789)
+    default = campaigns.get("default")
     assert (settings.notes_dir, settings.data_dir) == (default.settings(settings).notes_dir,
                                                        default.settings(settings).data_dir)
     assert settings.model_dump() == default.settings(settings).model_dump()  # exactly today's settings
-
-
-def test_game_master_roles_and_channels_are_the_campaigns_own(tmp_path):
-    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
-    tuesday, friday = load_campaigns(path)
-    assert tuesday.is_gm_role(["Dm", "players"], default=["storyteller"])
-    assert not tuesday.is_gm_role(["storyteller"], default=["storyteller"])
-    assert not friday.is_gm_role(["Storyteller"], default=["storyteller"])  # gm_roles = []: nobody's
-    assert Campaign("solo", Path("notes")).is_gm_role(["Storyteller"], default=["storyteller"])  # none: the bot's
-    assert tuesday.is_gm_channel([777, 9012], default=[1])
-    assert not tuesday.is_gm_channel([1], default=[1])
-    assert friday.is_gm_channel([None, 1], default=[1])
 
 
 def test_an_unknown_campaign_name_lists_the_names(tmp_path):
@@ -117,11 +98,11 @@ def test_an_unknown_campaign_name_lists_the_names(tmp_path):
     "text, line, message",
     [
         ('[campaigns.a]\nnotes = "notes/tuesday"\nchanels = [1]\n', 3, "unknown key 'chanels' in campaign 'a'"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1, "2"]\n', 3, "channels must be a list of channel"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = 12\n', 3, "channels must be a list"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [true]\n', 3, "channels must be a list"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\ngm_roles = "gm"\n', 3, "gm_roles must be a list of role names"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\nannounce_channel = "12"\n', 3, "announce_channel must be a channel id"),
+        # A key the bot reads, written where the core reads: the message says where the bot's table is.
+        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1]\n', 3,
+         "unknown key 'channels' in campaign 'a'; the keys are: data, discord, gm_headings"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\ndiscord = [1]\n', 3,
+         "campaigns.a.discord must be a table \\(\\[campaigns.a.discord\\]\\), not a list"),
         ('[campaigns.a]\nnotes = "notes/tuesday"\nmodel = 3\n', 3, "model must be an Ollama model name"),
         ('[campaigns.a]\nnotes = 3\n', 2, "notes must be a folder path in quotes"),
         ('[campaigns.a]\nnotes = "notes/sunday"\n', 2, "the notes folder .*notes/sunday does not exist"),
@@ -131,14 +112,12 @@ def test_an_unknown_campaign_name_lists_the_names(tmp_path):
         ('# comment\n[campaigns.a]\ndata = "var/a"\n', 2, "campaign 'a' has no `notes`"),
         ('[campaigns.Tuesday]\nnotes = "notes/tuesday"\n', 1, "campaign name 'Tuesday': use 1-24 lowercase"),
         ('[campaigns."two words"]\nnotes = "notes/tuesday"\n', 1, "campaign name 'two words'"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1, 2]\n\n[campaigns.b]\nnotes = "notes/friday"\n'
-         'gm_channels = [2]\n', 7, "channel 2 is mapped to both 'a' and 'b'"),
         ('[campaigns.a]\nnotes = "notes/tuesday"\ndata = "var/x"\n[campaigns.b]\nnotes = "notes/friday"\n'
          'data = "var/x/"\n', 6, "campaigns 'a' and 'b' share the index folder"),
         ('[campaign.a]\nnotes = "notes/tuesday"\n', 1, "unknown key 'campaign': the file holds \\[campaigns.NAME\\] tables only"),
         ('[campaigns]\n', 1, "no campaign: add a \\[campaigns.NAME\\] table"),
         ('campaigns.a.notes = "notes/tuesday"\ncampaigns.a.colour = "red"\n', 2, "unknown key 'colour'"),
-        ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1\n', 3, "not valid TOML: Unclosed array \\(at the end of the file\\)"),
+        ('[campaigns.a]\nnotes = "notes/tuesday"\ngm_notes = ["x"\n', 3, "not valid TOML: Unclosed array \\(at the end of the file\\)"),
         ('[campaigns.a]\nnotes = "notes/tuesday"\nnotes = "again"\n', 3, "not valid TOML: Cannot overwrite a value \\(column 16\\)"),
     ],
 )
@@ -172,10 +151,10 @@ def test_the_setting_reads_the_file_path(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("first, second, line", [
-    ('[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b"\ngm_roles = []\n',
-     '[campaigns.b]\nnotes = "../notes/friday"\ngm_roles = []\n', 5),
-    ('[campaigns.b]\nnotes = "../notes/friday"\ngm_roles = []\n',
-     '[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b/"\ngm_roles = []\n', 6),
+    ('[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b"\n',
+     '[campaigns.b]\nnotes = "../notes/friday"\n', 4),
+    ('[campaigns.b]\nnotes = "../notes/friday"\n',
+     '[campaigns.a]\nnotes = "../notes/tuesday"\ndata = "../var/b/"\n', 5),
 ])
 def test_a_data_folder_that_is_another_campaigns_default_is_refused(tmp_path, first, second, line):
     """Without `data` a campaign's index is ORACLE_DATA_DIR/NAME: naming that folder for another
@@ -191,32 +170,6 @@ def test_a_data_folder_that_is_another_campaigns_default_is_refused(tmp_path, fi
     assert ["a", "b"] == sorted(Campaigns.from_settings(elsewhere).names())
 
 
-@pytest.mark.parametrize("roles_a, roles_b, line", [
-    ("", 'gm_roles = ["gm-b"]\n', 1),
-    ('gm_roles = ["gm-a"]\n', "", 4),
-])
-def test_with_several_campaigns_each_names_its_game_masters(tmp_path, roles_a, roles_b, line):
-    """The bot-wide ORACLE_GM_ROLES for a campaign that names none would make the game master of one
-    campaign the game master of every such campaign: refused, naming the campaign's line."""
-    path = write(tmp_path, f'[campaigns.a]\nnotes = "../notes/tuesday"\n{roles_a}'
-                           f'[campaigns.b]\nnotes = "../notes/friday"\n{roles_b}')
-    missing = "a" if not roles_a else "b"
-    with pytest.raises(CampaignsError, match=rf'campaigns.toml, line {line}: campaign {missing!r} has no `gm_roles`: '
-                                             rf'with several campaigns each names its own .*\["gm-{missing}"\]'):
-        load_campaigns(path)
-    alone = write(tmp_path, '[campaigns.a]\nnotes = "../notes/tuesday"\n')  # one campaign: the bot's roles
-    assert load_campaigns(alone).get("a").is_gm_role(["GM"], default=["gm"])
-
-
-def test_an_announce_channel_of_another_campaign_is_refused(tmp_path):
-    path = write(tmp_path, '[campaigns.a]\nnotes = "../notes/tuesday"\nchannels = [1]\ngm_roles = []\n'
-                           '[campaigns.b]\nnotes = "../notes/friday"\nchannels = [2]\ngm_roles = []\nannounce_channel = 1\n')
-    with pytest.raises(CampaignsError, match=r"line 9: campaign 'b': announce_channel 1 is a channel of campaign 'a'"):
-        load_campaigns(path)
-    path.write_text(path.read_text().replace("announce_channel = 1", "announce_channel = 3"))  # its own, or none's
-    assert 3 == load_campaigns(path).get("b").announce_channel
-
-
 # -- each campaign's policy of who reads what ------------------------------------------------------
 
 POLICIES = """
@@ -225,12 +178,10 @@ POLICIES = """
     player_notes = ["Session Notes/", "Handouts/**"]
     gm_notes = ["Session Prep/**", "TODO.md"]
     gm_headings = ["Secrets and Clues", "Behind the Screen"]
-    gm_roles = []
 
     [campaigns.friday]
     notes = "notes/friday"
     player_notes = []             # no allowlist here, whatever ORACLE_PLAYER_NOTES says
-    gm_roles = []
 """
 
 

@@ -36,8 +36,8 @@ def campaigns_file(env, tmp_path):
     write_notes(tmp_path / "ember", MINI_CAMPAIGN)
     write_notes(tmp_path / "harbour", HARBOUR)
     path = tmp_path / "campaigns.toml"
-    path.write_text('[campaigns.ember]\nnotes = "ember"\nchannels = [1]\ngm_roles = ["ember gm"]\n\n'
-                    '[campaigns.harbour]\nnotes = "harbour"\ndata = "var/the-harbour"\nchannels = [2]\ngm_roles = ["harbour gm"]\n')
+    path.write_text('[campaigns.ember]\nnotes = "ember"\ndiscord.channels = [1]\ndiscord.gm_roles = ["ember gm"]\n\n'
+                    '[campaigns.harbour]\nnotes = "harbour"\ndata = "var/the-harbour"\ndiscord.channels = [2]\ndiscord.gm_roles = ["harbour gm"]\n')
     env.setenv("ORACLE_CAMPAIGNS", str(path))
     return path
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import types
 from pathlib import Path
 
@@ -141,6 +142,13 @@ def test_the_bot_uses_the_core_s_public_api_only(path):
     import oracle
 
     assert [] == bot_breaches(path, set(oracle.__all__))
+
+
+def test_discord_stays_in_the_bot():
+    """The core reads the campaigns file; where a campaign sits on Discord (channels, roles, the
+    announce channel, routing) is the bot's (bot/places.py)."""
+    said = re.findall(r"\w*(?:channel|role)\w*", (CORE / "campaigns.py").read_text(encoding="utf-8"), re.IGNORECASE)
+    assert [] == said
 
 
 def test_every_public_name_is_what_it_names_even_once_every_module_is_loaded():

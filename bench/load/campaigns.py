@@ -93,7 +93,7 @@ async def measure_campaign_count(args, root: Path, count: int) -> dict:
             data = root / f"c{count}-{i}"
             # The same notes for every campaign: copying the built index stands for ingesting it again.
             await asyncio.to_thread(shutil.copytree, root / "template", data)
-            campaigns.append(Campaign(f"c{i}", root / "notes", data, channels=(1000 + i,)))
+            campaigns.append(Campaign(f"c{i}", root / "notes", data))
         settings = bench_settings(root / "notes", root / f"base-{count}", ollama_host=fake.url, reranker="none",
                                   llm_concurrency=args.llm_concurrency or n, embed_worker=args.worker,
                                   chroma_url=server.url if server else None)

@@ -30,6 +30,7 @@ import yaml
 
 from bot.client import OracleBot
 from bot.history import ThreadHistory
+from bot.places import Places
 from bot.settings import BotSettings
 from bot.tables import Table, Tables
 from oracle.campaigns import Campaigns
@@ -227,9 +228,10 @@ async def start_bot(world: Campaign, fake: FakeDiscord, history_path: Path, *, i
     values.update(overrides)
     settings = BotSettings(_env_file=None, **values)
     campaigns = Campaigns.single(index.settings)
-    table = Table(campaigns.campaigns[0], index, Oracle(index), journal, settings.announce_channel)
+    places = Places.of(campaigns)
+    table = Table(campaigns.campaigns[0], places["default"], index, Oracle(index), journal, settings.announce_channel)
     await table.news()
-    client = OracleBot(settings=settings, tables=Tables(campaigns, [table], settings), history=history,
+    client = OracleBot(settings=settings, tables=Tables(places, [table], settings), history=history,
                        message_content=message_content, guild_ready_timeout=0.05)
     client.oracle = table.oracle  # type: ignore[attr-defined]  # the one campaign's, for tests to spy on
     client.completed = []  # type: ignore[attr-defined]

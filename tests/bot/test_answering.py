@@ -14,6 +14,7 @@ from bot.answering import MOVED, NO_THREAD, Answering, no_thread_reason
 from bot.delivery import InteractionReply
 from bot.formatting import thread_name
 from bot.history import ThreadHistory
+from bot.places import Place, Places
 from bot.questions import Questions
 from bot.settings import BotSettings
 from bot.tables import Table, Tables
@@ -44,12 +45,20 @@ class English:
         return "en"
 
 
-def tables(campaigns: list[Campaign], *, several: bool, **settings) -> Tables:
-    source = Path("campaigns.toml") if several else None
+def tables(places: list[Place], *, several: bool, **settings) -> Tables:
     bot_settings = BotSettings(_env_file=None, token="fake-token", **({"gm_roles": ["gm"]} | settings))
-    # Routing and game masters read only the campaign: no index, Oracle or journal is opened.
-    return Tables(Campaigns(tuple(campaigns), source),
-                  [Table(c, English(), None, None) for c in campaigns], bot_settings)  # type: ignore[arg-type]
+    # Routing and game masters read only the campaign's place: no index, Oracle or journal is opened.
+    campaigns = Campaigns(tuple(Campaign(p.name, Path(p.name), fronts={"discord": as_table(p)}) for p in places),
+                          Path("campaigns.toml") if several else None)
+    served = Places.of(campaigns)
+    assert [served[p.name] for p in places] == places
+    return Tables(served, [Table(c, served[c.name], English(), None, None)  # type: ignore[arg-type]
+                           for c in campaigns], bot_settings)
+
+
+def as_table(place: Place) -> dict[str, object]:
+    """A place as its [campaigns.NAME.discord] table."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(place).items() if k != "name" and v is not None}
 
 
 def host(tables: Tables, history: ThreadHistory | None = None) -> SimpleNamespace:
@@ -57,9 +66,9 @@ def host(tables: Tables, history: ThreadHistory | None = None) -> SimpleNamespac
     return SimpleNamespace(settings=tables.settings, tables=tables, history=history, questions=Questions(4), user=None)
 
 
-SINGLE = [Campaign("default", Path("notes"))]
-SEVERAL = [Campaign("tuesday", Path("tuesday"), channels=(TUESDAY,), gm_roles=("gm",), gm_channels=(TUESDAY_GM,)),
-           Campaign("friday", Path("friday"), channels=(FRIDAY,), gm_roles=("dm",))]
+SINGLE = [Place("default")]
+SEVERAL = [Place("tuesday", channels=(TUESDAY,), gm_roles=("gm",), gm_channels=(TUESDAY_GM,)),
+           Place("friday", channels=(FRIDAY,), gm_roles=("dm",))]
 
 
 @pytest.mark.parametrize(("where", "why"), [
@@ -129,7 +138,7 @@ def test_a_category_is_seen_through_its_own_campaigns_channels():
     # which everyone sees. Seeing the category's other campaign's channel shows no Friday.
     hidden = TextChannel(calls, 31, category_id=40, seen_by=[])
     tuesday = TextChannel(calls, TUESDAY, category_id=40, seen_by=[5])
-    campaigns = [SEVERAL[0], Campaign("friday", Path("friday"), channels=(40,), gm_roles=("dm",))]
+    campaigns = [SEVERAL[0], Place("friday", channels=(40,), gm_roles=("dm",))]
     served = tables(campaigns, several=True)
     member = Member(calls, 5, guild=guild(CategoryChannel(40, [hidden, tuesday])))
     assert ["tuesday"] == [t.name for t in served.visible_to(member)]
@@ -146,7 +155,7 @@ def test_the_single_campaign_is_everyones():
     (SINGLE, False, ["gm"], "a game master (role gm, or Manage Server) can run `/oracle reingest`"),
     (SINGLE, False, [], "a member with Manage Server can run `/oracle reingest`"),
     (SEVERAL, True, ["gm"], "a game master (role gm) can run `/oracle reingest`"),
-    ([Campaign("friday", Path("friday"), channels=(FRIDAY,), gm_roles=())], True, [],
+    ([Place("friday", channels=(FRIDAY,), gm_roles=())], True, [],
      "the bot's host can run `oracle ingest --campaign friday`"),
 ])
 def test_before_the_first_ingest_the_asker_is_told_who_can_index_the_notes(campaigns, several, roles, fix):

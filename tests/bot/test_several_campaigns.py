@@ -28,6 +28,7 @@ from bot.__main__ import run as run_bot
 from bot.answering import MOVED
 from bot.client import OracleBot
 from bot.history import ThreadHistory
+from bot.places import Places
 from bot.settings import BotSettings
 from bot.tables import Tables, open_table
 from oracle.campaigns import Campaigns
@@ -120,6 +121,7 @@ def campaigns_file(world: World, server: Server, tmp_path: Path, *, tuesday: tup
 [campaigns.tuesday]
 notes = "{notes / 'tuesday'}"
 data = "data/tuesday"
+[campaigns.tuesday.discord]
 channels = {[int(c) for c in (tuesday if tuesday is not None else (server.tuesday,))]}
 gm_roles = ["gm-tuesday"]
 gm_channels = {[int(c) for c in tuesday_gm]}
@@ -127,6 +129,7 @@ gm_channels = {[int(c) for c in tuesday_gm]}
 [campaigns.friday]
 notes = "{notes / 'friday'}"
 data = "data/friday"
+[campaigns.friday.discord]
 channels = {[int(c) for c in (friday if friday is not None else (server.friday,))]}
 gm_roles = ["gm-friday"]
 announce_channel = {server.announce}
@@ -134,6 +137,7 @@ announce_channel = {server.announce}
 [campaigns.sunday]
 notes = "{notes / 'sunday'}"
 data = "data/sunday"
+[campaigns.sunday.discord]
 channels = [{server.sunday_category}]
 gm_roles = ["gm-sunday"]
 """)
@@ -178,8 +182,9 @@ async def start(world: World, server: Server, tmp_path: Path, *, watch: bool = F
                 report = await ingest(library.index(campaign))
                 assert report.skipped == []
             world.ollama.requests.clear()  # the annotations: what the tests count is the questions'
-        tables = [await open_table(c, library.index(c), default_announce=None) for c in campaigns]
-        client = OracleBot(settings=bot_settings, tables=Tables(campaigns, tables, bot_settings), history=history,
+        places = Places.of(campaigns)
+        tables = [await open_table(c, places[c.name], library.index(c), default_announce=None) for c in campaigns]
+        client = OracleBot(settings=bot_settings, tables=Tables(places, tables, bot_settings), history=history,
                            library=library, watch=watch, guild_ready_timeout=0.05)
         client.completed = []  # type: ignore[attr-defined]
 
@@ -383,7 +388,7 @@ async def test_watching_reingests_a_changed_campaign_once_and_tells_its_players(
 async def test_a_bad_campaigns_file_stops_the_bot_before_anything_starts(tmp_path, caplog):
     caplog.set_level(logging.ERROR)
     bad = tmp_path / "campaigns.toml"
-    bad.write_text('[campaigns.tuesday]\nnotes = "notes"\nchannels = ["general"]\n')
+    bad.write_text('[campaigns.tuesday]\nnotes = "notes"\ndiscord.channels = ["general"]\n')
     (tmp_path / "notes").mkdir()
     code = await run_bot(Settings(_env_file=None, campaigns=bad, data_dir=tmp_path / "data"),
                          BotSettings(_env_file=None, token="fake-token"))

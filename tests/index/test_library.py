@@ -49,8 +49,8 @@ def two_campaigns(tmp_path):
     a = write_notes(tmp_path / "ember", MINI_CAMPAIGN)
     b = write_notes(tmp_path / "harbour", HARBOUR)
     return Campaigns((
-        Campaign("ember", a, tmp_path / "var" / "ember", channels=(1,), gm_roles=("ember gm",)),
-        Campaign("harbour", b, tmp_path / "var" / "harbour", channels=(2,), gm_roles=("harbour gm",), model="qwen2.5:7b"),
+        Campaign("ember", a, tmp_path / "var" / "ember"),
+        Campaign("harbour", b, tmp_path / "var" / "harbour", model="qwen2.5:7b"),
     ), source=tmp_path / "campaigns.toml")
 
 
