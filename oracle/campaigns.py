@@ -267,7 +267,9 @@ def _first_error(name: str, exc: ValidationError, file: Campaigns) -> CampaignsE
     at = ("campaigns", name)
     if error["type"] == "extra_forbidden":
         keys = ", ".join(sorted((*CampaignTable.model_fields, *FRONT_TABLES)))
-        return file.error_at((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {keys}")
+        tables = " or ".join(f"[campaigns.{name}.{t}]" for t in FRONT_TABLES)
+        return file.error_at((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {keys} "
+                                         f"(a key of the bot goes in {tables})")
     if error["type"] == "missing":
         return file.error_at(at, f"campaign {name!r} has no `{key}`: name its notes folder")
     reason = error.get("ctx", {}).get("error", error["msg"])

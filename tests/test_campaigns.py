@@ -100,7 +100,8 @@ def test_an_unknown_campaign_name_lists_the_names(tmp_path):
         ('[campaigns.a]\nnotes = "notes/tuesday"\nchanels = [1]\n', 3, "unknown key 'chanels' in campaign 'a'"),
         # A key the bot reads, written where the core reads: the message says where the bot's table is.
         ('[campaigns.a]\nnotes = "notes/tuesday"\nchannels = [1]\n', 3,
-         "unknown key 'channels' in campaign 'a'; the keys are: data, discord, gm_headings"),
+         "unknown key 'channels' in campaign 'a'; the keys are: data, discord, gm_headings, gm_notes, model, notes, "
+         "player_notes \\(a key of the bot goes in \\[campaigns.a.discord\\]\\)$"),
         ('[campaigns.a]\nnotes = "notes/tuesday"\ndiscord = [1]\n', 3,
          "campaigns.a.discord must be a table \\(\\[campaigns.a.discord\\]\\), not a list"),
         ('[campaigns.a]\nnotes = "notes/tuesday"\nmodel = 3\n', 3, "model must be an Ollama model name"),
