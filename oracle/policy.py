@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import PurePosixPath
 
 from .lexicon import DEFAULT as DEFAULT_LANGUAGE
+from .lexicon import Lexicon, default_gm_headings, lexicon
 from .marks import Marks, marks_of, name_words
 from .types import GM, PUBLIC, Visibility
 
@@ -25,15 +26,7 @@ AUTO = "auto"  # ORACLE_LANGUAGE: read the vault's own language
 
 # Headings whose section is the game master's, down to the next heading of the same or a higher level,
 # besides every heading whose words mark it (`oracle.marks`): the default of ORACLE_GM_HEADINGS.
-DEFAULT_GM_HEADINGS = (
-    "GM", "DM", "GM Notes", "DM Notes", "GM Only", "DM Only", "GM Secrets", "DM Secrets", "Game Master Notes",
-    "Dungeon Master Notes", "Prep", "Session Prep", "Planning", "Secrets", "Secret", "Secrets and Clues",
-    "Spoilers", "Spoiler", "TODO", "To Do", "Beats", "Story Beats", "Plot Beats",
-)
-# A note under a folder of one of these names, at any depth, is GM-only whatever the policy says.
-GM_FOLDERS = frozenset({"gm", "dm", "secret", "secrets", "private"})
-# Folders of Templater (and core Templates) templates: prep scaffolding, never campaign facts.
-TEMPLATE_FOLDERS = frozenset({"templates", "template", "_templates", "templater"})
+DEFAULT_GM_HEADINGS = default_gm_headings()
 _TEMPLATER_TAG = re.compile(r"<%[-_*~]?[\s\S]*?%>")
 # A fenced block (a dataview query, say): tags left in one are code a written note kept, not a form.
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$", re.M)
@@ -171,7 +164,7 @@ class Policy:
         for glob in self._gm:
             if glob.matches(path):
                 return Decision(GM, f"ORACLE_GM_NOTES: {glob.pattern}")
-        gm_folder = next((f for f in PurePosixPath(path).parts[:-1] if is_gm_folder(f)), None)
+        gm_folder = next((f for f in PurePosixPath(path).parts[:-1] if is_gm_folder(f, self.marks.lexicon)), None)
         if gm_folder is not None:  # the documented GM folders hold even inside an allowlisted one
             return Decision(GM, f"folder {gm_folder!r} is a game master's folder")
         if self._players:
@@ -190,13 +183,14 @@ class Policy:
 
 
 # Bumped when the rules that file a note change: an index filed under older rules is filed again.
-POLICY_VERSION = "6"
+POLICY_VERSION = "7"
 
 
-def is_gm_folder(name: str) -> bool:
-    """A folder of the documented GM names (`gm/`, `_GM`, `01 - Secrets`), numbering and case dropped."""
+def is_gm_folder(name: str, words_of: Lexicon) -> bool:
+    """A folder of the documented GM names (`gm/`, `_GM`, `01 - Secrets`, `Secretos`), numbering and
+    case dropped: the lexicon's `[gm] folders`."""
     words = [w for w in name_words(name) if not w.isdigit()]
-    return len(words) == 1 and words[0] in GM_FOLDERS
+    return len(words) == 1 and words[0] in words_of.gm_folders
 
 
 def in_templates(path: str) -> bool:
@@ -205,7 +199,9 @@ def in_templates(path: str) -> bool:
 
 
 def _is_templates(folder: str) -> bool:
-    return " ".join(name_words(folder)) in TEMPLATE_FOLDERS
+    """A templates folder (`Templates`, `_templates`, `99 - Plantillas`), numbering dropped, in any
+    language: folder names mean nothing else in another."""
+    return tuple(w for w in name_words(folder) if not w.isdigit()) in lexicon().templates
 
 
 def looks_like_gm(path: str, text: str, marks: Marks) -> Decision:

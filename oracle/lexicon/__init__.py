@@ -76,6 +76,8 @@ class Lexicon:
     same: tuple[tuple[tuple[str, ...], str], ...]  # "the same" and the word that says as what
     pronouns: frozenset[str]  # third-person pronouns for a person
     warnings: frozenset[tuple[str, ...]]  # a note opening with one of these is kept from players ("do not read")
+    gm_folders: frozenset[str]  # a folder of one of these names is the game master's whatever the policy says
+    templates: frozenset[tuple[str, ...]]  # names of template folders: forms, never campaign facts
     # Table talk in a thread (bot/listening.py):
     acknowledgements: frozenset[str]  # whole messages of these are thanks, laughter, agreement
     questions: frozenset[str]  # question words and requests a question opens with ("who", "dime")
@@ -104,6 +106,8 @@ class Lexicon:
             numbers=frozenset(fold(w) for w in gm["numbers"]),
             narrative=frozenset(fold(w) for w in gm["narrative"]),
             warnings=frozenset(_words(w) for w in gm["warnings"]),
+            gm_folders=frozenset(fold(w) for w in gm["folders"]),
+            templates=frozenset(_words(w) for w in vault["templates"]),
             folder_kinds={_phrase(w): kind for kind in ("sheet", "world") for w in kinds[kind]},
             tag_kinds={fold(w): kind for kind in ("sheet", "world") for w in tags[kind]},
             hubs=frozenset(fold(w) for w in vault["hubs"]),
@@ -193,6 +197,8 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         numbers=own.numbers | shared.numbers,
         narrative=own.narrative | shared.narrative,
         warnings=own.warnings | shared.warnings | english.warnings,  # an English warning warns in any vault
+        gm_folders=own.gm_folders | shared.gm_folders | english.gm_folders,  # likewise a folder named so
+        templates=frozenset().union(*(lang.templates for lang in [shared, *every])),  # folder names, as the kinds'
         folder_kinds=folder_kinds,
         tag_kinds=tag_kinds,
         hubs=own.hubs | shared.hubs,
@@ -213,6 +219,32 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         **{key: getattr(own, key) | getattr(shared, key) | getattr(english, key)
            for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},
     )
+
+
+@dataclass(frozen=True)
+class FrontmatterWords:
+    """The properties that say whose a note is (`international.toml`'s `[frontmatter]`), lower case."""
+
+    gm_values: frozenset[str]
+    public_values: frozenset[str]
+    gm_flags: tuple[str, ...]  # in the order they are asked
+    public_flags: tuple[str, ...]
+    true: frozenset[str]
+    false: frozenset[str]
+
+
+@cache
+def frontmatter_words() -> FrontmatterWords:
+    raw = tomllib.loads(resources.files(__name__).joinpath(f"{INTERNATIONAL}.toml").read_text(encoding="utf-8"))
+    fm = {key: [w.casefold() for w in words] for key, words in raw["frontmatter"].items()}
+    return FrontmatterWords(frozenset(fm["gm_values"]), frozenset(fm["public_values"]), tuple(fm["gm_flags"]),
+                            tuple(fm["public_flags"]), frozenset(fm["true"]), frozenset(fm["false"]))
+
+
+def default_gm_headings() -> tuple[str, ...]:
+    """The default of ORACLE_GM_HEADINGS, as written (`en.toml`'s `[gm] headings`)."""
+    raw = tomllib.loads(resources.files(__name__).joinpath(f"{DEFAULT}.toml").read_text(encoding="utf-8"))
+    return tuple(raw["gm"]["headings"])
 
 
 def session_spellings(plural: bool = False) -> frozenset[str]:

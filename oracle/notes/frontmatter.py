@@ -17,24 +17,23 @@ from typing import Any
 
 import yaml
 
+from ..lexicon import frontmatter_words
 from ..marks import Marks
 from ..types import GM, PUBLIC
 from .secrets import DEFAULT_MARKS
 
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
+# Whose note its properties say (oracle/lexicon/international.toml): values of `visibility`, keys whose
+# true value (compared without case, `_` or spaces) makes the note the game master's besides every key
+# whose words mark it (`gmnotes`, `dm_only`, `Secrets`: `oracle.marks`), keys whose false value does.
+_WORDS = frontmatter_words()
+GM_VISIBILITY, PUBLIC_VISIBILITY = _WORDS.gm_values, _WORDS.public_values
+GM_FLAGS, PUBLIC_FLAGS = _WORDS.gm_flags, _WORDS.public_flags
 # Words that, in frontmatter the Oracle cannot read, may be a game master marking the note secret.
 _SECRET_WORDS = re.compile(
-    r"\b(?:visibility|gm|dm|secret|private|hidden|spoiler|public|publish|gm-only|dm-only)\b", re.I
+    r"\b(?:" + "|".join(re.escape(w) for w in dict.fromkeys(["visibility", *sorted(GM_VISIBILITY), *PUBLIC_FLAGS])) + r")\b",
+    re.I,
 )
-GM_VISIBILITY = frozenset({"gm", "dm", "secret", "private", "hidden", "gm-only", "dm-only", "spoiler"})
-PUBLIC_VISIBILITY = frozenset({"", "public", "players", "player", "everyone", "all"})
-# Keys whose true value makes the note the game master's (compared without case, `_` or spaces),
-# besides every key whose words mark it (`gmnotes`, `dm_only`, `Secrets`: `oracle.marks`).
-GM_FLAGS = ("gm", "dm", "secret", "private", "hidden", "spoiler", "gm-only", "dm-only", "gmonly", "dmonly")
-# Keys whose false value makes it the game master's (Obsidian Publish's `publish`).
-PUBLIC_FLAGS = ("public", "publish")
-_TRUE = {"true", "yes", "on", "1", "y"}
-_FALSE = {"false", "no", "off", "0", "n", ""}
 # An unquoted Obsidian link or embed as a property value: YAML reads `!` as a tag and fails.
 _OBSIDIAN_VALUE = re.compile(r"^([ \t]*(?:-[ \t]+)?(?:[^\s:#][^:\n]*:[ \t]+)?)(!?\[\[[^\n]*\]\])[ \t]*$", re.M)
 _COMMENT = re.compile(r"%%.*?(?:%%|$)", re.S)
@@ -191,7 +190,7 @@ def _flag(value: object) -> bool | None:
     if value is True:
         return True
     text = str(value).strip().casefold()
-    return True if text in _TRUE else False if text in _FALSE else None
+    return True if text in _WORDS.true else False if text in _WORDS.false else None
 
 
 def frontmatter_visibility(frontmatter: Mapping[str, Any], marks: Marks = DEFAULT_MARKS) -> tuple[str, str, str]:

@@ -204,3 +204,30 @@ def test_a_note_opening_with_a_warning_in_its_language_is_kept_from_players(code
 ])
 def test_an_opening_that_warns_of_nothing_keeps_the_note_public(code, opening):
     assert PUBLIC == looks_like_gm("Notas/Diario.md", f"{opening}\nEl heredero vive.", marks_of(code)).visibility
+
+
+# -- Folders of the game master and of templates, named in the vault's language ---------------------
+
+
+@pytest.mark.parametrize("code, folder", [
+    ("es", "Secretos"), ("pt", "02 - Segredos"), ("de", "Geheim"), ("pl", "_prywatne"), ("fr", "Privé"),
+    ("es", "Secrets"), ("pt", "GM"),  # the English and international names hold in every vault
+])
+def test_a_game_master_folder_in_the_vaults_language_holds_even_inside_the_players_notes(code, folder):
+    policy = Policy(player_notes=(f"{folder}/",), language=code)
+    assert GM == policy.decide(f"{folder}/Plot.md").visibility
+
+
+def test_another_languages_folder_name_decides_nothing():
+    # Spanish "secretos" says nothing in an English vault: the allowlist decides.
+    policy = Policy(player_notes=("Secretos/",), language="en")
+    assert PUBLIC == policy.decide("Secretos/Plot.md").visibility
+
+
+@pytest.mark.parametrize("folder", ["Templates", "_templates", "templater", "Plantillas", "Vorlagen", "02 - Sjablonen"])
+def test_a_template_folder_in_any_language_holds_forms_not_facts(folder):
+    from oracle.policy import in_templates
+
+    assert in_templates(f"{folder}/Session.md")
+    assert GM == looks_like_gm(f"{folder}/Session.md", "", marks_of("en")).visibility
+    assert not in_templates("Modelos/Galeón.md")  # models in Spanish, templates in Portuguese: not read as either
