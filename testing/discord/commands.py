@@ -10,8 +10,6 @@ import copy
 import re
 from typing import Any
 
-from .constants import ALL_PERMS, THREAD_TYPES
-from .models import FakeMember
 from .rest import ApiError, RecordedRequest, _err, _invalid_form
 
 _CHAT_NAME = re.compile(r"^[-_'\w\u0900-\u097F\u0E00-\u0E7F]{1,32}$")
@@ -105,58 +103,24 @@ class Commands:
 
     @staticmethod
     def _guess_type(value: Any) -> int:
-        if isinstance(value, bool):
-            return 5
-        if isinstance(value, int):
-            return 4
-        if isinstance(value, float):
-            return 10
-        if isinstance(value, FakeMember):
-            return 6
-        return 3
+        return 5 if isinstance(value, bool) else 3
 
-    def _option_value(self, name: str, kind: int, value: Any, spec: dict | None, resolved: dict) -> Any:
+    @staticmethod
+    def _option_value(name: str, kind: int, value: Any, spec: dict | None, resolved: dict) -> Any:
+        """A string or boolean option, the two kinds the Oracle's commands take; any other is refused
+        so that a command given one is noticed here."""
         if kind == 3:
             if not isinstance(value, str):
                 raise ValueError(f"option {name!r} is a string, got {value!r}")
             if spec and (len(value) < spec.get("min_length", 0) or len(value) > spec.get("max_length", 6000)):
                 raise ValueError(f"option {name!r}: length {len(value)} outside the allowed range")
-        elif kind == 4:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"option {name!r} is an integer, got {value!r}")
         elif kind == 5:
             if not isinstance(value, bool):
                 raise ValueError(f"option {name!r} is a boolean, got {value!r}")
-        elif kind == 10:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"option {name!r} is a number, got {value!r}")
-        elif kind in (6, 9) and (isinstance(value, FakeMember) or int(value) in self.members):
-            member = self._member(value)
-            resolved.setdefault("users", {})[str(member.id)] = member.user_payload()
-            resolved.setdefault("members", {})[str(member.id)] = {
-                **member.member_payload(with_user=False), "permissions": str(self.permissions_for(member))}
-            return str(member.id)
-        elif kind in (8, 9) and int(value) in self.roles:
-            resolved.setdefault("roles", {})[str(int(value))] = copy.deepcopy(self.roles[int(value)])
-            return str(int(value))
-        elif kind == 7 and int(value) in self.channels:
-            ch = self.channels[int(value)]
-            resolved.setdefault("channels", {})[str(int(value))] = {
-                "id": ch["id"], "type": ch["type"], "name": ch["name"], "permissions": str(ALL_PERMS),
-                **({"parent_id": ch["parent_id"], "thread_metadata": ch["thread_metadata"]}
-                   if ch["type"] in THREAD_TYPES else {}),
-            }
-            return str(int(value))
         else:
-            raise ValueError(f"option {name!r} of type {kind}: unsupported or unknown value {value!r}")
-        if spec:
-            if kind in (4, 10):
-                if "min_value" in spec and value < spec["min_value"]:
-                    raise ValueError(f"option {name!r}: {value} < min_value {spec['min_value']}")
-                if "max_value" in spec and value > spec["max_value"]:
-                    raise ValueError(f"option {name!r}: {value} > max_value {spec['max_value']}")
-            if spec.get("choices") and value not in [c["value"] for c in spec["choices"]]:
-                raise ValueError(f"option {name!r}: {value!r} is not one of the choices")
+            raise ValueError(f"option {name!r} of type {kind}: not served by this fake")
+        if spec and spec.get("choices") and value not in [c["value"] for c in spec["choices"]]:
+            raise ValueError(f"option {name!r}: {value!r} is not one of the choices")
         return value
 
     def _check_commands(self, commands: Any) -> None:
@@ -295,23 +259,3 @@ class Commands:
             result.append(self._command_object(spec, int(prev["id"]) if prev else self._ids.next(), scope))
         self._set_commands(scope, result)
         return 200, result
-
-    async def _r_post_command(self, req: RecordedRequest, application_id: str,
-                              guild_id: str | None = None) -> tuple[int, Any]:
-        scope = self._scope(application_id, guild_id)
-        self._check_commands([req.json])
-        existing = self._commands_list(scope)
-        key = (req.json["name"], req.json.get("type", 1))
-        prev = next((c for c in existing if (c["name"], c.get("type", 1)) == key), None)
-        cmd = self._command_object(req.json, int(prev["id"]) if prev else self._ids.next(), scope)
-        self._set_commands(scope, [c for c in existing if c is not prev] + [cmd])
-        return (200 if prev else 201), cmd
-
-    async def _r_delete_command(self, req: RecordedRequest, application_id: str, command_id: str,
-                                guild_id: str | None = None) -> tuple[int, Any]:
-        scope = self._scope(application_id, guild_id)
-        existing = self._commands_list(scope)
-        if not any(c["id"] == command_id for c in existing):
-            raise ApiError(404, 10063, "Unknown application command")
-        self._set_commands(scope, [c for c in existing if c["id"] != command_id])
-        return 204, None

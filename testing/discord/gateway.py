@@ -102,7 +102,6 @@ class GatewaySession:
         self.conn: GatewayConnection | None = None
         self.lock = asyncio.Lock()
         self.resumes = 0
-        self.invalidated = False
 
     def has(self, intent: int) -> bool:
         return bool(self.intents & intent)
@@ -131,11 +130,8 @@ class Gateway:
 
     @property
     def session(self) -> GatewaySession | None:
-        """The current gateway session (latest one not invalidated)."""
-        for session in reversed(self.sessions):
-            if not session.invalidated:
-                return session
-        return None
+        """The current gateway session (the latest)."""
+        return self.sessions[-1] if self.sessions else None
 
     @property
     def identify(self) -> dict | None:
@@ -194,10 +190,10 @@ class Gateway:
             await self._on_identify(conn, d or {})
         elif op == 6:
             await self._on_resume(conn, d or {})
-        elif op == 8:
-            await self._on_request_members(conn, d or {})
         elif op == 3:
             self.presence_updates.append(d)
+        else:  # Discord closes on an opcode it does not take; the Oracle sends no other (no member requests)
+            await conn.close(4001, f"Unknown opcode {op} (not served by this fake).")
 
     async def _on_identify(self, conn: GatewayConnection, d: dict) -> None:
         if conn.session is not None:
@@ -223,7 +219,7 @@ class Gateway:
 
     async def _on_resume(self, conn: GatewayConnection, d: dict) -> None:
         session = next((s for s in self.sessions if s.id == d.get("session_id")), None)
-        if session is None or session.invalidated or d.get("token") != self.token:
+        if session is None or d.get("token") != self.token:
             await conn.send({"op": 9, "d": False})
             return
         conn.session = session
@@ -240,26 +236,6 @@ class Gateway:
             session.resumes += 1
         if old is not None and old is not conn:
             await old.close(4000, "Resumed elsewhere.")
-
-    async def _on_request_members(self, conn: GatewayConnection, d: dict) -> None:
-        session = conn.session
-        if session is None:
-            return
-        members = list(self.members.values())
-        if d.get("user_ids"):
-            wanted = {int(u) for u in d["user_ids"]}
-            members = [m for m in members if m.id in wanted]
-        elif d.get("query"):
-            members = [m for m in members if m.username.lower().startswith(str(d["query"]).lower())]
-        if d.get("limit"):
-            members = members[: int(d["limit"])]
-        chunk: dict[str, Any] = {"guild_id": str(self.guild_id), "members": [m.member_payload() for m in members],
-                                 "chunk_index": 0, "chunk_count": 1, "not_found": []}
-        if d.get("presences"):
-            chunk["presences"] = []
-        if d.get("nonce") is not None:
-            chunk["nonce"] = d["nonce"]
-        await self._dispatch(session, "GUILD_MEMBERS_CHUNK", chunk)
 
     async def _dispatch_locked(self, session: GatewaySession, event: str, data: Any) -> dict:
         session.seq += 1
@@ -332,40 +308,6 @@ class Gateway:
             return None
         await self.wait_until(lambda: session.resumes > before, timeout, "RESUME after RECONNECT")
         return session.conn
-
-    async def invalidate_session(self, *, resumable: bool = False, wait: bool = True,
-                                 timeout: float = 10.0) -> GatewaySession | None:
-        """Send op 9 INVALID_SESSION; with ``wait`` return the session the client continued with.
-
-        Slow on purpose when not resumable: discord.py's ``before_identify_hook`` sleeps 5 s
-        before every IDENTIFY but the first, so the new READY comes ~5 s later."""
-        session = await self._require_session()
-        count, resumes = len(self.sessions), session.resumes
-        async with session.lock:
-            conn, session.conn = session.conn, None
-            if not resumable:
-                session.invalidated = True
-            if conn is not None:
-                await conn.send({"op": 9, "d": resumable})
-        if not wait:
-            return None
-        if resumable:
-            await self.wait_until(lambda: session.resumes > resumes, timeout, "RESUME after INVALID_SESSION")
-            return session
-        await self.wait_until(lambda: len(self.sessions) > count and self.sessions[-1].conn, timeout,
-                              "IDENTIFY after INVALID_SESSION")
-        return self.sessions[-1]
-
-    async def drop_connection(self, code: int = 4000, *, wait: bool = True, timeout: float = 5.0) -> None:
-        """Close the live gateway socket with ``code`` (4000: client resumes)."""
-        session = await self._require_session()
-        before = session.resumes
-        async with session.lock:
-            conn, session.conn = session.conn, None
-        if conn is not None:
-            await conn.close(code, "dropped by test")
-        if wait:
-            await self.wait_until(lambda: session.resumes > before, timeout, "RESUME after drop")
 
     def _gateway_message(self, msg: FakeMessage, session: GatewaySession) -> dict | None:
         """The message as this session's MESSAGE_CREATE/UPDATE carries it, or None if not sent."""

@@ -60,7 +60,7 @@ _SELECT_TYPES = (3, 5, 6, 7, 8)  # string, user, role, mentionable and channel s
 def _check_components(components: Any, flags: int) -> dict | None:
     """Discord's checks of a message's ``components`` (action rows of buttons or one select):
     the error tree under ``components`` of a 50035, or None. Messages flagged IS_COMPONENTS_V2
-    (layout components) are only checked for duplicate custom ids."""
+    (layout components) are refused."""
     if not isinstance(components, list):
         return _err("LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")
     seen: set[str] = set()
@@ -81,31 +81,8 @@ def _check_components(components: Any, flags: int) -> dict | None:
         else:
             unique(custom_id, e)
 
-    if flags & IS_COMPONENTS_V2:
-        errors: dict[str, Any] = {}
-
-        def walk(items: list, out: dict) -> None:
-            for index, item in enumerate(items):
-                if not isinstance(item, dict):
-                    continue
-                e: dict[str, Any] = {}
-                unique(item.get("custom_id"), e)
-                for key in ("components", "items"):
-                    if isinstance(item.get(key), list):
-                        sub: dict[str, Any] = {}
-                        walk(item[key], sub)
-                        if sub:
-                            e[key] = sub
-                if isinstance(item.get("accessory"), dict):
-                    acc: dict[str, Any] = {}
-                    unique(item["accessory"].get("custom_id"), acc)
-                    if acc:
-                        e["accessory"] = acc
-                if e:
-                    out[str(index)] = e
-
-        walk(components, errors)
-        return errors or None
+    if flags & IS_COMPONENTS_V2:  # layout components: the Oracle sends none, and this fake checks none
+        return _err("COMPONENTS_V2_NOT_SERVED", "Layout components are not served by this fake.")
     if len(components) > 5:
         return _err("BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.")
     errors = {}
@@ -254,13 +231,8 @@ class Rest:
             ("GET", "/applications/@me", self._r_app_info, True),
             ("GET", "/applications/{application_id}/commands", self._r_get_commands, True),
             ("PUT", "/applications/{application_id}/commands", self._r_put_commands, True),
-            ("POST", "/applications/{application_id}/commands", self._r_post_command, True),
-            ("DELETE", "/applications/{application_id}/commands/{command_id}", self._r_delete_command, True),
             ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_get_commands, True),
             ("PUT", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_put_commands, True),
-            ("POST", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_post_command, True),
-            ("DELETE", "/applications/{application_id}/guilds/{guild_id}/commands/{command_id}",
-             self._r_delete_command, True),
             ("POST", "/interactions/{interaction_id}/{token}/callback", self._r_callback, False),
             ("GET", "/webhooks/{application_id}/{token}/messages/@original", self._r_get_wh_message, False),
             ("PATCH", "/webhooks/{application_id}/{token}/messages/@original", self._r_edit_wh_message, False),
