@@ -259,6 +259,31 @@ def write_notes(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+# A campaigns file of two campaigns, one Discord table written as a table and one as dotted keys
+# (tests/test_campaigns.py reads it as the core does, tests/bot/test_places.py as the bot does).
+TWO_CAMPAIGNS = """
+    # Two tables, one server.
+    [campaigns.tuesday]
+    notes = "notes/tuesday"
+    data = "var/tuesday"
+    model = "qwen2.5:7b"
+
+    [campaigns.tuesday.discord]
+    channels = [1234, 5678]
+    gm_roles = ["GM", "dm"]
+    gm_channels = [9012]
+    announce_channel = 4444
+
+    [campaigns.friday]
+    notes = "{friday}"
+    discord.channels = [
+        2222,
+        3333,
+    ]
+    discord.gm_roles = []         # run from the command line only
+"""
+
+
 MINI_CAMPAIGN = {
     "sessions/campaign-log.md": """
         # The Ember Road — log

@@ -9,28 +9,7 @@ import pytest
 
 from oracle.campaigns import Campaign, Campaigns, CampaignsError, load_campaigns
 from oracle.settings import Settings
-
-GOOD = """
-    # Two tables, one server.
-    [campaigns.tuesday]
-    notes = "notes/tuesday"
-    data = "var/tuesday"
-    model = "qwen2.5:7b"
-
-    [campaigns.tuesday.discord]
-    channels = [1234, 5678]
-    gm_roles = ["GM", "dm"]
-    gm_channels = [9012]
-    announce_channel = 4444
-
-    [campaigns.friday]
-    notes = "{absolute}"
-    discord.channels = [
-        2222,
-        3333,
-    ]
-    discord.gm_roles = []         # run from the command line only
-"""
+from tests.conftest import TWO_CAMPAIGNS
 
 
 def write(tmp_path: Path, text: str, folders: tuple[str, ...] = ("notes/tuesday", "notes/friday")) -> Path:
@@ -48,7 +27,7 @@ def base(tmp_path: Path, **overrides) -> Settings:
 
 def test_a_good_file_resolves_paths_beside_it(tmp_path):
     friday_notes = tmp_path / "notes" / "friday"
-    path = write(tmp_path, GOOD.format(absolute=friday_notes), ("conf/notes/tuesday", "notes/friday"))
+    path = write(tmp_path, TWO_CAMPAIGNS.format(friday=friday_notes), ("conf/notes/tuesday", "notes/friday"))
     campaigns = load_campaigns(path)
     conf = path.parent
     assert [
@@ -63,7 +42,7 @@ def test_a_good_file_resolves_paths_beside_it(tmp_path):
 
 
 def test_a_campaigns_settings(tmp_path):
-    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    path = write(tmp_path, TWO_CAMPAIGNS.format(friday=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
     tuesday, friday = load_campaigns(path)
     settings = base(tmp_path, model="qwen2.5:14b")
     own = tuesday.settings(settings)
@@ -87,7 +66,7 @@ def test_without_the_file_the_default_campaign_is_todays_settings(tmp_path):
 
 
 def test_an_unknown_campaign_name_lists_the_names(tmp_path):
-    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    path = write(tmp_path, TWO_CAMPAIGNS.format(friday=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
     with pytest.raises(CampaignsError, match=r"no campaign 'sunday' in .*campaigns.toml; the campaigns are: tuesday, friday"):
         load_campaigns(path).get("sunday")
     with pytest.raises(CampaignsError, match="no ORACLE_CAMPAIGNS file.*the campaigns are: default"):
@@ -205,7 +184,7 @@ def test_a_campaign_carries_its_own_policy_into_its_settings(tmp_path):
 
 
 def test_a_campaign_without_a_policy_keeps_the_settings(tmp_path):
-    path = write(tmp_path, GOOD.format(absolute=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
+    path = write(tmp_path, TWO_CAMPAIGNS.format(friday=tmp_path / "notes" / "friday"), ("conf/notes/tuesday", "notes/friday"))
     tuesday, _ = load_campaigns(path)
     settings = base(tmp_path, player_notes=["Handouts"], gm_headings=["Prep"])
     own = tuesday.settings(settings)

@@ -10,25 +10,9 @@ import pytest
 
 from bot.places import Place, Places
 from oracle import Campaigns, CampaignsError, Settings
+from tests.conftest import TWO_CAMPAIGNS
 
-GOOD = """
-    [campaigns.tuesday]
-    notes = "notes/tuesday"
-
-    [campaigns.tuesday.discord]
-    channels = [1234, 5678]
-    gm_roles = ["GM", "dm"]
-    gm_channels = [9012]
-    announce_channel = 4444
-
-    [campaigns.friday]
-    notes = "notes/friday"
-    discord.channels = [
-        2222,
-        3333,
-    ]
-    discord.gm_roles = []         # run from the command line only
-"""
+GOOD = TWO_CAMPAIGNS.format(friday="notes/friday")
 
 
 def places_of(tmp_path: Path, text: str) -> Places:
