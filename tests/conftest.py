@@ -191,16 +191,10 @@ def quick_command_line(monkeypatch) -> None:
 
 @pytest.fixture
 def make_settings(tmp_path):
+    """`quick_settings` with the test's own data folder and no Ollama (a closed port) unless told."""
+
     def make(notes: Path, **overrides) -> Settings:
-        values = {
-            "notes_dir": notes,
-            "data_dir": tmp_path / "data",
-            "ollama_host": closed_port_url(),
-            "ollama_probe_timeout": 2.0,
-            "ollama_timeout": 10.0,
-        }
-        values.update(overrides)
-        return Settings(_env_file=None, **values)
+        return quick_settings(notes, tmp_path / "data", closed_port_url(), **overrides)
 
     return make
 
