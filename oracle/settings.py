@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     # A session's record scores this share more in fusion than a page the paths rank alike, so the
     # note that tells an event comes before one that mentions it (docs/measuring.md). 0: no preference.
     telling_prior: float = Field(0.1, validation_alias="ORACLE_TELLING_PRIOR", ge=0, le=1)
+    # A chunk of a note of no kind (not a session's record, a sheet or a world page: a hub, a timeline,
+    # prep) that the question does not name scores this share less: it retells or lists what a
+    # session, a character or a place tells (docs/measuring.md). 0: no preference.
+    kindless_prior: float = Field(0.15, validation_alias="ORACLE_KINDLESS_PRIOR", ge=0, lt=1)
     # Notes or sessions reached by one hop along the notes' references from the fused top k ("session
     # 14", a loot table's Session column, [[links]]), added after the fused pool for the reranker.
     # 0 turns the hop off.

@@ -7,7 +7,9 @@ each path's scores are scaled by its own mean and standard deviation, clipped to
 Ties break on the best single-path rank, then on the id, so the order is deterministic.
 
 Either way, a chunk that tells a session (a session's record) scores a share more (`telling`) than it
-would: a page that mentions an event and scores as the session telling it does not come first.
+would: a page that mentions an event and scores as the session telling it does not come first. A
+chunk of a note of no kind (neither a session's, a sheet nor a world page: a hub, a timeline, prep)
+that the question does not name scores a share less (`kindless`), for the same reason.
 """
 from __future__ import annotations
 
@@ -40,11 +42,16 @@ def _sorted(fused: Iterable[Fused]) -> list[Fused]:
     return sorted(fused, key=lambda f: (-round(f.score, 12), f.best_rank, f.id))
 
 
-def prefer_tellings(fused: Iterable[Fused], tells: Collection[str], share: float) -> list[Fused]:
-    """`fused` with each chunk in `tells` (a session's record) scoring `share` more, in order again."""
-    if not share or not tells:
+def weigh_kinds(fused: Iterable[Fused], tells: Collection[str], telling: float,
+                kindless: Collection[str] = (), kindless_share: float = 0.0) -> list[Fused]:
+    """`fused` with each chunk in `tells` (a session's record) scoring `telling` more and each in
+    `kindless` scoring `kindless_share` less, in order again."""
+    factor = {cid: 1 - kindless_share for cid in kindless} if kindless_share else {}
+    if telling:
+        factor.update({cid: 1 + telling for cid in tells})
+    if not factor:
         return list(fused)
-    return _sorted(Fused(f.id, f.score * (1 + share), f.ranks) if f.id in tells else f for f in fused)
+    return _sorted(Fused(f.id, f.score * factor[f.id], f.ranks) if f.id in factor else f for f in fused)
 
 
 def _ranks(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
@@ -110,24 +117,26 @@ def dbsf(
     return _order(scores, ranks, limit)
 
 
-Fuse = Callable[[Mapping[str, Scored], Collection[str]], list[Fused]]
+Fuse = Callable[[Mapping[str, Scored], Collection[str], Collection[str]], list[Fused]]
 
 
 def make_fusion(
-    method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None, telling: float = 0.0
+    method: str, *, weights: Mapping[str, float], rrf_k: int = 60, limit: int | None = None, telling: float = 0.0,
+    kindless: float = 0.0,
 ) -> Fuse:
-    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list and the ids of the
-    chunks that tell a session in, the fused pool out. Plain RRF counts every path alike; weighted RRF
-    and DBSF weigh them by `weights`; a telling scores `telling` more. `learned` fuses as DBSF does:
-    the learned model (`learned.py`) reorders that list, and falls back to it."""
+    """The fusion `ORACLE_FUSION` names, chosen once: each path's (id, score) list, the ids of the
+    chunks that tell a session and of the kindless ones in, the fused pool out. Plain RRF counts every
+    path alike; weighted RRF and DBSF weigh them by `weights`; a telling scores `telling` more, a
+    kindless chunk `kindless` less. `learned` fuses as DBSF does: the learned model (`learned.py`)
+    reorders that list, and falls back to it."""
     by = weights if method == "weighted_rrf" else None
 
-    def fuse(scored: Mapping[str, Scored], tells: Collection[str]) -> list[Fused]:
+    def fuse(scored: Mapping[str, Scored], tells: Collection[str], unkinded: Collection[str] = ()) -> list[Fused]:
         if method in ("dbsf", "learned"):
             fused = dbsf(scored, weights=weights)
         else:
             fused = rrf({name: [cid for cid, _ in hits] for name, hits in scored.items()}, k=rrf_k, weights=by)
-        fused = prefer_tellings(fused, tells, telling)
+        fused = weigh_kinds(fused, tells, telling, unkinded, kindless)
         return fused[:limit] if limit is not None else fused
 
     return fuse

@@ -24,7 +24,7 @@ from ..types import Chunk, Clearance, Scored
 from . import path_depth
 from .copies import sources_first
 from .entity import EntityMatch, Matchers, MentionStats, entity_path
-from .evidence import Evidence, gather_evidence, query_stems
+from .evidence import Evidence, gather_evidence, head_matcher, query_stems
 from .followup import expand_followup
 from .fusion import Fuse, Fused, make_fusion
 from .keyword import TermCounts, keyword_path
@@ -82,7 +82,7 @@ class SearchPipeline:
         def fusion(weights: dict[str, float]) -> Fuse:
             limit = None if self.learned else settings.fused_pool
             return make_fusion(settings.fusion, weights=weights, rrf_k=settings.rrf_k, limit=limit,
-                               telling=settings.telling_prior)
+                               telling=settings.telling_prior, kindless=settings.kindless_prior)
 
         self.fuse = fusion(settings.path_weights)
         # Notes in a language the embedding model was not trained on (the bundled model reads English):
@@ -109,7 +109,7 @@ class SearchPipeline:
         found = await self._run_paths(store, vectors, embedder, query, clearance=clearance, depth=depth,
                                       timings=timings)
         loaded = await _load_found(store, found.scored, timings)
-        fused = self._fuse_paths(found.scored, loaded.chunks, embedder, query.stemming.code, timings)
+        fused = self._fuse_paths(found.scored, loaded.chunks, query, embedder, timings)
         evidence = None
         if self.learned:
             fused, evidence = await self._learned_order(
@@ -160,13 +160,17 @@ class SearchPipeline:
         return _Found(scored, windows, query_vector, stems, counts)
 
     def _fuse_paths(
-        self, scored: dict[str, Scored], chunks: dict[str, Chunk], embedder: Embeddings, code: str,
+        self, scored: dict[str, Scored], chunks: dict[str, Chunk], query: _Query, embedder: Embeddings,
         timings: dict[str, float],
     ) -> list[Fused]:
-        """The paths' lists fused, sessions' records preferred; the semantic votes cut where the model cannot read."""
+        """The paths' lists fused, sessions' records preferred and notes of no kind the question does
+        not name put after; the semantic votes cut where the model cannot read."""
         t = time.perf_counter()
         tells = {cid for cid, chunk in chunks.items() if chunk.kind == "session"}
-        fused = (self.fuse if embedder.reads(code) else self.fuse_unread)(scored, tells)
+        named = head_matcher(query.entities)
+        kindless = {cid for cid, chunk in chunks.items() if chunk.kind == "note" and not named(chunk)}
+        fuse = self.fuse if embedder.reads(query.stemming.code) else self.fuse_unread
+        fused = fuse(scored, tells, kindless)
         timings["fusion"] = elapsed_ms(t)
         return fused
 

@@ -305,7 +305,7 @@ async def test_an_index_from_an_older_oracle_is_migrated_in_place(mini_notes, ma
 
     # No preference for sessions' records: until the next ingest the old labels move the keyword path's
     # scores of the heads by a hair, and with the preference that hair swaps the first two places here.
-    settings = make_settings(mini_notes, telling_prior=0.0)
+    settings = make_settings(mini_notes, telling_prior=0.0, kindless_prior=0.0)
     await ingest(open_index(settings))
     before = await Oracle(open_index(settings)).search("What did the Candle Monk sell?")
     new_labels = labels(settings)

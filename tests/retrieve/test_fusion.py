@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, make_fusion, prefer_tellings, rrf
+from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, make_fusion, rrf, weigh_kinds
 
 
 def ids(fused: list[Fused]) -> list[str]:
@@ -234,18 +234,30 @@ def test_a_session_record_scores_the_telling_share_more():
     scored = {"keyword": [("sheet", 3.0), ("session", 3.0)]}
 
     assert ["sheet", "session"] == ids(dbsf(scored))
-    preferred = prefer_tellings(dbsf(scored), {"session"}, 0.1)
+    preferred = weigh_kinds(dbsf(scored), {"session"}, 0.1)
     assert ["session", "sheet"] == ids(preferred)
     assert pytest.approx({"session": 1.1, "sheet": 1.0}) == scores(preferred)
     assert (("keyword", 2),) == preferred[0].ranks  # the paths' ranks stay as they were
-    assert ids(dbsf(scored)) == ids(prefer_tellings(dbsf(scored), {"session"}, 0.0))
+    assert ids(dbsf(scored)) == ids(weigh_kinds(dbsf(scored), {"session"}, 0.0))
 
 
 def test_the_telling_share_does_not_outvote_a_second_paths_vote():
     fused = rrf({"keyword": ["sheet", "x"], "semantic": ["sheet", "session"]})
 
     # 2/61 for the sheet against 1.1 · 1/62 for the session.
-    assert "sheet" == ids(prefer_tellings(fused, {"session"}, 0.1))[0]
+    assert "sheet" == ids(weigh_kinds(fused, {"session"}, 0.1))[0]
+
+
+def test_a_kindless_chunk_scores_its_share_less_and_a_telling_keeps_its_share():
+    # A hub first by its rank, then the page, then a session: the hub falls behind both when it is
+    # kindless, the session rises by its tenth; a chunk in both sets is a telling.
+    scored = {"keyword": [("hub", 3.0), ("page", 3.0), ("session", 3.0)]}
+
+    weighed = weigh_kinds(dbsf(scored), {"session"}, 0.1, {"hub"}, 0.15)
+    assert ["session", "page", "hub"] == ids(weighed)
+    assert pytest.approx({"session": 1.1, "page": 1.0, "hub": 0.85}) == scores(weighed)
+    assert ids(dbsf(scored)) == ids(weigh_kinds(dbsf(scored), set(), 0.1, {"hub"}, 0.0))
+    assert 1.1 == pytest.approx(scores(weigh_kinds(dbsf(scored), {"hub"}, 0.1, {"hub"}, 0.15))["hub"])
 
 
 def test_make_fusion_prefers_tellings_for_every_method_then_cuts_the_pool():
@@ -259,6 +271,8 @@ def test_make_fusion_prefers_tellings_for_every_method_then_cuts_the_pool():
         assert ["page"] == ids(fuse(scored, set())), method
         assert ["session"] == ids(fuse(scored, {"session"})), method
     assert ["page", "session"] == ids(make_fusion("dbsf", weights=weights, telling=0.0)(scored, {"session"}))
+    kindless = make_fusion("dbsf", weights=weights, telling=0.0, kindless=0.15)
+    assert ["session", "page"] == ids(kindless(scored, set(), {"page"}))
 
 
 # ---------------------------------------------------------------------------------------------

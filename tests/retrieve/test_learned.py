@@ -22,11 +22,12 @@ from oracle.retrieve.evidence import (
     FEATURES,
     Terms,
     build_features,
+    head_matcher,
     path_features,
     query_stems,
     question_terms,
 )
-from oracle.retrieve.fusion import Fused, dbsf
+from oracle.retrieve.fusion import Fused, dbsf, weigh_kinds
 from oracle.retrieve.keyword import TermCounts
 from oracle.retrieve.learned import (
     DEFAULT_MODEL,
@@ -324,8 +325,14 @@ async def test_a_corrupt_model_falls_back_to_the_current_fusion_and_still_answer
 async def test_the_current_fusion_is_the_order_the_features_start_from(mini):
     search = await oracle_for(mini, fusion="learned", fusion_model=None).search("the chapel of Greyhaven")
     scored = {name: [(h.chunk.id, h.score) for h in hits] for name, hits in search.paths.items()}
-    weights = mini.settings.path_weights
-    assert [f.id for f in dbsf(scored, weights=weights)] == list(search.evidence.ids)
+    chunks = {h.chunk.id: h.chunk for hits in search.paths.values() for h in hits}
+    named = head_matcher(search.entities)
+    tells = {cid for cid, c in chunks.items() if c.kind == "session"}
+    kindless = {cid for cid, c in chunks.items() if c.kind == "note" and not named(c)}
+    settings = mini.settings
+    fused = weigh_kinds(dbsf(scored, weights=settings.path_weights), tells, settings.telling_prior, kindless,
+                        settings.kindless_prior)
+    assert kindless and [f.id for f in fused] == list(search.evidence.ids)
 
 
 # ---------------------------------------------------------------------------------------------
