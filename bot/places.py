@@ -126,14 +126,8 @@ def _place(campaign: Campaign, campaigns: Campaigns) -> Place:
     try:
         table = DiscordTable.model_validate(campaign.front(TABLE))
     except ValidationError as exc:
-        error = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
-        key = str(error["loc"][0])
-        if error["type"] == "extra_forbidden":
-            keys = ", ".join(DiscordTable.model_fields)
-            raise campaigns.error_at((*at, key), f"unknown key {key!r} in [campaigns.{campaign.name}.{TABLE}]; "
-                                                 f"the keys are: {keys}") from None
-        reason = error.get("ctx", {}).get("error", error["msg"])
-        raise campaigns.error_at((*at, key), f"campaign {campaign.name!r}: {reason}") from None
+        keys = ", ".join(DiscordTable.model_fields)
+        raise campaigns.invalid(exc, at, campaign.name, f"in [campaigns.{campaign.name}.{TABLE}]; the keys are: {keys}") from None
     return Place(campaign.name, table.channels, table.gm_roles, table.gm_channels, table.announce_channel)
 
 

@@ -134,6 +134,18 @@ class Campaigns:
         line = _line_of(self.lines, where)
         return CampaignsError(f"{self.source or 'the campaigns'}{f', line {line}' if line else ''}: {message}")
 
+    def invalid(self, exc: ValidationError, at: tuple[str, ...], name: str, unknown: str, missing: str = "") -> CampaignsError:
+        """pydantic's first error about the table at `at` of campaign `name`, as one sentence at its
+        key's line. An unknown key goes first, as a misspelt key is the likeliest reason for the rest,
+        followed by `unknown` (what the keys are); a missing one by `missing`."""
+        error = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
+        key = str(error["loc"][0]) if error["loc"] else ""
+        if error["type"] == "extra_forbidden":
+            return self.error_at((*at, key), f"unknown key {key!r} {unknown}")
+        if error["type"] == "missing":
+            return self.error_at(at, f"campaign {name!r} has no `{key}`{missing}")
+        return self.error_at((*at, key), f"campaign {name!r}: {error.get('ctx', {}).get('error', error['msg'])}")
+
 
 class CampaignTable(BaseModel):
     """One [campaigns.NAME] table without its front ends' tables. Each check raises the sentence the
@@ -253,27 +265,12 @@ def _campaign(name: str, table: object, base: Path, file: Campaigns) -> Campaign
     try:
         checked = CampaignTable.model_validate({k: v for k, v in table.items() if k not in fronts}, context={"base": base})
     except ValidationError as exc:
-        raise _first_error(name, exc, file) from None
-    return Campaign(name, checked.notes, checked.data, checked.model, checked.player_notes, checked.gm_notes,
-                    checked.gm_headings, fronts)
-
-
-def _first_error(name: str, exc: ValidationError, file: Campaigns) -> CampaignsError:
-    """The first of pydantic's errors as one sentence at its key's line; an unknown key goes first, as
-    a misspelt key is the likeliest reason for everything else."""
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    error = errors[0]
-    key = str(error["loc"][0]) if error["loc"] else ""
-    at = ("campaigns", name)
-    if error["type"] == "extra_forbidden":
         keys = ", ".join(sorted((*CampaignTable.model_fields, *FRONT_TABLES)))
         tables = " or ".join(f"[campaigns.{name}.{t}]" for t in FRONT_TABLES)
-        return file.error_at((*at, key), f"unknown key {key!r} in campaign {name!r}; the keys are: {keys} "
-                                         f"(a key of the bot goes in {tables})")
-    if error["type"] == "missing":
-        return file.error_at(at, f"campaign {name!r} has no `{key}`: name its notes folder")
-    reason = error.get("ctx", {}).get("error", error["msg"])
-    return file.error_at((*at, key), f"campaign {name!r}: {reason}")
+        raise file.invalid(exc, at, name, f"in campaign {name!r}; the keys are: {keys} (a key of the bot goes in {tables})",
+                           missing=": name its notes folder") from None
+    return Campaign(name, checked.notes, checked.data, checked.model, checked.player_notes, checked.gm_notes,
+                    checked.gm_headings, fronts)
 
 
 def _claim_data(campaign: Campaign, data_root: Path | None, owner: dict[Path, str], file: Campaigns) -> None:
