@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib import resources
+from typing import Any
 
 DEFAULT = "en"
 INTERNATIONAL = "international"
@@ -41,6 +42,11 @@ def words(entry: str) -> tuple[str, ...]:
 
 
 _words = words
+
+
+def _data(code: str) -> dict[str, Any]:
+    """One language's data file as TOML gives it."""
+    return tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ class Lexicon:
     @classmethod
     def read(cls, code: str) -> Lexicon:
         """One data file; its session words as written (accents kept), the rest folded."""
-        raw = tomllib.loads(resources.files(__name__).joinpath(f"{code}.toml").read_text(encoding="utf-8"))
+        raw = _data(code)
         gm, kinds, tags, vault, keyword = raw["gm"], raw["kinds"], raw["tags"], raw["vault"], raw["keyword"]
         table, recap, follow = raw["table"], raw["recap"], raw["followup"]
         listening = raw.get("listening", {})
@@ -235,16 +241,14 @@ class FrontmatterWords:
 
 @cache
 def frontmatter_words() -> FrontmatterWords:
-    raw = tomllib.loads(resources.files(__name__).joinpath(f"{INTERNATIONAL}.toml").read_text(encoding="utf-8"))
-    fm = {key: [w.casefold() for w in words] for key, words in raw["frontmatter"].items()}
+    fm = {key: [w.casefold() for w in words] for key, words in _data(INTERNATIONAL)["frontmatter"].items()}
     return FrontmatterWords(frozenset(fm["gm_values"]), frozenset(fm["public_values"]), tuple(fm["gm_flags"]),
                             tuple(fm["public_flags"]), frozenset(fm["true"]), frozenset(fm["false"]))
 
 
 def default_gm_headings() -> tuple[str, ...]:
     """The default of ORACLE_GM_HEADINGS, as written (`en.toml`'s `[gm] headings`)."""
-    raw = tomllib.loads(resources.files(__name__).joinpath(f"{DEFAULT}.toml").read_text(encoding="utf-8"))
-    return tuple(raw["gm"]["headings"])
+    return tuple(_data(DEFAULT)["gm"]["headings"])
 
 
 def session_spellings(plural: bool = False) -> frozenset[str]:
