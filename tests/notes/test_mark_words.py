@@ -3,7 +3,10 @@ text beside it still read, and story names that borrow a mark's word stay with t
 import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from oracle.lexicon import languages, lexicon
 from oracle.marks import marks_of
 from oracle.notes.embeds import Vault
 from oracle.notes.parse import extract_secrets, parse_note
@@ -231,3 +234,17 @@ def test_a_template_folder_in_any_language_holds_forms_not_facts(folder):
     assert in_templates(f"{folder}/Session.md")
     assert GM == looks_like_gm(f"{folder}/Session.md", "", marks_of("en")).visibility
     assert not in_templates("Modelos/Galeón.md")  # models in Spanish, templates in Portuguese: not read as either
+
+
+@given(data=st.data())
+def test_every_game_master_folder_word_of_every_language_holds_however_it_is_written(data):
+    """Generated: a word of any language's `[gm] folders`, in any case, numbered or not, at any depth,
+    inside the players' allowlist, in a vault of that language: the game master's."""
+    code = data.draw(st.sampled_from(languages()))
+    word = data.draw(st.sampled_from(sorted(lexicon(code).gm_folders)))
+    written = data.draw(st.sampled_from([word, word.upper(), word.title()]))
+    folder = data.draw(st.sampled_from(["", "01 - ", "99 ", "_", "3. "])) + written
+    parent = data.draw(st.sampled_from(["", "Campaign/", "Notes/Arc 2/"]))
+    policy = Policy(player_notes=(f"{parent}{folder}/",), language=code)
+    decision = policy.decide(f"{parent}{folder}/Plot.md")
+    assert GM == decision.visibility, (code, folder, decision)
