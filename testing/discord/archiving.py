@@ -1,14 +1,7 @@
-"""Threads archive as Discord archives them, on the fake's simulated clock.
-
-Discord (docs/topics/threads.md of discord-api-docs): a thread archives after `auto_archive_duration`
-minutes without activity (a message, an unarchive, a change of the duration). Archived threads are
-not synced by the gateway: a client learns of the archiving by THREAD_UPDATE (discord.py then drops
-the thread from its cache), and READY's guild holds only active threads. In an archived thread no
-one may edit a message or react (400, 50083); sending a message unarchives it, unless it is locked.
-The order of the MESSAGE_CREATE and the THREAD_UPDATE of such a message is not documented: the fake
-sends the message first, so a client meets it for a thread it does not hold.
-
-``await fake.pass_time(seconds)`` moves the clock (as ``advance``) and archives the idle threads.
+"""Threads archive as Discord archives them, on the fake's simulated clock: after
+``auto_archive_duration`` minutes without a message (``await fake.pass_time(seconds)``), told by
+THREAD_UPDATE; a message unarchives one unless it is locked (docs/fakes.md). The order of that
+message's MESSAGE_CREATE and THREAD_UPDATE is not documented: the message goes first.
 """
 from __future__ import annotations
 

@@ -1,28 +1,6 @@
 """Channels, threads, forum posts, DMs and the messages in them: the message store, mentions as
-allowed_mentions lets them ping, edits, attachments, a user posting in a channel, and the REST
-routes for channel messages, reactions, typing, threads and DMs (each new thread announced as
-THREAD_CREATE).
-
-* ``add_thread(parent_id, name, owner=)``: a public thread a member opened in a text channel, no
-  starter message. ``add_forum_post(forum_id, author, name, content)``: a public thread in a forum
-  whose starter message has the thread's id (THREAD_CREATE, then MESSAGE_CREATE). Both return a
-  ``PendingId`` (await it to wait for the events). The bot posts in a forum with
-  ``POST /channels/{forum}/threads`` and a ``message``, as on Discord.
-* Refusals: a thread from a message in a thread, a forum post or a voice channel's chat is 400
-  Cannot execute action on this channel type (50024), in a DM 400 (50003); a message straight into a forum or a
-  category is 400 Cannot send messages in a non-text channel (50008); what the bot's permissions
-  in the channel do not allow is 403 Missing Permissions (50013): sending needs View Channel and
-  Send Messages (Send Messages in Threads in a thread), a reply Read Message History too (and a
-  ``tts`` message without Send TTS Messages is sent but not spoken), a thread from a message
-  Create Public Threads, a reaction Add Reactions and Read Message History. Editing its own messages needs
-  nothing more.
-* Reactions: PUT ``.../reactions/{emoji}/@me`` adds the bot's reaction (once), DELETE removes it;
-  ``FakeMessage.reactions`` is the bot's current reactions. An unknown message is 404 (10008).
-* DMs: ``POST /users/@me/channels`` with ``recipient_id`` opens (once per user) a DM channel
-  (type 1, ``recipients``), kept in ``fake.dm_channels``, not among the guild's channels. The bot's
-  messages there are stored and editable (``dm_messages(member)``); after ``close_dms(member)``
-  sending there is 403 Cannot send messages to this user (50007); ``open_dms`` undoes it.
-  MESSAGE_CREATE for a DM has no ``guild_id`` and needs the DIRECT_MESSAGES intent.
+allowed_mentions lets them ping, edits, a user posting, and the REST routes for channel messages,
+reactions, typing, threads from a message and DMs. What each refuses: docs/fakes.md.
 """
 
 from __future__ import annotations
@@ -34,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from .constants import (
     ADD_REACTIONS,
-    CREATE_PRIVATE_THREADS,
     CREATE_PUBLIC_THREADS,
     DM,
     GUILD_FORUM,
@@ -43,18 +20,16 @@ from .constants import (
     IS_COMPONENTS_V2,
     LOADING,
     MESSAGEABLE_TYPES,
-    PRIVATE_THREAD,
     PUBLIC_THREAD,
     READ_MESSAGE_HISTORY,
     SEND_MESSAGES,
     SEND_MESSAGES_IN_THREADS,
-    SEND_TTS_MESSAGES,
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
     THREAD_TYPES,
     VIEW_CHANNEL,
 )
-from .models import FakeMember, FakeMessage, PendingId, RecordedFile, _now_iso
+from .models import FakeMember, FakeMessage, PendingId, _now_iso
 from .rest import ApiError, RecordedRequest, _err, _invalid_form
 
 if TYPE_CHECKING:
@@ -92,7 +67,7 @@ class Channels:
             raise ValueError(f"threads open in text channels; {parent_id} is not one")
         owner = self._member(owner) if owner is not None else self.player
         self._user_may(owner, int(parent_id), VIEW_CHANNEL | CREATE_PUBLIC_THREADS, "open a thread in")
-        thread = self._thread_payload(self._ids.next(), parent, name, PUBLIC_THREAD, {}, owner=owner)
+        thread = self._thread_payload(self._ids.next(), parent, name, {}, owner=owner)
         return PendingId(int(thread["id"]), self._add_thread(thread))
 
     def add_forum_post(self, forum_id: int, author: FakeMember | int, name: str, content: str) -> PendingId:
@@ -107,7 +82,7 @@ class Channels:
             raise ValueError("a forum post needs a starter message")
         self._user_may(author, int(forum_id), VIEW_CHANNEL | SEND_MESSAGES, "post in")
         thread_id = self._ids.next()
-        thread = self._thread_payload(thread_id, forum, name, PUBLIC_THREAD, {}, owner=author)
+        thread = self._thread_payload(thread_id, forum, name, {}, owner=author)
         self.channels[thread_id] = thread
         self.thread_ids.append(thread_id)
         starter = self._new_message(thread_id, author, {"content": content}, source="user", record_body=False,
@@ -204,25 +179,9 @@ class Channels:
             out.append(embed)
         return out
 
-    def _attachments(self, channel_id: int, files: list[RecordedFile], body: dict) -> list[dict]:
-        out = []
-        described = {str(a.get("id")): a for a in body.get("attachments") or [] if isinstance(a, dict)}
-        for index, f in enumerate(files):
-            attachment_id = self._ids.next()
-            filename = f.filename or f"file{index}"
-            meta = described.get(str(index), {})
-            url = f"{self.url}/attachments/{channel_id}/{attachment_id}/{filename}"
-            out.append({
-                "id": str(attachment_id), "filename": filename, "size": len(f.data), "url": url,
-                "proxy_url": url, "content_type": f.content_type, "description": meta.get("description"),
-                "_field": f.field,
-            })
-        return out
-
     def _new_message(self, channel_id: int, author: FakeMember, body: dict, *, source: str, msg_type: int = 0,
-                     flags: int = 0, interaction: FakeInteraction | None = None, files: list[RecordedFile] = (),
-                     record_body: bool = True, explicit_mentions: list[FakeMember] | None = None,
-                     message_id: int | None = None) -> FakeMessage:
+                     flags: int = 0, interaction: FakeInteraction | None = None, record_body: bool = True,
+                     explicit_mentions: list[FakeMember] | None = None, message_id: int | None = None) -> FakeMessage:
         channel = self.channels.get(channel_id) or self.dm_channels[channel_id]
         content = body.get("content") or ""
         reference = body.get("message_reference")
@@ -238,13 +197,12 @@ class Channels:
             content, body.get("allowed_mentions"), referenced.author_id if referenced else None)
         if explicit_mentions is not None:
             users = explicit_mentions
-        attachments = self._attachments(channel_id, list(files), body)
         data: dict[str, Any] = {
             "id": str(message_id or self._ids.next()), "type": msg_type, "channel_id": str(channel_id),
             "author": author.user_payload(), "content": content, "timestamp": _now_iso(),
-            "edited_timestamp": None, "tts": bool(body.get("tts", False)), "mention_everyone": everyone,
+            "edited_timestamp": None, "tts": False, "mention_everyone": everyone,
             "mentions": [u.user_payload() for u in users], "mention_roles": [str(r) for r in roles],
-            "attachments": [{k: v for k, v in a.items() if not k.startswith("_")} for a in attachments],
+            "attachments": [],
             "embeds": self._embeds(body.get("embeds")), "pinned": False, "flags": flags,
             "components": copy.deepcopy(body.get("components") or []),
         }
@@ -267,14 +225,12 @@ class Channels:
                 "command_type": (interaction.payload.get("data") or {}).get("type", 1),
             }
             target = (interaction.payload.get("data") or {}).get("target_id")
-            if target is not None:  # a context-menu command's answer names what it ran on
-                key = "target_message_id" if interaction.payload["data"]["type"] == 3 else "target_user"
-                data["interaction_metadata"][key] = (
-                    target if key == "target_message_id" else self._member(target).user_payload())
+            if target is not None:  # a context-menu command's answer names the message it ran on
+                data["interaction_metadata"]["target_message_id"] = target
             data["interaction"] = {"id": str(interaction.id), "type": interaction.type, "name": interaction.name,
                                    "user": interaction.member.user_payload()}
         msg = FakeMessage(data, source, copy.deepcopy(body) if record_body else None,
-                          interaction_id=interaction.id if interaction else None, files=list(files))
+                          interaction_id=interaction.id if interaction else None)
         self._messages[msg.id] = msg
         self._channel_messages.setdefault(channel_id, []).append(msg)
         if not msg.ephemeral:
@@ -285,7 +241,7 @@ class Channels:
         self._notify()
         return msg
 
-    def _apply_edit(self, msg: FakeMessage, body: dict, files: list[RecordedFile] = (), *,
+    def _apply_edit(self, msg: FakeMessage, body: dict, *,
                     resolve_loading: bool = True, mark_edited: bool = True) -> None:
         data = copy.deepcopy(msg.data)
         if "content" in body:
@@ -294,11 +250,6 @@ class Channels:
             data["embeds"] = self._embeds(body["embeds"])
         if "components" in body:
             data["components"] = copy.deepcopy(body["components"] or [])
-        if "attachments" in body or files:
-            keep = {str(a.get("id")) for a in body.get("attachments") or [] if isinstance(a, dict)}
-            kept = [a for a in data["attachments"] if a["id"] in keep] if "attachments" in body else data["attachments"]
-            new = self._attachments(msg.channel_id, list(files), body)
-            data["attachments"] = kept + [{k: v for k, v in a.items() if not k.startswith("_")} for a in new]
         if body.get("flags") is not None:
             data["flags"] = (data["flags"] & ~SUPPRESS_EMBEDS) | (int(body["flags"]) & SUPPRESS_EMBEDS)
         was_loading = bool(data["flags"] & LOADING)
@@ -315,7 +266,6 @@ class Channels:
             data["edited_timestamp"] = _now_iso()
         msg.data = data
         msg.edits.append(copy.deepcopy(body))
-        msg.files.extend(files)
         self._notify()
 
     def _channel(self, channel_id: str) -> dict:
@@ -334,21 +284,6 @@ class Channels:
     async def _r_get_channel(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
         return 200, self._channel(channel_id)
 
-    async def _r_list_messages(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
-        channel = self._channel(channel_id)
-        pool = [m for m in self._channel_messages.get(int(channel["id"]), []) if not m.deleted and not m.ephemeral]
-        q = req.query
-        if "before" in q:
-            pool = [m for m in pool if m.id < int(q["before"])]
-        if "after" in q:
-            pool = [m for m in pool if m.id > int(q["after"])]
-        limit = max(1, min(100, int(q.get("limit", 50))))
-        if "after" in q:
-            pool = pool[:limit]
-        else:
-            pool = pool[-limit:]
-        return 200, [m.data for m in reversed(pool)]
-
     async def _r_create_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
         channel = self._channel(channel_id)
         if channel["type"] == DM:
@@ -360,40 +295,27 @@ class Channels:
             self._require(channel, VIEW_CHANNEL | SEND_MESSAGES_IN_THREADS)
         else:
             self._require(channel, VIEW_CHANNEL | SEND_MESSAGES)
-        body = self._check_message_body(req.json, files=len(req.files))
-        if channel["type"] != DM:
-            if (body.get("message_reference") or {}).get("message_id"):
-                self._require(channel, READ_MESSAGE_HISTORY)  # a reply needs to read what it answers
-            if body.get("tts") and not self.permissions_in(self.bot, int(channel["id"])) & SEND_TTS_MESSAGES:
-                body = {**body, "tts": False}  # sent, but not spoken
+        body = self._check_message_body(req.json)
+        if channel["type"] != DM and (body.get("message_reference") or {}).get("message_id"):
+            self._require(channel, READ_MESSAGE_HISTORY)  # a reply needs to read what it answers
         flags = int(body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
         unarchived = self._posting(channel, by_bot=True)
-        msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags, files=req.files)
+        msg = self._new_message(int(channel["id"]), self.bot, body, source="channel", flags=flags)
         await self._announce(msg, "MESSAGE_CREATE")
         if unarchived:
             await self._thread_update(channel)
         return 200, msg.data
 
-    async def _r_get_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
-        return 200, self._channel_message(self._channel(channel_id), message_id).data
-
     async def _r_edit_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
         channel = self._channel(channel_id)
         msg = self._channel_message(channel, message_id)
         self._refuse_if_archived(channel)
-        body = self._check_message_body(req.json, files=len(req.files), require_content=False)
+        body = self._check_message_body(req.json, require_content=False)
         if msg.author_id != self.app_id and set(body) - {"flags"}:
             raise ApiError(403, 50005, "Cannot edit a message authored by another user")
-        self._apply_edit(msg, body, req.files)
+        self._apply_edit(msg, body)
         await self._announce(msg, "MESSAGE_UPDATE")
         return 200, msg.data
-
-    async def _r_delete_message(self, req: RecordedRequest, channel_id: str, message_id: str) -> tuple[int, Any]:
-        msg = self._channel_message(self._channel(channel_id), message_id)
-        msg.deleted = True
-        self._notify()
-        await self._announce(msg, "MESSAGE_DELETE")
-        return 204, None
 
     async def _r_react(self, req: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> tuple[int, Any]:
         channel = self._channel(channel_id)
@@ -420,11 +342,7 @@ class Channels:
         self._channel(channel_id)
         return 204, None
 
-    async def _r_no_content(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
-        self._channel(channel_id)
-        return 204, None
-
-    def _thread_payload(self, thread_id: int, parent: dict, name: Any, kind: int, body: dict,
+    def _thread_payload(self, thread_id: int, parent: dict, name: Any, body: dict,
                         owner: FakeMember | None = None) -> dict:
         owner = owner or self.bot
         if not isinstance(name, str) or not 1 <= len(name) <= 100:
@@ -440,10 +358,8 @@ class Channels:
             "archived": False, "auto_archive_duration": duration,
             "archive_timestamp": now, "locked": False, "create_timestamp": now,
         }
-        if kind == PRIVATE_THREAD:
-            metadata["invitable"] = bool(body.get("invitable", True))
         thread: dict[str, Any] = {
-            "id": str(thread_id), "type": kind, "guild_id": str(self.guild_id), "parent_id": parent["id"],
+            "id": str(thread_id), "type": PUBLIC_THREAD, "guild_id": str(self.guild_id), "parent_id": parent["id"],
             "owner_id": str(owner.id), "name": name, "last_message_id": None,
             "rate_limit_per_user": int(body.get("rate_limit_per_user") or 0), "flags": 0,
             "message_count": 0, "member_count": 1, "total_message_sent": 0, "thread_metadata": metadata,
@@ -472,64 +388,10 @@ class Channels:
         if msg.thread_id is not None:
             raise ApiError(400, 160004, "A thread has already been created for this message")
         body = req.json or {}
-        thread = self._thread_payload(msg.id, parent, body.get("name"), PUBLIC_THREAD, body)
+        thread = self._thread_payload(msg.id, parent, body.get("name"), body)
         msg.data["thread"] = copy.deepcopy(thread)
         await self._open_thread(thread)
         return 201, thread
-
-    async def _r_thread_without_message(self, req: RecordedRequest, channel_id: str) -> tuple[int, Any]:
-        parent = self._channel(channel_id)
-        if parent["type"] == GUILD_FORUM:
-            return await self._forum_post_by_bot(req, parent)
-        if parent["type"] == DM:
-            raise ApiError(400, 50003, "Cannot execute action on a DM channel")
-        if parent["type"] != GUILD_TEXT:
-            raise ApiError(400, 50024, "Cannot execute action on this channel type")
-        body = req.json or {}
-        kind = int(body.get("type") or PRIVATE_THREAD)
-        if kind not in (PUBLIC_THREAD, PRIVATE_THREAD):
-            raise _invalid_form({"type": _err("BASE_TYPE_CHOICES", "Value must be one of {11, 12}.")})
-        self._require(parent, VIEW_CHANNEL | (CREATE_PUBLIC_THREADS if kind == PUBLIC_THREAD
-                                              else CREATE_PRIVATE_THREADS))
-        thread = self._thread_payload(self._ids.next(), parent, body.get("name"), kind, body)
-        await self._open_thread(thread)
-        if kind == PUBLIC_THREAD:
-            system = self._new_message(int(parent["id"]), self.bot, {"content": thread["name"]}, source="system",
-                                       msg_type=18, record_body=False)
-            system.data["message_reference"] = {"type": 0, "channel_id": thread["id"], "guild_id": str(self.guild_id)}
-            await self._announce(system, "MESSAGE_CREATE")
-        return 201, thread
-
-    async def _forum_post_by_bot(self, req: RecordedRequest, forum: dict) -> tuple[int, Any]:
-        """The bot posts in a forum: a public thread and its starter message (same id), returned
-        as the thread with the message under ``message``, as Discord does."""
-        body = req.json if isinstance(req.json, dict) else {}
-        self._require(forum, VIEW_CHANNEL | SEND_MESSAGES)
-        starter_body = body.get("message")
-        if not isinstance(starter_body, dict):
-            raise _invalid_form({"message": _err("BASE_TYPE_REQUIRED", "This field is required")})
-        try:
-            self._check_message_body(starter_body, files=len(req.files))
-        except ApiError as exc:
-            if "errors" in exc.body:
-                exc.body["errors"] = {"message": exc.body["errors"]}
-            raise
-        thread_id = self._ids.next()
-        thread = self._thread_payload(thread_id, forum, body.get("name"), PUBLIC_THREAD, body)
-        thread["applied_tags"] = [str(t) for t in body.get("applied_tags") or []]
-        self.channels[thread_id] = thread
-        self.thread_ids.append(thread_id)
-        flags = int(starter_body.get("flags") or 0) & (SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
-        starter = self._new_message(thread_id, self.bot, starter_body, source="channel", flags=flags,
-                                    files=req.files, message_id=thread_id)
-        thread["message_count"] = 0
-        forum["last_message_id"] = str(thread_id)
-        session = self.session
-        if session is not None:
-            if session.has(INTENT_GUILDS):
-                await self._dispatch(session, "THREAD_CREATE", {**copy.deepcopy(thread), "newly_created": True})
-            await self._announce(starter, "MESSAGE_CREATE", session=session)
-        return 201, {**copy.deepcopy(thread), "message": copy.deepcopy(starter.data)}
 
     # ----- direct messages -------------------------------------------------
 
@@ -553,9 +415,6 @@ class Channels:
         """The member no longer accepts DMs from the bot (blocked it, or turned off DMs from the
         server): sending there is 403 Cannot send messages to this user (50007)."""
         self._closed_dms.add(self._member(member).id)
-
-    def open_dms(self, member: FakeMember | int) -> None:
-        self._closed_dms.discard(self._member(member).id)
 
     async def _r_open_dm(self, req: RecordedRequest) -> tuple[int, Any]:
         body = req.json if isinstance(req.json, dict) else {}

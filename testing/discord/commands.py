@@ -1,7 +1,5 @@
-"""Application commands: registration checked as Discord checks it (lowercase names 1-32,
-descriptions 1-100, at most 25 options or choices, required options first, ...; failures are
-400 Invalid Form Body, 50035), and the data a user's ``/command`` carries, built from what the bot
-registered (option types, choices, min/max, resolved members, roles and channels).
+"""Application commands: registration checked as Discord checks it (failures are 400 Invalid Form
+Body, 50035), and the data a user's ``/command`` carries, built from what the bot registered.
 """
 
 from __future__ import annotations
@@ -30,96 +28,66 @@ class Commands:
                 return cmd, False
         return None, False
 
-    def _command_data(self, command: str, values: dict[str, Any], *, focused: str | None, strict: bool,
-                      raw_options: list[dict] | None) -> dict:
+    def _command_data(self, command: str, values: dict[str, Any], *, focused: str | None) -> dict:
         top, *path = command.split()
         cmd, is_guild = self._find_command(top)
-        if cmd is None and strict:
+        if cmd is None:
             known = sorted(c["name"] for c in [*self.guild_commands.get(self.guild_id, []), *self.global_commands])
             raise ValueError(f"/{top} is not registered with the fake (registered: {known}); "
-                             "did the bot sync its command tree? (strict=False sends it anyway)")
-        resolved: dict[str, dict] = {}
-        if raw_options is not None:
-            options = raw_options
-        else:
-            schema: list[dict] | None = None
-            node_types: list[int] = []
-            if cmd is not None:
-                node = cmd
-                for part in path:
-                    child = next((o for o in node.get("options") or [] if o["name"] == part and o["type"] in (1, 2)),
-                                 None)
-                    if child is None:
-                        raise ValueError(f"/{top} has no subcommand (group) {part!r}")
-                    node_types.append(child["type"])
-                    node = child
-                if any(o.get("type") in (1, 2) for o in node.get("options") or []):
-                    raise ValueError(f"/{command} is a group; name a subcommand")
-                schema = node.get("options") or []
-            else:
-                node_types = [2, 1][-len(path):] if path else []
-            options = self._leaf_options(schema, values, focused, resolved)
-            for part, kind in reversed(list(zip(path, node_types, strict=False))):
-                options = [{"type": kind, "name": part, "options": options}]
-        data: dict[str, Any] = {
-            "id": cmd["id"] if cmd else str(self._ids.next()),
-            "name": top,
-            "type": 1,
-            "options": options,
-        }
-        if cmd is None or is_guild:
+                             "did the bot sync its command tree?")
+        node, node_types = cmd, []
+        for part in path:
+            child = next((o for o in node.get("options") or [] if o["name"] == part and o["type"] in (1, 2)), None)
+            if child is None:
+                raise ValueError(f"/{top} has no subcommand (group) {part!r}")
+            node_types.append(child["type"])
+            node = child
+        if any(o.get("type") in (1, 2) for o in node.get("options") or []):
+            raise ValueError(f"/{command} is a group; name a subcommand")
+        options = self._leaf_options(node.get("options") or [], values, focused)
+        for part, kind in reversed(list(zip(path, node_types, strict=True))):
+            options = [{"type": kind, "name": part, "options": options}]
+        data: dict[str, Any] = {"id": cmd["id"], "name": top, "type": 1, "options": options}
+        if is_guild:
             data["guild_id"] = str(self.guild_id)
-        if resolved:
-            data["resolved"] = resolved
         return data
 
-    def _leaf_options(self, schema: list[dict] | None, values: dict[str, Any], focused: str | None,
-                      resolved: dict[str, dict]) -> list[dict]:
-        by_name = {o["name"]: o for o in schema} if schema is not None else {}
+    def _leaf_options(self, schema: list[dict], values: dict[str, Any], focused: str | None) -> list[dict]:
+        by_name = {o["name"]: o for o in schema}
+        unknown = [k for k in values if k not in by_name]
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown}; the command has {list(by_name)}")
+        missing = [o["name"] for o in schema if o.get("required") and o["name"] not in values]
+        if focused is None and missing:
+            raise ValueError(f"missing required option(s) {missing}")
         out = []
-        if schema is not None:
-            unknown = [k for k in values if k not in by_name]
-            if unknown:
-                raise ValueError(f"unknown option(s) {unknown}; the command has {list(by_name)}")
-            if focused is None:
-                missing = [o["name"] for o in schema if o.get("required") and o["name"] not in values]
-                if missing:
-                    raise ValueError(f"missing required option(s) {missing}")
-            order = [o["name"] for o in schema if o["name"] in values]
-        else:
-            order = list(values)
-        for name in order:
-            value = values[name]
-            spec = by_name.get(name)
-            kind = spec["type"] if spec else self._guess_type(value)
-            option: dict[str, Any] = {"name": name, "type": kind}
+        for spec in schema:
+            name = spec["name"]
+            if name not in values:
+                continue
+            option: dict[str, Any] = {"name": name, "type": spec["type"]}
             if name == focused:
-                option["value"] = str(value)
-                option["focused"] = True
+                option.update(value=str(values[name]), focused=True)
             else:
-                option["value"] = self._option_value(name, kind, value, spec, resolved)
+                option["value"] = self._option_value(name, spec["type"], values[name], spec)
             out.append(option)
         return out
 
     @staticmethod
-    def _guess_type(value: Any) -> int:
-        return 5 if isinstance(value, bool) else 3
-
-    @staticmethod
-    def _option_value(name: str, kind: int, value: Any, spec: dict | None, resolved: dict) -> Any:
+    def _option_value(name: str, kind: int, value: Any, spec: dict) -> Any:
         """A string or boolean option, the two kinds the Oracle's commands take; any other is refused
         so that a command given one is noticed here."""
         if kind == 3:
             if not isinstance(value, str):
                 raise ValueError(f"option {name!r} is a string, got {value!r}")
-            if spec and (len(value) < spec.get("min_length", 0) or len(value) > spec.get("max_length", 6000)):
+            if (len(value) < spec.get("min_length", 0) or len(value) > spec.get("max_length", 6000)):
                 raise ValueError(f"option {name!r}: length {len(value)} outside the allowed range")
         elif kind == 5:
             if not isinstance(value, bool):
                 raise ValueError(f"option {name!r} is a boolean, got {value!r}")
         else:
             raise ValueError(f"option {name!r} of type {kind}: not served by this fake")
-        if spec and spec.get("choices") and value not in [c["value"] for c in spec["choices"]]:
+        if spec.get("choices") and value not in [c["value"] for c in spec["choices"]]:
             raise ValueError(f"option {name!r}: {value!r} is not one of the choices")
         return value
 
@@ -243,10 +211,6 @@ class Commands:
             self.global_commands = commands
         else:
             self.guild_commands[scope] = commands
-
-    async def _r_get_commands(self, req: RecordedRequest, application_id: str,
-                              guild_id: str | None = None) -> tuple[int, Any]:
-        return 200, self._commands_list(self._scope(application_id, guild_id))
 
     async def _r_put_commands(self, req: RecordedRequest, application_id: str,
                               guild_id: str | None = None) -> tuple[int, Any]:

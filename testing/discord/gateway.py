@@ -1,14 +1,8 @@
-"""The gateway websocket: HELLO, IDENTIFY (token, intents, privileged intents: 4014), RESUME with
-replay of missed events, heartbeats, member chunks, dispatch of events in sequence, and the test's
-levers on a live connection (RECONNECT, INVALID_SESSION, a dropped socket).
+"""The gateway websocket: HELLO, IDENTIFY (privileged intents: 4014), RESUME with replay of missed
+events, heartbeats, dispatch in sequence, and messages as this session's intents let it see them.
 
-Messages come back to the bot as MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE through
-``_announce``, as this session's intents let it see them (no MESSAGE_CONTENT: blanked unless the
-bot is the author or is mentioned; nothing from a channel the bot cannot view).
-
-A synchronous change to the world while a client is connected (a channel added, an overwrite set,
-a forum post) schedules its events with ``_soon``: they go out in order, before any later dispatch,
-and the change returns a ``Pending`` / ``PendingId`` the test may ``await`` to wait for them.
+A change to the world while a client is connected schedules its events with ``_soon``: they go out
+in order, before any later dispatch, and the change returns a ``Pending`` the test may ``await``.
 """
 
 from __future__ import annotations
@@ -34,7 +28,6 @@ from .constants import (
     VIEW_CHANNEL,
 )
 from .models import FakeMessage
-from .rest import RecordedRequest
 
 
 class GatewayConnection:
@@ -184,15 +177,12 @@ class Gateway:
         d = payload.get("d")
         if op == 1:
             conn.heartbeats += 1
-            if self.ack_heartbeats:
-                await conn.send({"op": 11})
+            await conn.send({"op": 11})
         elif op == 2:
             await self._on_identify(conn, d or {})
         elif op == 6:
             await self._on_resume(conn, d or {})
-        elif op == 3:
-            self.presence_updates.append(d)
-        else:  # Discord closes on an opcode it does not take; the Oracle sends no other (no member requests)
+        elif op != 3:  # Discord closes on an opcode it does not take; the Oracle sends no other (no member requests)
             await conn.close(4001, f"Unknown opcode {op} (not served by this fake).")
 
     async def _on_identify(self, conn: GatewayConnection, d: dict) -> None:
@@ -291,10 +281,6 @@ class Gateway:
     async def _require_session(self, timeout: float = 5.0) -> GatewaySession:
         return await self.wait_until(lambda: self.session, timeout, "a gateway session (IDENTIFY)")
 
-    async def dispatch(self, event: str, data: Any, *, timeout: float = 5.0) -> dict:
-        """Send any DISPATCH event to the current session (buffered if it is reconnecting)."""
-        return await self._dispatch(await self._require_session(timeout), event, data)
-
     async def reconnect(self, *, wait: bool = True, timeout: float = 5.0) -> GatewayConnection | None:
         """Send op 7 RECONNECT; with ``wait`` return the connection the client RESUMEd on."""
         session = await self._require_session()
@@ -337,8 +323,6 @@ class Gateway:
         return bool(self.permissions_in(self.bot, channel_id) & VIEW_CHANNEL)
 
     async def _announce(self, msg: FakeMessage, event: str, *, session: GatewaySession | None = None) -> None:
-        if msg.source != "user" and not self.echo_bot_messages:
-            return
         session = session or self.session
         if session is None:
             return
@@ -355,9 +339,3 @@ class Gateway:
         if view is not None:
             await self._dispatch(session, event, view)
 
-    async def _r_gateway(self, req: RecordedRequest) -> tuple[int, Any]:
-        return 200, {"url": self.ws_url}
-
-    async def _r_gateway_bot(self, req: RecordedRequest) -> tuple[int, Any]:
-        return 200, {"url": self.ws_url, "shards": 1, "session_start_limit": {
-            "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1}}

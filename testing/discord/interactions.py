@@ -1,20 +1,6 @@
-"""Interactions: the INTERACTION_CREATE payloads a user's slash command, context-menu command,
-autocomplete or component click sends, and the bot's answers to them.
-
-``context_menu(name, message)`` runs a registered message command (type 3) on a stored message
-(``data.target_id`` and ``data.resolved.messages``, as Discord sends it; ``user_context_menu`` the
-same for a user command, type 2); ``click(message, custom_id)`` clicks a button that is really on a
-message the member can see. Each interaction's payload carries the member's permissions in its
-channel (``channel.permissions``, ``member.permissions``) and the bot's (``app_permissions``),
-overwrites applied. Interaction callbacks, ``@original`` edits and followups are webhooks: they
-need no channel permission. ``advance(seconds)`` ages every interaction sent so far (simulated
-time for the deadlines below).
-
-A callback later than ``ack_deadline`` (3 s) after the INTERACTION_CREATE was sent is refused with
-404 Unknown interaction (10062); a second callback gets 400 (40060). Followups and ``@original``
-edits before the acknowledgement get 404 Unknown Webhook (10015), and after ``token_ttl`` (15
-minutes) 401 Invalid Webhook Token (50027). The first followup after a DEFERRED (type 5) response
-that was never edited *replaces* the loading message, as Discord does.
+"""Interactions: the INTERACTION_CREATE a user's slash command, message context menu, autocomplete
+or button click sends (with the member's and the bot's permissions in its channel), and the bot's
+callbacks, ``@original`` edits and followups, with their deadlines (docs/fakes.md).
 """
 
 from __future__ import annotations
@@ -40,7 +26,6 @@ from .constants import (
     SUPPRESS_EMBEDS,
     SUPPRESS_NOTIFICATIONS,
     USE_APPLICATION_COMMANDS,
-    USER_COMMAND,
     VIEW_CHANNEL,
 )
 from .models import FakeMember, FakeMessage
@@ -48,19 +33,6 @@ from .rest import ApiError, RecordedRequest, _err, _invalid_form
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
-
-
-def _walk_components(components: list[dict]) -> list[dict]:
-    """Every component of a message, rows and layout containers opened (sections' accessories too)."""
-    out: list[dict] = []
-    for component in components or []:
-        if not isinstance(component, dict):
-            continue
-        out.append(component)
-        out.extend(_walk_components(component.get("components") or []))
-        if isinstance(component.get("accessory"), dict):
-            out.append(component["accessory"])
-    return out
 
 
 @dataclass
@@ -105,7 +77,6 @@ class FakeInteraction:
         self.followups: list[FakeMessage] = []
         self.source_message: FakeMessage | None = None  # for component interactions
         self.choices: list[dict] | None = None  # autocomplete answer
-        self.modal: dict | None = None  # MODAL callback data
 
     # ----- reading ---------------------------------------------------------
 
@@ -195,41 +166,22 @@ class FakeInteraction:
 class Interactions:
     """Sending interactions, and the callback, ``@original`` and followup routes."""
 
-    async def interaction(
-        self,
-        command: str,
-        options: dict[str, Any] | None = None,
-        *,
-        member: FakeMember | int | None = None,
-        channel_id: int | None = None,
-        locale: str = "en-US",
-        strict: bool = True,
-        raw_options: list[dict] | None = None,
-    ) -> FakeInteraction:
+    async def interaction(self, command: str, options: dict[str, Any] | None = None, *,
+                          member: FakeMember | int | None = None, channel_id: int | None = None) -> FakeInteraction:
         """Send INTERACTION_CREATE for a slash command, as a user typing ``/command``.
 
         ``command`` is the full path, e.g. ``"oracle ask"``; ``options`` maps option names to
         values. Option types, ``data.id`` and ``data.guild_id`` come from the commands the bot
         registered (guild first, then global); like the Discord client, unknown or missing
-        required options, values outside ``choices`` or min/max raise ValueError. With
-        ``strict=False`` an unregistered command is sent as a guild command with option types
-        guessed from the Python values. ``member`` defaults to ``fake.player``.
+        required options, values outside ``choices`` or min/max raise ValueError. ``member``
+        defaults to ``fake.player``.
         """
-        data = self._command_data(command, options or {}, focused=None, strict=strict, raw_options=raw_options)
-        return await self._send_interaction(APPLICATION_COMMAND, data, member, channel_id, locale)
+        data = self._command_data(command, options or {}, focused=None)
+        return await self._send_interaction(APPLICATION_COMMAND, data, member, channel_id)
 
-    async def autocomplete(
-        self,
-        command: str,
-        options: dict[str, Any] | None = None,
-        *,
-        focused: str | None = None,
-        member: FakeMember | int | None = None,
-        channel_id: int | None = None,
-        locale: str = "en-US",
-        strict: bool = True,
-        timeout: float | None = None,
-    ) -> list[dict]:
+    async def autocomplete(self, command: str, options: dict[str, Any] | None = None, *, focused: str | None = None,
+                           member: FakeMember | int | None = None, channel_id: int | None = None,
+                           timeout: float | None = None) -> list[dict]:
         """Send an AUTOCOMPLETE interaction (``focused`` defaults to the last option given)
         and return the choices the bot answered (``[{"name": ..., "value": ...}]``).
         The handle is ``fake.interactions[-1]``."""
@@ -239,35 +191,18 @@ class Interactions:
                 raise ValueError("autocomplete needs at least the focused option's text")
             focused = list(options)[-1]
         options.setdefault(focused, "")
-        data = self._command_data(command, options, focused=focused, strict=strict, raw_options=None)
-        inter = await self._send_interaction(AUTOCOMPLETE, data, member, channel_id, locale)
+        data = self._command_data(command, options, focused=focused)
+        inter = await self._send_interaction(AUTOCOMPLETE, data, member, channel_id)
         await inter.wait_acknowledged(timeout)
         assert inter.response is not None
         if inter.response.type != 8:
             raise AssertionError(f"autocomplete answered with callback type {inter.response.type}")
         return list(inter.choices or [])
 
-    async def component(
-        self,
-        message: FakeMessage | int,
-        custom_id: str,
-        *,
-        component_type: int = 2,
-        values: list[str] | None = None,
-        member: FakeMember | int | None = None,
-        locale: str = "en-US",
-    ) -> FakeInteraction:
-        """Send a MESSAGE_COMPONENT interaction (a button click / select) on a stored message."""
-        msg = message if isinstance(message, FakeMessage) else self._messages[int(message)]
-        data: dict[str, Any] = {"custom_id": custom_id, "component_type": component_type}
-        if values is not None:
-            data["values"] = values
-        return await self._send_interaction(MESSAGE_COMPONENT, data, member, msg.channel_id, locale, message=msg)
-
     async def click(self, message: FakeMessage | int, custom_id: str, *,
-                    member: FakeMember | int | None = None, locale: str = "en-US") -> FakeInteraction:
-        """A member clicks a button of a stored message: like ``component()``, but only a button
-        that is really there (not a link, not disabled) on a message that member can see (not
+                    member: FakeMember | int | None = None) -> FakeInteraction:
+        """A member clicks a button of a stored message (MESSAGE_COMPONENT), only a button
+        that is really there (not disabled) on a message that member can see (not
         deleted; in a channel they may view; an ephemeral message only by the member whose
         interaction created it). ValueError otherwise, as a user cannot click what is not there."""
         msg = message if isinstance(message, FakeMessage) else self._messages.get(int(message))
@@ -282,17 +217,18 @@ class Interactions:
             origin = self._interactions_by_id.get(msg.interaction_id or 0)
             if origin is None or origin.member.id != who.id:
                 raise ValueError(f"{who.username} cannot see someone else's ephemeral message {msg.id}")
-        buttons = [c for c in _walk_components(msg.components) if c.get("type") == 2]
+        buttons = [c for row in msg.components for c in row.get("components") or [] if c.get("type") == 2]
         button = next((b for b in buttons if b.get("custom_id") == custom_id), None)
         if button is None:
             ids = [b.get("custom_id") for b in buttons if b.get("custom_id")]
             raise ValueError(f"message {msg.id} has no button {custom_id!r} (its buttons: {ids})")
         if button.get("disabled"):
             raise ValueError(f"button {custom_id!r} is disabled")
-        return await self.component(msg, custom_id, component_type=2, member=who, locale=locale)
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self._send_interaction(MESSAGE_COMPONENT, data, who, msg.channel_id, message=msg)
 
-    async def context_menu(self, name: str, message: FakeMessage | int, *, member: FakeMember | int | None = None,
-                           locale: str = "en-US") -> FakeInteraction:
+    async def context_menu(self, name: str, message: FakeMessage | int, *,
+                           member: FakeMember | int | None = None) -> FakeInteraction:
         """A member runs the message context-menu command ``name`` (type 3, Apps > name) on a
         stored message: INTERACTION_CREATE type 2 whose data carries ``target_id`` and the
         message in ``resolved.messages``; its channel is the message's. ValueError if the bot did
@@ -302,35 +238,23 @@ class Interactions:
             raise ValueError(f"no such message {message!r} to run {name!r} on")
         if msg.channel_id not in self.channels:
             raise ValueError("the fake only runs context menus on guild messages")
-        data = self._context_menu_data(name, MESSAGE_COMMAND, msg.id)
+        data = self._context_menu_data(name, msg.id)
         data["resolved"] = {"messages": {str(msg.id): copy.deepcopy(msg.data)}}
-        return await self._send_interaction(APPLICATION_COMMAND, data, member, msg.channel_id, locale)
+        return await self._send_interaction(APPLICATION_COMMAND, data, member, msg.channel_id)
 
-    async def user_context_menu(self, name: str, target: FakeMember | int, *, member: FakeMember | int | None = None,
-                                channel_id: int | None = None, locale: str = "en-US") -> FakeInteraction:
-        """A member runs the user context-menu command ``name`` (type 2) on ``target``."""
-        target = self._member(target)
-        data = self._context_menu_data(name, USER_COMMAND, target.id)
-        channel_id = channel_id or self.channel_id
-        data["resolved"] = {
-            "users": {str(target.id): target.user_payload()},
-            "members": {str(target.id): {**target.member_payload(with_user=False),
-                                         "permissions": str(self.permissions_in(target, channel_id))}},
-        }
-        return await self._send_interaction(APPLICATION_COMMAND, data, member, channel_id, locale)
-
-    def _context_menu_data(self, name: str, kind: int, target_id: int) -> dict:
+    def _context_menu_data(self, name: str, target_id: int) -> dict:
         for commands, is_guild in ((self.guild_commands.get(self.guild_id, []), True), (self.global_commands, False)):
-            cmd = next((c for c in commands if c["name"] == name and c.get("type", 1) == kind), None)
+            cmd = next((c for c in commands if c["name"] == name and c.get("type", 1) == MESSAGE_COMMAND), None)
             if cmd is not None:
-                data: dict[str, Any] = {"id": cmd["id"], "name": name, "type": kind, "target_id": str(target_id)}
+                data: dict[str, Any] = {"id": cmd["id"], "name": name, "type": MESSAGE_COMMAND,
+                                        "target_id": str(target_id)}
                 if is_guild:
                     data["guild_id"] = str(self.guild_id)
                 return data
         known = sorted(c["name"] for c in [*self.guild_commands.get(self.guild_id, []), *self.global_commands]
-                       if c.get("type", 1) == kind)
-        raise ValueError(f"no {'message' if kind == MESSAGE_COMMAND else 'user'} context menu {name!r} is "
-                         f"registered with the fake (registered: {known}); did the bot sync its command tree?")
+                       if c.get("type", 1) == MESSAGE_COMMAND)
+        raise ValueError(f"no message context menu {name!r} is registered with the fake (registered: {known}); "
+                         "did the bot sync its command tree?")
 
     def advance(self, seconds: float) -> None:
         """Simulated time: every interaction sent so far becomes ``seconds`` older, so its 3 s
@@ -343,7 +267,7 @@ class Interactions:
         self._notify()
 
     async def _send_interaction(self, itype: int, data: dict, member: FakeMember | int | None,
-                                channel_id: int | None, locale: str, *,
+                                channel_id: int | None, *,
                                 message: FakeMessage | None = None) -> FakeInteraction:
         session = await self._require_session()
         member = self._member(member) if member is not None else self.player
@@ -356,24 +280,14 @@ class Interactions:
             raise ValueError(f"{member.username} cannot use application commands in channel {channel_id}"
                              " (View Channel / Use Application Commands)")
         payload: dict[str, Any] = {
-            "id": str(self._ids.next()),
-            "application_id": str(self.app_id),
-            "type": itype,
-            "data": data,
-            "guild_id": str(self.guild_id),
-            "guild": {"id": str(self.guild_id), "locale": "en-US", "features": []},
-            "channel_id": str(channel_id),
-            "channel": self._channel_payload(channel_id, permissions_of=member),
+            "id": str(self._ids.next()), "application_id": str(self.app_id), "type": itype, "data": data,
+            "guild_id": str(self.guild_id), "guild": {"id": str(self.guild_id), "locale": "en-US", "features": []},
+            "channel_id": str(channel_id), "channel": self._channel_payload(channel_id, permissions_of=member),
             "member": {**member.member_payload(), "permissions": str(self.permissions_in(member, channel_id))},
-            "token": "fake-interaction-" + secrets.token_urlsafe(32),
-            "version": 1,
-            "app_permissions": str(self.permissions_in(self.bot, channel_id)),
-            "locale": locale,
-            "guild_locale": "en-US",
-            "entitlements": [],
-            "authorizing_integration_owners": {"0": str(self.guild_id)},
-            "context": 0,
-            "attachment_size_limit": 10 * 1024 * 1024,
+            "token": "fake-interaction-" + secrets.token_urlsafe(32), "version": 1,
+            "app_permissions": str(self.permissions_in(self.bot, channel_id)), "locale": "en-US",
+            "guild_locale": "en-US", "entitlements": [], "authorizing_integration_owners": {"0": str(self.guild_id)},
+            "context": 0, "attachment_size_limit": 10 * 1024 * 1024,
         }
         if message is not None:
             payload["message"] = copy.deepcopy(message.data)
@@ -410,11 +324,11 @@ class Interactions:
             data = body.get("data") or {}
             message: FakeMessage | None = None
             if ctype == 4:
-                self._check_message_body(data, files=len(req.files))
+                self._check_message_body(data)
                 flags = int(data.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
                 message = self._new_message(inter.channel_id, self.bot, data, source="interaction",
                                             msg_type=20 if inter.type == APPLICATION_COMMAND else 0,
-                                            flags=flags, interaction=inter, files=req.files)
+                                            flags=flags, interaction=inter)
                 inter.original = message
             elif ctype == 5:
                 flags = LOADING | (int(data.get("flags") or 0) & EPHEMERAL)
@@ -425,8 +339,8 @@ class Interactions:
             elif ctype in (6, 7):
                 inter.original = inter.source_message
                 if ctype == 7 and inter.source_message is not None:
-                    self._check_message_body(data, files=len(req.files), require_content=False)
-                    self._apply_edit(inter.source_message, data, req.files)
+                    self._check_message_body(data, require_content=False)
+                    self._apply_edit(inter.source_message, data)
                     message = inter.source_message
             elif ctype == 8:
                 choices = data.get("choices") or []
@@ -438,8 +352,6 @@ class Interactions:
                 if bad:
                     raise _invalid_form({"data": {"choices": bad}})
                 inter.choices = copy.deepcopy(choices)
-            elif ctype == 9:
-                inter.modal = copy.deepcopy(data)
         except ApiError as exc:
             self._event(inter, "callback", exc.status, body, type=ctype, error=exc.body)
             raise
@@ -454,8 +366,6 @@ class Interactions:
             info.update(response_message_id=str(message.id), response_message_loading=message.loading,
                         response_message_ephemeral=message.ephemeral)
             result["resource"] = {"type": ctype, "message": copy.deepcopy(message.data)}
-        elif ctype == 9:
-            result["resource"] = {"type": ctype}
         return 200, result
 
     def _webhook_interaction(self, application_id: str, token: str) -> FakeInteraction:
@@ -480,19 +390,14 @@ class Interactions:
             raise ApiError(404, 10008, "Unknown Message")
         return msg
 
-    async def _r_get_wh_message(self, req: RecordedRequest, application_id: str, token: str,
-                                message_id: str | None = None) -> tuple[int, Any]:
-        inter = self._webhook_interaction(application_id, token)
-        return 200, self._webhook_message(inter, message_id).data
-
     async def _r_edit_wh_message(self, req: RecordedRequest, application_id: str, token: str,
                                  message_id: str | None = None) -> tuple[int, Any]:
         inter = self._webhook_interaction(application_id, token)
         kind = "edit_original" if message_id is None else "edit_followup"
         try:
             msg = self._webhook_message(inter, message_id)
-            body = self._check_message_body(req.json, files=len(req.files), require_content=False)
-            self._apply_edit(msg, body, req.files)
+            body = self._check_message_body(req.json, require_content=False)
+            self._apply_edit(msg, body)
         except ApiError as exc:
             self._event(inter, kind, exc.status, req.json, error=exc.body)
             raise
@@ -520,15 +425,15 @@ class Interactions:
         try:
             if not inter.acknowledged or inter.response_type == 8:
                 raise ApiError(404, 10015, "Unknown Webhook")
-            body = self._check_message_body(req.json, files=len(req.files))
+            body = self._check_message_body(req.json)
             original = inter.original
             if inter.response_type == 5 and original is not None and original.loading and not original.deleted:
-                self._apply_edit(original, body, req.files)  # keeps the defer's ephemerality
+                self._apply_edit(original, body)  # keeps the defer's ephemerality
                 msg, replaced = original, True
             else:
                 flags = int(body.get("flags") or 0) & (EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2)
                 msg = self._new_message(inter.channel_id, self.bot, body, source="followup", flags=flags,
-                                        interaction=inter, files=req.files)
+                                        interaction=inter)
         except ApiError as exc:
             self._event(inter, "followup", exc.status, req.json, error=exc.body)
             raise

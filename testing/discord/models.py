@@ -1,13 +1,7 @@
-"""The world as the fake stores it: members, roles, channels (text, voice, category, forum),
-messages, uploaded files, and the REST payloads of the bot user, the application, the guild and a
-channel.
-
-``add_text_channel`` / ``add_category`` / ``add_voice_channel`` / ``add_forum_channel`` return the
-new channel's id as a ``PendingId``: an ``int`` that can be awaited until the CHANNEL_CREATE the
-change caused (if a client is connected; discord.py adds the channel to its guild on it) was sent.
-
-Messages and channels are plain dicts in Discord's REST shape (``FakeMessage.data``,
-``FakeDiscord.channels``); threads are channels whose type is in ``THREAD_TYPES``.
+"""The world as the fake stores it: members, roles, channels (text, voice, category, forum) and
+messages as plain dicts in Discord's REST shape, and the payloads of the bot user, the application,
+the guild and a channel. ``add_*_channel`` returns a ``PendingId``: an ``int`` one may await until
+the CHANNEL_CREATE was sent.
 """
 
 from __future__ import annotations
@@ -112,15 +106,8 @@ class FakeMember:
 
     def user_payload(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "id": str(self.id),
-            "username": self.username,
-            "discriminator": "0",
-            "global_name": self.global_name,
-            "avatar": None,
-            "avatar_decoration_data": None,
-            "banner": None,
-            "accent_color": None,
-            "public_flags": 0,
+            "id": str(self.id), "username": self.username, "discriminator": "0", "global_name": self.global_name,
+            "avatar": None, "avatar_decoration_data": None, "banner": None, "accent_color": None, "public_flags": 0,
         }
         if self.bot:
             data["bot"] = True
@@ -128,29 +115,13 @@ class FakeMember:
 
     def member_payload(self, *, with_user: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "nick": self.nick,
-            "avatar": None,
-            "banner": None,
-            "roles": [str(r) for r in self.roles],
-            "joined_at": self.joined_at,
-            "premium_since": None,
-            "deaf": False,
-            "mute": False,
-            "flags": 0,
-            "pending": False,
-            "communication_disabled_until": None,
+            "nick": self.nick, "avatar": None, "banner": None, "roles": [str(r) for r in self.roles],
+            "joined_at": self.joined_at, "premium_since": None, "deaf": False, "mute": False, "flags": 0,
+            "pending": False, "communication_disabled_until": None,
         }
         if with_user:
             data["user"] = self.user_payload()
         return data
-
-
-@dataclass
-class RecordedFile:
-    field: str
-    filename: str | None
-    content_type: str | None
-    data: bytes
 
 
 @dataclass
@@ -163,7 +134,6 @@ class FakeMessage:
     edits: list[Any] = field(default_factory=list)  # request JSONs of later edits, in order
     interaction_id: int | None = None
     deleted: bool = False
-    files: list[RecordedFile] = field(default_factory=list)
     reactions: list[str] = field(default_factory=list)
 
     @property
@@ -189,10 +159,6 @@ class FakeMessage:
     @property
     def components(self) -> list[dict]:
         return self.data["components"]
-
-    @property
-    def attachments(self) -> list[dict]:
-        return self.data["attachments"]
 
     @property
     def flags(self) -> int:
@@ -342,7 +308,7 @@ class World:
             "approximate_guild_count": 1, "integration_types_config": {"0": {}},
         }
 
-    def guild_payload(self, *, full: bool = True) -> dict[str, Any]:
+    def guild_payload(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": str(self.guild_id), "name": self.guild_name, "icon": None, "splash": None,
             "discovery_splash": None, "banner": None, "description": None, "owner_id": str(self.owner_id),
@@ -354,18 +320,14 @@ class World:
             "public_updates_channel_id": None, "safety_alerts_channel_id": None, "max_members": 500000,
             "vanity_url_code": None, "premium_tier": 0, "premium_subscription_count": 0,
             "preferred_locale": "en-US", "nsfw_level": 0, "premium_progress_bar_enabled": False,
+            "joined_at": self.bot.joined_at, "large": False, "unavailable": False, "lazy": True,
+            "member_count": len(self.members), "members": [m.member_payload() for m in self.members.values()],
+            "channels": [copy.deepcopy(c) for c in self.channels.values() if c["type"] not in THREAD_TYPES],
+            "threads": [copy.deepcopy(self.channels[t]) for t in self.thread_ids
+                        if not self.channels[t]["thread_metadata"]["archived"]],
+            "voice_states": [], "presences": [], "stage_instances": [], "guild_scheduled_events": [],
+            "soundboard_sounds": [], "embedded_activities": [], "application_command_counts": {},
         }
-        if full:
-            data.update({
-                "joined_at": self.bot.joined_at, "large": False, "unavailable": False, "lazy": True,
-                "member_count": len(self.members),
-                "members": [m.member_payload() for m in self.members.values()],
-                "channels": [copy.deepcopy(c) for c in self.channels.values() if c["type"] not in THREAD_TYPES],
-                "threads": [copy.deepcopy(self.channels[t]) for t in self.thread_ids
-                            if not self.channels[t]["thread_metadata"]["archived"]],
-                "voice_states": [], "presences": [], "stage_instances": [], "guild_scheduled_events": [],
-                "soundboard_sounds": [], "embedded_activities": [], "application_command_counts": {},
-            })
         return data
 
     def _channel_payload(self, channel_id: int, *, permissions_of: FakeMember | None = None) -> dict:

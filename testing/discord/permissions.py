@@ -1,18 +1,6 @@
-"""Channel permissions as Discord computes them, permission overwrites, and the 403 Missing
-Permissions (50013) the REST routes answer when the bot lacks what an action needs.
-
-``permissions_in(member, channel_id)`` follows Discord's documented algorithm: the @everyone
-role's permissions OR the member's roles'; ADMINISTRATOR or owning the guild gives everything;
-then the channel's @everyone overwrite, then the union of the member's role overwrites (deny,
-then allow), then the member's own overwrite. A thread uses its parent's overwrites; a channel in
-a category has only its own (the fake never syncs them). Implicitly, without VIEW_CHANNEL a
-member has nothing in the channel, and without SEND_MESSAGES no MENTION_EVERYONE, SEND_TTS,
-EMBED_LINKS or ATTACH_FILES (as discord.py's ``permissions_for`` also computes).
-
-``set_overwrite(channel_id, member_or_role_id, allow=, deny=)`` stores the overwrite in the
-channel's ``permission_overwrites`` as Discord shapes it (``{"id", "type": 0 role | 1 member,
-"allow", "deny"}``; allow = deny = 0 removes it) and, if a client is connected, sends
-CHANNEL_UPDATE so discord.py's cache computes the same permissions.
+"""Channel permissions as Discord computes them (its documented algorithm, as discord.py's
+``permissions_for`` also does), permission overwrites (``set_overwrite``, announced as
+CHANNEL_UPDATE), and the 403 Missing Permissions (50013) of what the bot may not do.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The REST API: the route table, request recording, Discord's JSON errors, rate limits (429s
 with Retry-After and X-RateLimit-* headers), message, embed and component limits, and the routes
-for the bot user, the application and the guild.
-
-Components are checked in ``_check_message_body`` (every create, edit, callback and followup that
-carries them): at most 5 action rows (type 1), each with 1-5 buttons or a single select; a button
-needs a style 1-5 (6, premium, needs ``sku_id``), a ``custom_id`` of 1-100 characters unique in the
-message unless it is a link (style 5: ``url``, no ``custom_id``), and a ``label`` (<= 80) or an
-``emoji``. Failures are 400 Invalid Form Body (50035) with the error tree under ``components``.
-
-Every response carries ``Content-Type: application/json`` exactly (discord.py only parses JSON for
-that exact value) and ``Via: 1.1 google`` (without it discord.py takes a 429 for a Cloudflare ban).
+for the bot user and its guilds (docs/fakes.md).
 """
 
 from __future__ import annotations
@@ -26,8 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .constants import IS_COMPONENTS_V2, THREAD_TYPES
-from .models import RecordedFile
+from .constants import IS_COMPONENTS_V2
 
 
 def _flatten(data: Any) -> Any:
@@ -54,40 +44,42 @@ def _err(code: str, message: str) -> dict:
     return {"_errors": [{"code": code, "message": message}]}
 
 
-_SELECT_TYPES = (3, 5, 6, 7, 8)  # string, user, role, mentionable and channel selects
+def _check_button(child: Any, seen: set[str]) -> dict:
+    """Discord's checks of a button with a custom id (styles 1-4), the one component the Oracle sends:
+    a select, a link or a premium button is refused as not served, so that one sent is noticed here."""
+    if not isinstance(child, dict) or child.get("type") != 2 or child.get("style") not in (1, 2, 3, 4):
+        return {"type": _err("COMPONENT_NOT_SERVED", "This fake serves buttons of styles 1-4 only.")}
+    e: dict[str, Any] = {}
+    custom_id = child.get("custom_id")
+    if not custom_id:
+        e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
+    elif not isinstance(custom_id, str) or len(custom_id) > 100:
+        e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+    elif custom_id in seen:
+        e["custom_id"] = _err("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id was already specified")
+    seen.add(str(custom_id))
+    if child.get("url") is not None:
+        e["url"] = _err("BUTTON_COMPONENT_URL_NOT_ALLOWED", "A URL can only be set on a link button")
+    label = child.get("label")
+    if label is not None and len(str(label)) > 80:
+        e["label"] = _err("BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
+    elif not label and not child.get("emoji"):
+        e["label"] = _err("BUTTON_COMPONENT_LABEL_OR_EMOJI_REQUIRED", "A button must have a label or an emoji")
+    return e
 
 
 def _check_components(components: Any, flags: int) -> dict | None:
-    """Discord's checks of a message's ``components`` (action rows of buttons or one select):
-    the error tree under ``components`` of a 50035, or None. Messages flagged IS_COMPONENTS_V2
-    (layout components) are refused."""
+    """A message's ``components``, as Discord checks them: at most 5 action rows of 1-5 buttons. The
+    error tree under ``components`` of a 50035, or None. Layout components (IS_COMPONENTS_V2) are refused."""
     if not isinstance(components, list):
         return _err("LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")
-    seen: set[str] = set()
-
-    def unique(custom_id: Any, e: dict) -> None:
-        if isinstance(custom_id, str) and custom_id:
-            if custom_id in seen:
-                e["custom_id"] = _err("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id was already specified")
-            seen.add(custom_id)
-
-    def custom_id_of(child: dict, e: dict) -> None:
-        """An interactive component's custom id: 1-100 characters, unique in the message."""
-        custom_id = child.get("custom_id")
-        if not custom_id:
-            e["custom_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
-        elif not isinstance(custom_id, str) or len(custom_id) > 100:
-            e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
-        else:
-            unique(custom_id, e)
-
     if flags & IS_COMPONENTS_V2:  # layout components: the Oracle sends none, and this fake checks none
         return _err("COMPONENTS_V2_NOT_SERVED", "Layout components are not served by this fake.")
     if len(components) > 5:
         return _err("BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.")
-    errors = {}
+    errors: dict[str, Any] = {}
+    seen: set[str] = set()
     for r, row in enumerate(components):
-        row_errors: dict[str, Any] = {}
         if not isinstance(row, dict) or row.get("type") != 1:
             errors[str(r)] = {"type": _err("UNION_TYPE_CHOICES", 'Value of field "type" must be one of (1,).')}
             continue
@@ -95,51 +87,9 @@ def _check_components(components: Any, flags: int) -> dict | None:
         if not isinstance(children, list) or not 1 <= len(children) <= 5:
             errors[str(r)] = {"components": _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")}
             continue
-        kinds = [c.get("type") if isinstance(c, dict) else None for c in children]
-        if any(k in _SELECT_TYPES for k in kinds) and len(children) > 1:
-            errors[str(r)] = {"components": _err("COMPONENT_LAYOUT_WIDTH_EXCEEDED",
-                                                 "The specified component exceeds the maximum width")}
-            continue
-        child_errors: dict[str, Any] = {}
-        for c, child in enumerate(children):
-            e: dict[str, Any] = {}
-            kind = child.get("type") if isinstance(child, dict) else None
-            if kind == 2:
-                style = child.get("style")
-                if style not in (1, 2, 3, 4, 5, 6):
-                    e["style"] = _err("BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6}.")
-                elif style == 5:
-                    if not child.get("url"):
-                        e["url"] = _err("BASE_TYPE_REQUIRED", "This field is required")
-                    if child.get("custom_id") is not None:
-                        e["custom_id"] = _err("BUTTON_COMPONENT_CUSTOM_ID_NOT_ALLOWED",
-                                              "A custom id cannot be set on a link button")
-                elif style == 6:
-                    if not child.get("sku_id"):
-                        e["sku_id"] = _err("BASE_TYPE_REQUIRED", "This field is required")
-                else:
-                    custom_id_of(child, e)
-                    if child.get("url") is not None:
-                        e["url"] = _err("BUTTON_COMPONENT_URL_NOT_ALLOWED", "A URL can only be set on a link button")
-                label = child.get("label")
-                if label is not None and len(str(label)) > 80:
-                    e["label"] = _err("BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
-                elif not label and not child.get("emoji") and style != 6:
-                    e["label"] = _err("BUTTON_COMPONENT_LABEL_OR_EMOJI_REQUIRED",
-                                      "A button must have a label or an emoji")
-            elif kind in _SELECT_TYPES:
-                custom_id_of(child, e)
-                if kind == 3 and not 1 <= len(child.get("options") or []) <= 25:
-                    e["options"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length.")
-            else:
-                e["type"] = _err("UNION_TYPE_CHOICES",
-                                 'Value of field "type" must be one of (2, 3, 5, 6, 7, 8).')
-            if e:
-                child_errors[str(c)] = e
+        child_errors = {str(c): e for c, child in enumerate(children) if (e := _check_button(child, seen))}
         if child_errors:
-            row_errors["components"] = child_errors
-        if row_errors:
-            errors[str(r)] = row_errors
+            errors[str(r)] = {"components": child_errors}
     return errors or None
 
 
@@ -151,8 +101,7 @@ class RecordedRequest:
     path: str  # after /api/v10, e.g. "/channels/123/messages"
     query: dict[str, str]
     headers: dict[str, str]
-    json: Any  # the JSON body (for multipart: the payload_json part), or None
-    files: list[RecordedFile]
+    json: Any  # the JSON body, or None
     at: float  # time.monotonic() on arrival
     route: str | None = None  # template, e.g. "/channels/{channel_id}/messages"; None if unknown
     status: int | None = None
@@ -172,8 +121,6 @@ class RateLimitRule:
     route: str
     remaining: int
     retry_after: float
-    is_global: bool = False
-    scope: str = "user"
     hits: list[RecordedRequest] = field(default_factory=list)
 
     def matches(self, req: RecordedRequest) -> bool:
@@ -197,13 +144,6 @@ class Window:
 class Rest:
     """The HTTP side: routing, recording, rate limits, body limits and the simple read routes."""
 
-    async def wait_for_request(self, method: str, route: str, *, count: int = 1,
-                               timeout: float = 5.0) -> list[RecordedRequest]:
-        """Wait until ``count`` requests matched (route template, exact path or glob)."""
-        await self.wait_until(lambda: len(self.requests_for(method, route)) >= count, timeout,
-                              f"{count} x {method} {route}")
-        return self.requests_for(method, route)
-
     def requests_for(self, method: str | None = None, route: str | None = None) -> list[RecordedRequest]:
         out = []
         for req in self.requests:
@@ -214,52 +154,30 @@ class Rest:
             out.append(req)
         return out
 
-    @property
-    def unknown_requests(self) -> list[RecordedRequest]:
-        """Requests to routes the fake does not implement (answered 404/405)."""
-        return [r for r in self.requests if r.route is None]
-
     def _build_routes(self) -> list[tuple[str, str, re.Pattern, Callable[..., Awaitable[Any]], bool]]:
         table: list[tuple[str, str, Callable[..., Awaitable[Any]], bool]] = [
             # (method, template, handler, needs bot auth)
-            ("GET", "/gateway", self._r_gateway, False),
-            ("GET", "/gateway/bot", self._r_gateway_bot, True),
             ("GET", "/users/@me", self._r_me, True),
             ("GET", "/users/@me/guilds", self._r_my_guilds, True),
-            ("GET", "/users/{user_id}", self._r_user, True),
             ("GET", "/oauth2/applications/@me", self._r_app_info, True),
             ("GET", "/applications/@me", self._r_app_info, True),
-            ("GET", "/applications/{application_id}/commands", self._r_get_commands, True),
             ("PUT", "/applications/{application_id}/commands", self._r_put_commands, True),
-            ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_get_commands, True),
             ("PUT", "/applications/{application_id}/guilds/{guild_id}/commands", self._r_put_commands, True),
             ("POST", "/interactions/{interaction_id}/{token}/callback", self._r_callback, False),
-            ("GET", "/webhooks/{application_id}/{token}/messages/@original", self._r_get_wh_message, False),
             ("PATCH", "/webhooks/{application_id}/{token}/messages/@original", self._r_edit_wh_message, False),
             ("DELETE", "/webhooks/{application_id}/{token}/messages/@original", self._r_delete_wh_message, False),
-            ("GET", "/webhooks/{application_id}/{token}/messages/{message_id}", self._r_get_wh_message, False),
             ("PATCH", "/webhooks/{application_id}/{token}/messages/{message_id}", self._r_edit_wh_message, False),
             ("DELETE", "/webhooks/{application_id}/{token}/messages/{message_id}", self._r_delete_wh_message,
              False),
             ("POST", "/webhooks/{application_id}/{token}", self._r_followup, False),
             ("GET", "/channels/{channel_id}", self._r_get_channel, True),
-            ("GET", "/channels/{channel_id}/messages", self._r_list_messages, True),
             ("POST", "/channels/{channel_id}/messages", self._r_create_message, True),
-            ("GET", "/channels/{channel_id}/messages/{message_id}", self._r_get_message, True),
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._r_edit_message, True),
-            ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._r_delete_message, True),
             ("POST", "/channels/{channel_id}/messages/{message_id}/threads", self._r_thread_from_message, True),
             ("PUT", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_react, True),
             ("DELETE", "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me", self._r_unreact, True),
             ("POST", "/users/@me/channels", self._r_open_dm, True),
-            ("POST", "/channels/{channel_id}/threads", self._r_thread_without_message, True),
             ("POST", "/channels/{channel_id}/typing", self._r_typing, True),
-            ("PUT", "/channels/{channel_id}/thread-members/@me", self._r_no_content, True),
-            ("DELETE", "/channels/{channel_id}/thread-members/@me", self._r_no_content, True),
-            ("GET", "/guilds/{guild_id}", self._r_get_guild, True),
-            ("GET", "/guilds/{guild_id}/channels", self._r_guild_channels, True),
-            ("GET", "/guilds/{guild_id}/roles", self._r_guild_roles, True),
-            ("GET", "/guilds/{guild_id}/members/{user_id}", self._r_guild_member, True),
         ]
         compiled = []
         for method, template, handler, auth in table:
@@ -268,12 +186,11 @@ class Rest:
             compiled.append((method, template, re.compile(f"^{rx}/?$"), handler, auth))
         return compiled
 
-    def rate_limit(self, method: str, route: str, *, times: int = 1, retry_after: float = 0.2,
-                   is_global: bool = False, scope: str = "user") -> RateLimitRule:
+    def rate_limit(self, method: str, route: str, *, times: int = 1, retry_after: float = 0.2) -> RateLimitRule:
         """The next ``times`` requests matching ``method`` (or "*") and ``route`` (a route
         template like "/webhooks/{application_id}/{token}", an exact path, or a glob) get
         429 with Retry-After / X-RateLimit-* headers and Discord's JSON body."""
-        rule = RateLimitRule(method.upper() if method != "*" else "*", route, times, retry_after, is_global, scope)
+        rule = RateLimitRule(method.upper() if method != "*" else "*", route, times, retry_after)
         self.rate_limits.append(rule)
         return rule
 
@@ -286,15 +203,8 @@ class Rest:
         return web.Response(status=status, body=json.dumps(body).encode(), headers=all_headers)
 
     async def _read_body(self, request: web.Request, rec: RecordedRequest) -> None:
-        if request.content_type.startswith("multipart/"):
-            reader = await request.multipart()
-            async for part in reader:
-                if part.name == "payload_json":
-                    rec.json = json.loads(await part.text())
-                else:
-                    rec.files.append(RecordedFile(part.name or "", part.filename,
-                                                  part.headers.get("Content-Type"), bytes(await part.read())))
-            return
+        if request.content_type.startswith("multipart/"):  # files: the Oracle sends none
+            raise ApiError(400, 0, "This fake takes no files (multipart bodies).")
         raw = await request.read()
         if raw:
             try:
@@ -304,7 +214,7 @@ class Rest:
 
     async def _handle_api(self, request: web.Request) -> web.Response:
         rec = RecordedRequest(request.method, "/" + request.match_info["tail"], dict(request.query),
-                              dict(request.headers), None, [], time.monotonic())
+                              dict(request.headers), None, time.monotonic())
         self.requests.append(rec)
         status, body, headers = 500, None, {}
         try:
@@ -387,23 +297,13 @@ class Rest:
             "X-RateLimit-Reset": f"{time.time() + rule.retry_after:.3f}",
             "X-RateLimit-Reset-After": f"{rule.retry_after:.3f}",
             "X-RateLimit-Bucket": bucket,
-            "X-RateLimit-Scope": "global" if rule.is_global else rule.scope,
+            "X-RateLimit-Scope": "user",
         }
-        if rule.is_global:
-            headers["X-RateLimit-Global"] = "true"
-        body = {"message": "You are being rate limited.", "retry_after": rule.retry_after, "global": rule.is_global}
+        body = {"message": "You are being rate limited.", "retry_after": rule.retry_after, "global": False}
         return 429, body, headers
 
-    async def _handle_attachment(self, request: web.Request) -> web.Response:
-        attachment_id = request.match_info["attachment_id"]
-        for msg in self._messages.values():
-            for attachment, f in zip(msg.data["attachments"], msg.files, strict=False):
-                if attachment["id"] == attachment_id:
-                    return web.Response(body=f.data, content_type=f.content_type or "application/octet-stream")
-        return web.Response(status=404)
-
     @staticmethod
-    def _check_message_body(body: Any, *, files: int = 0, require_content: bool = True) -> dict:
+    def _check_message_body(body: Any, *, require_content: bool = True) -> dict:
         if body is None:
             body = {}
         if not isinstance(body, dict):
@@ -461,8 +361,7 @@ class Rest:
                 errors["components"] = component_errors
         if errors:
             raise _invalid_form(errors)
-        if require_content and not (content or embeds or body.get("components") or files
-                                    or body.get("sticker_ids") or body.get("poll")):
+        if require_content and not (content or embeds or body.get("components")):
             raise ApiError(400, 50006, "Cannot send an empty message")
         return body
 
@@ -481,12 +380,6 @@ class Rest:
         }]
         return 200, guilds[:limit]
 
-    async def _r_user(self, req: RecordedRequest, user_id: str) -> tuple[int, Any]:
-        member = self.members.get(self._snowflake(user_id, 10013, "Unknown User"))
-        if member is None:
-            raise ApiError(404, 10013, "Unknown User")
-        return 200, member.user_payload()
-
     async def _r_app_info(self, req: RecordedRequest) -> tuple[int, Any]:
         return 200, self.application_payload()
 
@@ -497,25 +390,3 @@ class Rest:
         except ValueError:
             raise ApiError(404, code, message) from None
 
-    def _guild(self, guild_id: str) -> None:
-        if guild_id != str(self.guild_id):
-            raise ApiError(404, 10004, "Unknown Guild")
-
-    async def _r_get_guild(self, req: RecordedRequest, guild_id: str) -> tuple[int, Any]:
-        self._guild(guild_id)
-        return 200, self.guild_payload(full=False)
-
-    async def _r_guild_channels(self, req: RecordedRequest, guild_id: str) -> tuple[int, Any]:
-        self._guild(guild_id)
-        return 200, [c for c in self.channels.values() if c["type"] not in THREAD_TYPES]
-
-    async def _r_guild_roles(self, req: RecordedRequest, guild_id: str) -> tuple[int, Any]:
-        self._guild(guild_id)
-        return 200, list(self.roles.values())
-
-    async def _r_guild_member(self, req: RecordedRequest, guild_id: str, user_id: str) -> tuple[int, Any]:
-        self._guild(guild_id)
-        member = self.members.get(self._snowflake(user_id, 10007, "Unknown Member"))
-        if member is None:
-            raise ApiError(404, 10007, "Unknown Member")
-        return 200, member.member_payload()

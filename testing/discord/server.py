@@ -48,7 +48,6 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
         ack_deadline: float = 3.0,
         token_ttl: float = 15 * 60,
         privileged_intents: int = PRIVILEGED_INTENTS,
-        echo_bot_messages: bool = True,
         app_id: int = 1_200_000_000_000_000_001,
         guild_id: int = 1_200_000_000_000_000_010,
         guild_name: str = "The Ember Road",
@@ -60,8 +59,6 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
         self.ack_deadline = ack_deadline
         self.token_ttl = token_ttl
         self.privileged_intents = privileged_intents
-        self.echo_bot_messages = echo_bot_messages
-        self.ack_heartbeats = True
         self.errors: list[BaseException] = []  # exceptions inside the fake's own handlers (bugs)
         self._ids = _Snowflakes()
         self.elapsed = 0.0  # the simulated clock (`advance`, `pass_time`)
@@ -101,7 +98,6 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
         self._closed_dms: set[int] = set()
         self._last_soon: asyncio.Task | None = None
         self._soon_tasks: set[asyncio.Task] = set()
-        self.presence_updates: list[Any] = []
         self.interactions: list[FakeInteraction] = []
         self.global_commands: list[dict] = []
         self.guild_commands: dict[int, list[dict]] = {}
@@ -140,7 +136,6 @@ class FakeDiscord(Gateway, Rest, Channels, Archiving, Commands, Interactions, Pe
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/", self._handle_gateway)
         app.router.add_get("/resume", self._handle_gateway)
-        app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", self._handle_attachment)
         app.router.add_route("*", "/api/v{version:\\d+}/{tail:.*}", self._handle_api)
         self._runner, self.port = await serve(app, self.host, self.port)
         return self
