@@ -26,7 +26,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.banks import matches_place
+from bench.banks.report import matches_place
 from bench.common import console, markdown_table, new_table
 
 PATHS = ("keyword", "semantic", "entity")

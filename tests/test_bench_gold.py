@@ -1,4 +1,4 @@
-"""bench/banks.py keeps its own copy of how a gold entry names a place (so a half-edited working tree
+"""bench/banks/report.py keeps its own copy of how a gold entry names a place (so a half-edited working tree
 whose `oracle` does not import cannot stop a comparison): the copy must read every entry as the
 Oracle's `oracle.eval_bank.matches_place` does."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.banks import matches_place as bench_matches
+from bench.banks.report import matches_place as bench_matches
 from oracle.eval_bank import matches_place
 
 PATHS = ["Session Notes/Session 12 - The Fall.md", "npcs/Orrin.md", "sessions/campaign-log.md", "Sessões/Sessão 02.md"]
