@@ -293,18 +293,14 @@ async def test_show_reports_model_info_and_404s_unknown_models(fake, client):
 
 
 @pytest.mark.asyncio
-async def test_tags_version_and_root(fake, client):
-    fake.add_model("nomic-embed-text")
-
-    listed = await client.list()
+async def test_a_route_the_oracle_never_calls_is_refused(fake, client):
+    with pytest.raises(ollama.ResponseError) as caught:
+        await client.list()
     async with httpx.AsyncClient(base_url=fake.url) as http:
-        version = (await http.get("/api/version")).json()
-        root = await http.get("/")
+        statuses = [(await http.get(path)).status_code for path in ("/", "/api/version")]
+        statuses.append((await http.post("/api/generate", json={"model": MODEL, "prompt": "hi"})).status_code)
 
-    assert [m.model for m in listed.models] == [MODEL, "nomic-embed-text:latest"]
-    assert listed.models[0].details.family == "qwen2"
-    assert version == {"version": "0.12.6"}
-    assert (root.status_code, root.text) == (200, "Ollama is running")
+    assert [caught.value.status_code, *statuses] == [404, 404, 404, 404]
 
 
 @pytest.mark.asyncio
