@@ -62,7 +62,8 @@ from bench.baseline_rank import (
     snowball_index,
     vault_docs,
 )
-from bench.common import DATA_DIR, EVAL_DIR, console, log, markdown_table, new_table
+from bench.common import DATA_DIR, EVAL_DIR, log
+from bench.printing import console, markdown_table, new_table
 
 WINDOW_TOKENS = 128  # ORACLE_WINDOW_TOKENS' default
 OVERLAP_TOKENS = 32  # ORACLE_WINDOW_OVERLAP_TOKENS' default

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import console
+from bench.printing import console
 from oracle.index import vectors as vectors_mod
 from oracle.index.vectors import VectorStore
 

@@ -63,19 +63,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.common import (
-    REPO,
-    console,
-    contention,
-    cpu_model,
-    cpu_sample,
-    log,
-    markdown_table,
-    new_table,
-    python_env,
-)
+from bench.common import REPO, log, python_env
 from bench.embedder_probe import RUNS, WINDOW_TOKENS, child
 from bench.embedder_shapes import DEFAULT_MODELS, Model, built, pick_models
+from bench.machine import contention, cpu_model, cpu_sample
+from bench.printing import console, markdown_table, new_table
 
 DEFAULT_WORK = Path("/tmp/oracle-embedders")
 CAMPAIGN_WINDOWS = 10_000  # about a hundred sessions of notes

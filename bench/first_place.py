@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.banks.report import matches_place
-from bench.common import console, markdown_table, new_table
+from bench.printing import console, markdown_table, new_table
 
 PATHS = ("keyword", "semantic", "entity")
 

@@ -31,21 +31,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import (
-    SAMPLE_NOTES,
-    bench_settings,
-    console,
-    contention,
-    copy_notes,
-    cpu_sample,
-    edit_one_session,
-    ingest_phases,
-    machine,
-    new_table,
-    offline,
-    print_machine,
-    verdict,
-)
+from bench.common import SAMPLE_NOTES, bench_settings, copy_notes, edit_one_session, ingest_phases, offline
+from bench.machine import contention, cpu_sample, machine
+from bench.printing import console, new_table, print_machine, verdict
 
 OVERHEAD_TARGET = 0.15  # share of full-ingest time not spent encoding
 CHANGE_TARGET = 0.05  # one-session re-ingest, as a share of the full ingest

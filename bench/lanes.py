@@ -22,7 +22,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.common import CRD3_NOTES, markdown_table
+from bench.common import CRD3_NOTES
+from bench.printing import markdown_table
 from oracle.offload import QUESTION_LANE, SWITCH_INTERVAL
 from oracle.tokens import estimate_tokens
 

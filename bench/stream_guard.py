@@ -21,7 +21,8 @@ import re
 import time
 from pathlib import Path
 
-from bench.common import CRD3_NOTES, markdown_table
+from bench.common import CRD3_NOTES
+from bench.printing import markdown_table
 from oracle.answer.leaks import SecretGuard, StreamCheck
 from oracle.types import GM, PUBLIC, ChunkText
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bench.banks.runs import MEASURES
-from bench.common import console, new_table
+from bench.printing import console, new_table
 
 
 def value(version: dict | None, key: str) -> float | str | None:

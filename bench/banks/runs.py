@@ -11,7 +11,8 @@ from pathlib import Path
 
 from bench.banks.plan import Bank, Part, count_questions
 from bench.banks.versions import Version, child_env, probe, tree_state
-from bench.common import closed_port, contention, cpu_model, cpu_sample, log
+from bench.common import closed_port, log
+from bench.machine import contention, cpu_model, cpu_sample
 
 # The fused stage's measures in `oracle eval --json` ("overall"), with the names its table gives them.
 MEASURES = (

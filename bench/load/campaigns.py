@@ -15,12 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import PauseProbe, bench_settings, copy_notes, log, python_env, start_fake_ollama
+from bench.common import bench_settings, copy_notes, log, python_env, start_fake_ollama
 from bench.load.asking import Asker, latency_json, load_questions
 from bench.load.measures import process_rss, rss_point, summary
 from bench.load.phases import ATTRIBUTE_MS, TICK
 from bench.load.probe import machine_pauses_json
 from bench.load.startup import run_ingest
+from bench.machine import PauseProbe
 
 
 async def build_template(args, root: Path) -> dict:

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench.common import PauseProbe, contention, copy_notes, cpu_sample, machine, start_fake_ollama
+from bench.common import copy_notes, start_fake_ollama
 from bench.load.answering import answering_phases
 from bench.load.asking import Asker, load_questions
 from bench.load.measures import rss_point
@@ -16,6 +16,7 @@ from bench.load.reingest import reingest_phases
 from bench.load.report import result
 from bench.load.second import second_campaign_phases
 from bench.load.startup import Bench
+from bench.machine import PauseProbe, contention, cpu_sample, machine
 
 
 async def measure(args) -> dict:

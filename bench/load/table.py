@@ -2,9 +2,9 @@
 memory) and, with --campaigns, the several campaigns'."""
 from __future__ import annotations
 
-from bench.common import console, new_table, print_machine, verdict
 from bench.load.phases import ALL_PHASES, ANSWER_RATIO_TARGET, ANSWERS_IDLE, ATTRIBUTE_MS, PHASES
 from bench.load.report import failed_phases
+from bench.printing import console, new_table, print_machine, verdict
 
 
 def _f(x, nd: int = 1) -> str:

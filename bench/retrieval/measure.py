@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import bench_settings, contention, cpu_sample
+from bench.common import bench_settings
+from bench.machine import contention, cpu_sample
 from bench.retrieval.scale import Built, dir_mb
 
 WARMUP = 3

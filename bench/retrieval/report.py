@@ -1,7 +1,7 @@
 """Output: the table of a run's result, the build rows and the targets' verdicts."""
 from __future__ import annotations
 
-from bench.common import console, print_machine, verdict
+from bench.printing import console, print_machine, verdict
 from bench.retrieval.measure import ROWS, WARMUP
 
 

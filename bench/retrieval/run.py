@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import bench.retrieval
-from bench.common import CRD3_NOTES, CRD3_QUESTIONS, bench_settings, log, machine, offline, read_questions
+from bench.common import CRD3_NOTES, CRD3_QUESTIONS, bench_settings, log, offline, read_questions
+from bench.machine import machine
 from bench.retrieval.embedding import source_vectors
 from bench.retrieval.measure import measure_scale
 from bench.retrieval.report import print_table
