@@ -30,13 +30,31 @@ def _hits(*chunks):
     return [Hit(c, rank, 1.0 / rank) for rank, c in enumerate(chunks, 1)]
 
 
-def test_a_recap_goes_after_everything_when_the_session_it_retells_is_listed():
+def test_a_recap_that_matched_better_than_the_session_it_retells_comes_right_after_it():
     recap, rest = chunk_note(_session(23, f"{RECAP}\n\n{NOTES}"))
     (source,) = chunk_note(_session(22, "## Notes\nThe party bargained with Captain Paij."))
     (other,) = chunk_note(_session(9, "## Notes\nA storm at sea."))
-    ordered = sources_first(_hits(recap, source, rest, other))
+    ordered = sources_first(_hits(recap, other, source, rest))
+    assert [other, source, recap, rest] == [h.chunk for h in ordered]
+    assert [1, 2, 3, 4] == [h.rank for h in ordered]
+
+
+def test_a_recap_that_matched_worse_than_the_session_it_retells_goes_after_everything():
+    recap, rest = chunk_note(_session(23, f"{RECAP}\n\n{NOTES}"))
+    (source,) = chunk_note(_session(22, "## Notes\nThe party bargained with Captain Paij."))
+    (other,) = chunk_note(_session(9, "## Notes\nA storm at sea."))
+    ordered = sources_first(_hits(source, recap, rest, other))
     assert [source, rest, other, recap] == [h.chunk for h in ordered]
     assert [1, 2, 3, 4] == [h.rank for h in ordered]
+
+
+def test_recaps_of_one_session_keep_their_order_after_it():
+    first, _ = chunk_note(_session(23, f"{RECAP}\n\n{NOTES}"))
+    second, _ = chunk_note(_session(23, f"{RECAP} They sailed at dawn.\n\n{NOTES}"))
+    (source,) = chunk_note(_session(22, "## Notes\nThe party bargained with Captain Paij."))
+    (other,) = chunk_note(_session(9, "## Notes\nA storm at sea."))
+    ordered = sources_first(_hits(second, first, other, source))
+    assert [other, source, second, first] == [h.chunk for h in ordered]
 
 
 def test_a_recap_whose_source_is_not_listed_keeps_its_place():
@@ -44,3 +62,30 @@ def test_a_recap_whose_source_is_not_listed_keeps_its_place():
     (other,) = chunk_note(_session(9, "## Notes\nA storm at sea."))
     hits = _hits(recap, other, rest)
     assert hits == sources_first(hits)
+
+
+RECAPPED = {
+    "Session Notes/Session 22 - The Arena.md": (
+        "# The Arena\n## Notes\n- The party reached Darktow at dusk and took rooms above the tavern.\n"
+        "- In the arena Tato fought Captain Paij; after three rounds Tato won and took her cutlass.\n"
+        "- Ember found the temple of Ioun empty and its lamps cold.\n"
+    ),
+    "Session Notes/Session 23 - The Harbour.md": (
+        "# The Harbour\n## Recap\n- Tato won the arena bout against Captain Paij and took her cutlass.\n"
+        "## Notes\n- At the harbour the party bought passage on the Lucky Gull to Port Zoon.\n"
+    ),
+    "Session Notes/Session 09 - A Storm.md": "# A Storm\n## Notes\n- A storm at sea broke the mast.\n",
+}
+
+
+async def test_through_the_search_a_recap_follows_the_session_it_retells(tmp_path, make_settings, open_index):
+    from oracle.index.ingest import ingest
+    from oracle.oracle import Oracle
+    from tests.conftest import write_notes
+
+    index = open_index(make_settings(write_notes(tmp_path / "notes", RECAPPED), data_dir=tmp_path / "data"))
+    await ingest(index)
+    fused = (await Oracle(index).search("Who won the arena bout against Captain Paij?")).fused
+    places = [(h.chunk.label, is_copy(h.chunk)) for h in fused]
+    source = places.index(("Session 22 - The Arena", False))
+    assert places[source + 1] == ("Session 23 - The Harbour", True), places
