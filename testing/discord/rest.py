@@ -57,7 +57,8 @@ def _check_button(child: Any, seen: set[str]) -> dict:
         e["custom_id"] = _err("BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
     elif custom_id in seen:
         e["custom_id"] = _err("COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id was already specified")
-    seen.add(str(custom_id))
+    else:
+        seen.add(custom_id)
     if child.get("url") is not None:
         e["url"] = _err("BUTTON_COMPONENT_URL_NOT_ALLOWED", "A URL can only be set on a link button")
     label = child.get("label")
