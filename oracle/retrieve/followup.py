@@ -19,14 +19,16 @@ in this order:
    "what did Mirela tell her brother", "when Vex mocked him". A name is a capitalised word past a
    sentence's start. A name the Compendium matched but not capitalised (`names_entity`) says nothing
    of where it is, so it ties no pronoun: "what did the innkeeper tell him" expands.
-4. Otherwise a name (a capitalised word, or `names_entity`) says the question names its subject:
-   "and Mirela?", "but why did Teodric leave?" stay as they are.
-5. Otherwise when it opens with a connective (and, but, then, so; y, pero, entonces, luego), after
-   any interjection ("ok so how…"), or is short (≤ 6 words).
+4. When it opens with a connective (and, but, then, so; y, pero, entonces, luego), after any
+   interjection ("ok so how…"), even if it names someone: "And where did Kleb end up ditching it
+   once we got inside?" needs the thread for "it" and "inside", "and Mirela?" asks the previous
+   question of Mirela.
+5. Otherwise a name (a capitalised word, or `names_entity`) says the question names its subject;
+   a question that names nobody needs the thread when it is short (≤ 6 words).
 
-Only 2 and 3 expand a question that names someone. Rule 3 is the narrow one on purpose: a pronoun
-after a name in a question that stands alone is nearly always that name ("what gifts did Bok give
-us after Tato's fight with him"), and the previous turn glued to such a question is noise.
+Rule 3 is the narrow one on purpose: a pronoun after a name in a question that stands alone is
+nearly always that name ("what gifts did Bok give us after Tato's fight with him"), and the
+previous turn glued to such a question is noise.
 """
 from __future__ import annotations
 
@@ -103,11 +105,10 @@ def needs_history(question: str, *, names_entity: bool = False, code: str = DEFA
         return True
     if is_elliptical(question, code) or dangling_pronoun(question, code):
         return True
-    if names_entity or has_proper_noun(question):
-        return False
     lex = _lexicon(code)
-    first = next((w for w in _words(question) if w not in lex.interjections), "")
-    return first in lex.connectives or len(words) <= SHORT_WORDS
+    if next((w for w in _words(question) if w not in lex.interjections), "") in lex.connectives:
+        return True
+    return not (names_entity or has_proper_noun(question)) and len(words) <= SHORT_WORDS
 
 
 def expand_followup(question: str, history: Sequence[str], *, names_entity: bool = False, code: str = DEFAULT) -> str:
