@@ -1,8 +1,10 @@
 """Follow-up expansion: deterministic, no LLM.
 
 "And then what?" cannot be searched alone. A question that needs the thread is searched together
-with the user's previous turn, and with the latest earlier turn that named the thread's subject when
-the previous one names nobody ("¿Quién es Facktoré?", "¿y qué hizo?", "¿y después?": Facktoré is kept);
+with the user's previous turn, with the latest earlier turn that named the thread's subject when
+the previous one names nobody ("¿Quién es Facktoré?", "¿y qué hizo?", "¿y después?": Facktoré is kept),
+and with the earliest turn of the history, the question that opened the thread, which says what the
+thread is about ("What did we find in JuJu House?", "And that Harvard book?", "Who runs this place?");
 the question answered stays the user's own words, only the search query changes. The words are the
 vault's language's and English (`oracle/lexicon/*.toml`, `[followup]`). A question needs the thread,
 in this order:
@@ -112,8 +114,9 @@ def needs_history(question: str, *, names_entity: bool = False, code: str = DEFA
 
 
 def expand_followup(question: str, history: Sequence[str], *, names_entity: bool = False, code: str = DEFAULT) -> str:
-    """The text to search for: the question, prefixed by the previous user turn when it needs one, and
-    by the latest earlier turn that named someone when the previous one names nobody."""
+    """The text to search for: the question, prefixed by the previous user turn when it needs one, by
+    the latest earlier turn that named someone when the previous one names nobody, and by the
+    earliest turn given: the thread's opening question, or the oldest the bot keeps of a long thread."""
     turns = [h.strip() for h in history if h and h.strip()]
     if not turns or not needs_history(question, names_entity=names_entity, code=code):
         return question
@@ -122,4 +125,6 @@ def expand_followup(question: str, history: Sequence[str], *, names_entity: bool
         named = next((t for t in reversed(turns[:-1]) if has_proper_noun(t)), None)
         if named is not None:
             context.insert(0, named)
+    if context[0] != turns[0]:
+        context.insert(0, turns[0])
     return " ".join([*context, question]).strip()

@@ -22,7 +22,7 @@ from oracle.retrieve.followup import (
 )
 
 PREVIOUS = "Who ambushed the party at the ford?"
-HISTORY = ["Who sold the compass?", PREVIOUS]
+HISTORY = [PREVIOUS]
 
 
 def lang(question: str) -> str:
@@ -179,8 +179,20 @@ def test_no_history_leaves_the_question_unchanged(history):
 def test_the_previous_turn_and_the_latest_turn_that_named_the_subject_are_searched():
     history = ["Who is Mirela?", "What did the monk sell?", "Who ambushed them at the ford?"]
     assert "Who is Mirela? Who ambushed them at the ford? and then?" == expand_followup("and then?", history)
-    named = ["Who is Mirela?", "Why did Teodric leave?"]  # the previous turn names its own subject
-    assert "Why did Teodric leave? and then?" == expand_followup("and then?", named)
+    named = ["What happened at the ford?", "What did the monk sell?", "Who ambushed Teodric?"]
+    assert "What happened at the ford? Who ambushed Teodric? and then?" == expand_followup("and then?", named)
+
+
+@pytest.mark.parametrize("code, history, question, expected", [
+    # maski-nyarlathotepa-pl's mk-19: "this place" is JuJu House, asked of two turns before.
+    ("pl", ["Co znaleźliśmy w JuJu House?", "A ta książka z Harvardu, skąd się tam wzięła?"],
+     "Kto w ogóle prowadzi to miejsce?",
+     "Co znaleźliśmy w JuJu House? A ta książka z Harvardu, skąd się tam wzięła? Kto w ogóle prowadzi to miejsce?"),
+    # The previous turn names someone else: the thread's subject still comes first.
+    ("en", ["Who is Mirela?", "Why did Teodric leave?"], "and then?", "Who is Mirela? Why did Teodric leave? and then?"),
+])
+def test_the_turn_that_opened_the_thread_is_searched_too(code, history, question, expected):
+    assert expected == expand_followup(question, history, code=code)
 
 
 def test_a_thread_keeps_its_subject_from_its_first_question(history=("¿Quién es Facktoré?", "¿Y qué hizo en la sesión 3?")):
