@@ -521,7 +521,7 @@ async def test_a_follow_up_is_searched_with_the_previous_turn(mini):
     followed = await oracle.search("and then what?", history=["Who is Mirela?", previous, ""])
     assert "and then what?" == followed.question
     assert previous in followed.search_query
-    assert f"{previous} and then what?" == followed.search_query
+    assert f"Who is Mirela? {previous} and then what?" == followed.search_query  # the thread's opener too
     assert ["Mirela Vane"] == [e.name for e in followed.entities]  # matched in the expanded query
     assert "campaign-log › Session 2" in labels(followed.fused)[:3]
     assert "campaign-log › Session 2" == followed.paths["keyword"][0].chunk.label
@@ -537,10 +537,14 @@ async def test_a_follow_up_is_searched_with_the_previous_turn(mini):
 
 
 @module_loop
-async def test_a_follow_up_naming_an_entity_is_not_expanded(mini):
-    result = await Oracle(mini).search("and old wick?", history=["Who ambushed Mirela at the ford?"])
-    assert "and old wick?" == result.search_query
+async def test_a_short_follow_up_naming_an_entity_is_not_expanded_unless_it_opens_with_a_connective(mini):
+    history = ["Who ambushed Mirela at the ford?"]
+    result = await Oracle(mini).search("what did old wick sell?", history=history)
+    assert "what did old wick sell?" == result.search_query
     assert ["Brother Aldous"] == [e.name for e in result.entities]
+    result = await Oracle(mini).search("and old wick?", history=history)  # the previous question, of him
+    assert "Who ambushed Mirela at the ford? and old wick?" == result.search_query
+    assert "Brother Aldous" in [e.name for e in result.entities]
 
 
 # ---------------------------------------------------------------------------------------------
