@@ -30,13 +30,24 @@ def _hits(*chunks):
     return [Hit(c, rank, 1.0 / rank) for rank, c in enumerate(chunks, 1)]
 
 
-def test_a_recap_that_matched_better_than_the_session_it_retells_comes_right_after_it():
+def test_a_recap_that_matched_better_than_the_session_it_retells_brings_the_session_up_before_it():
     recap, rest = chunk_note(_session(23, f"{RECAP}\n\n{NOTES}"))
     (source,) = chunk_note(_session(22, "## Notes\nThe party bargained with Captain Paij."))
     (other,) = chunk_note(_session(9, "## Notes\nA storm at sea."))
     ordered = sources_first(_hits(recap, other, source, rest))
-    assert [other, source, recap, rest] == [h.chunk for h in ordered]
+    assert [source, recap, other, rest] == [h.chunk for h in ordered]
     assert [1, 2, 3, 4] == [h.rank for h in ordered]
+
+
+def test_a_recap_that_tells_what_its_source_does_not_stays_near_the_top():
+    # A source far below its recap (its notes were the plan, the recap tells what happened): the
+    # recap keeps second place, not the place after the source.
+    recap, rest = chunk_note(_session(32, f"{RECAP}\n\n{NOTES}"))
+    (source,) = chunk_note(_session(31, "## Notes\nThe dragon turtle guards its hoard."))
+    others = [chunk_note(_session(n, f"## Notes\nA storm at sea, day {n}."))[0] for n in range(1, 9)]
+    ordered = sources_first(_hits(recap, *others, source, rest))
+    assert [source, recap, *others, rest] == [h.chunk for h in ordered]
+    assert list(range(1, 12)) == [h.rank for h in ordered]
 
 
 def test_a_recap_that_matched_worse_than_the_session_it_retells_goes_after_everything():
@@ -54,7 +65,7 @@ def test_recaps_of_one_session_keep_their_order_after_it():
     (source,) = chunk_note(_session(22, "## Notes\nThe party bargained with Captain Paij."))
     (other,) = chunk_note(_session(9, "## Notes\nA storm at sea."))
     ordered = sources_first(_hits(second, first, other, source))
-    assert [other, source, second, first] == [h.chunk for h in ordered]
+    assert [source, second, first, other] == [h.chunk for h in ordered]
 
 
 def test_a_recap_whose_source_is_not_listed_keeps_its_place():
