@@ -115,7 +115,7 @@ def _heading_words(heading: str) -> tuple[str, ...]:
 def _heads(heading: str, entries: frozenset[tuple[str, ...]]) -> bool:
     """The heading is an entry, or starts with an entry of two words or more (`Previously on Critical Role`)."""
     words = _heading_words(heading)
-    return any(words == e or (len(e) >= 2 and words[: len(e)] == e) for e in entries)
+    return words in entries or any(words[:n] in entries for n in range(2, len(words)))
 
 
 def is_recap(heading: str) -> bool:
