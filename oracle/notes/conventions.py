@@ -8,7 +8,8 @@ whole vault, not of one file:
 - **Sessions**: a session word and a number anywhere in a note's name (`Session 05`, `S05`, `Ep. 12`,
   `Sessão 02.1` — a part of session 2) or its frontmatter. A folder is one of sessions when its name
   (or a folder above it) says so in any language, or when most of its notes carry such a number; there,
-  a bare number (`05 - The Fall`) or a date (in date order) numbers a session too. A vault that
+  a bare number (`05 - The Fall`) or a date (in date order) numbers a session too, and a note without
+  a number is a session's record unless it links to three sessions or more (a session log). A vault that
   numbers no session that way has its sessions in whatever names start with a number or are dates,
   outside the folders of characters and places.
 - **Kinds**: a folder names characters or places when its words do, numbering and decoration
@@ -39,6 +40,9 @@ AUTO = "auto"
 SHEET, WORLD, SESSION, NOTE = "sheet", "world", "session", "note"
 ENTITY_KINDS = frozenset({SHEET, WORLD})
 
+# A note of a folder of sessions that numbers no session of its own and links to this many of them is
+# an index of them (a session log, a list of recaps), not one more session's record.
+INDEX_LINKS = 3
 _LINK = re.compile(r"\[\[([^\[\]\n|#]*)[^\[\]\n]*\]\]|\]\(<?([^()\n<>#]+?\.md)(?:#[^()\n]*)?>?\)")
 _TOKENS = re.compile(r"[^\W\d_][\w'’-]*")
 
@@ -85,7 +89,10 @@ class Conventions:
         names = Names.of(files)
         fronts = {rel: split_frontmatter(t)[0] if t.startswith("---") else {} for rel, t in texts.items()}
         sessions, how, session_folders = _sessions(list(files), fronts, kinds, lex)
-        kind = {rel: kinds.of(rel) or (SESSION if rel in sessions or _under(rel, session_folders) else NOTE)
+        indexes = {rel for rel in files if rel not in sessions and _under(rel, session_folders)
+                   and len(_link_targets(texts[rel], rel, names) & sessions.keys()) >= INDEX_LINKS}
+        kind = {rel: kinds.of(rel) or (SESSION if rel in sessions or (_under(rel, session_folders)
+                                                                      and rel not in indexes) else NOTE)
                 for rel in files}
         overviews = {rel for rel in files if kinds.folder(PurePosixPath(rel).stem)}  # `npcs/npcs.md`: a list of them
         entities = {rel: why for rel, why in _entities(texts, fronts, kind, sessions, names, lex).items()
@@ -189,13 +196,8 @@ def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping[str, Any]],
             out[rel] = "its tags"
     linked: dict[str, int] = defaultdict(int)
     for rel, text in texts.items():
-        if "[[" not in text and "](" not in text:
-            continue
-        for m in _LINK.finditer(text):
-            written = m.group(1) if m.group(1) is not None else m.group(2)
-            target = names.resolve(written, rel) if written.strip() else None
-            if target is not None and target != rel:
-                linked[target] += 1
+        for target in _link_targets(text, rel, names):
+            linked[target] += 1
     candidates = [rel for rel in linked if rel not in out and rel not in sessions and not in_templates(rel)
                   and not DATE.match(PurePosixPath(rel).stem)]
     if candidates:
@@ -205,6 +207,14 @@ def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping[str, Any]],
             if any(w not in lower for w in words):
                 out[rel] = "links to it"
     return out
+
+
+def _link_targets(text: str, rel: str, names: Names) -> set[str]:
+    """The other notes of the vault a note links to."""
+    if "[[" not in text and "](" not in text:
+        return set()
+    written = (m.group(1) if m.group(1) is not None else m.group(2) for m in _LINK.finditer(text))
+    return {t for w in written if w.strip() and (t := names.resolve(w, rel)) is not None and t != rel}
 
 
 def _title(rel: str, front: Mapping[str, Any]) -> str:

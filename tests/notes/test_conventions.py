@@ -73,6 +73,19 @@ def test_numbered_rooms_and_encounters_are_not_sessions_when_the_vault_numbers_i
     assert {paths[0]: (1,)} == sessions(read(paths))
 
 
+def test_a_session_log_in_a_folder_of_sessions_is_a_note_and_an_unnumbered_record_is_a_session():
+    log = "- [[Session 01]]: the ferry.\n- [[Session 02]]: the ford.\n- [[Session 03]]: the fall.\n"
+    spinoff = "Before [[Session 02]] and after [[Session 03]], Vex went alone to the mill."
+    c = read(["Sessions/Session 01.md", "Sessions/Session 02.md", "Sessions/Session 03.md",
+              "Sessions/Session Log.md", "Sessions/Spinoff - The Mill.md", "Timeline.md"],
+             {"Sessions/Session Log.md": log.encode(), "Sessions/Spinoff - The Mill.md": spinoff.encode(),
+              "Timeline.md": log.encode()})
+    assert ("note", ()) == (c.of("Sessions/Session Log.md").kind, c.of("Sessions/Session Log.md").sessions)
+    assert "session" == c.of("Sessions/Spinoff - The Mill.md").kind  # two links: a record that looks back
+    assert "note" == c.of("Timeline.md").kind
+    assert {"session"} == {c.of(f"Sessions/Session 0{n}.md").kind for n in (1, 2, 3)}
+
+
 def test_frontmatter_numbers_a_session_anywhere():
     texts = {"Notes/The Fall.md": b"---\nsession: 12\n---\nText."}
     assert {"Notes/The Fall.md": (12,)} == sessions(read(["Notes/The Fall.md"], texts))
