@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..lexicon import language
-from ..notes.conventions import SHEET, WORLD, Conventions
+from ..notes.conventions import INDEX_LINKS, SHEET, WORLD, Conventions
 from ..notes.names import number_ranges
 from ..notes.suggest import propose
 from ..policy import Policy
@@ -62,6 +62,7 @@ class VaultReport:
     looks_gm: tuple[Group, ...]  # read by players, though it looks like the game master's
     suggest: bool  # no policy, and the vault looks like it holds GM material
     asides: tuple[Group, ...] = ()  # out of the game: never searched (notes/asides.py)
+    session_indexes: tuple[str, ...] = ()  # notes beside the sessions that link to many: not sessions
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,7 @@ class VaultReport:
             "looks_gm": [g.to_json() for g in self.looks_gm],
             "suggest": self.suggest,
             "asides": [g.to_json() for g in self.asides],
+            "session_indexes": list(self.session_indexes),
         }
 
     @classmethod
@@ -90,6 +92,7 @@ class VaultReport:
             looks_gm=tuple(Group.from_json(g) for g in data.get("looks_gm", ())),
             suggest=bool(data.get("suggest", False)),
             asides=tuple(Group.from_json(g) for g in data.get("asides", ())),
+            session_indexes=tuple(data.get("session_indexes", ())),
         )
 
     def lines(self) -> list[str]:
@@ -99,6 +102,9 @@ class VaultReport:
         if self.sessions:
             out.append(f"sessions: {len(self.sessions)} ({number_ranges(self.sessions)}); the last is {max(self.sessions)}")
             out += [f"  {g.line()}" for g in self.session_sources]
+            if self.session_indexes:
+                out.append(f"  not sessions, indexes of them (each links to {INDEX_LINKS} sessions or more; `session: 12` in"
+                           f" a note's frontmatter makes it that session): {', '.join(self.session_indexes)}")
         else:
             out.append("sessions: none found (name them `Session 12`, put them in a folder named Sessions, or give"
                        " them `session: 12` in their frontmatter)")
@@ -195,6 +201,7 @@ def vault_report(conventions: Conventions, files: Iterable[FileRecord], policy: 
         looks_gm=_groups(looks),
         suggest=proposal is not None and proposal.needed,
         asides=_groups(asides),
+        session_indexes=conventions.session_indexes,
     )
 
 

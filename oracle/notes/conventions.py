@@ -65,6 +65,7 @@ class Conventions:
     facts: Mapping[str, NoteFacts]
     session_folders: tuple[str, ...]  # folders read as folders of sessions
     kind_folders: Mapping[str, str]  # folder → the kind its name gives
+    session_indexes: tuple[str, ...] = ()  # notes of those folders read as indexes of sessions, not sessions
 
     @property
     def lexicon(self) -> Lexicon:
@@ -101,7 +102,7 @@ class Conventions:
             rel: NoteFacts(kind[rel], sessions.get(rel, ()), rel in entities, how.get(rel, ""), entities.get(rel, ""))
             for rel in files
         }
-        return cls(code, names, facts, tuple(sorted(session_folders)), kinds.seen)
+        return cls(code, names, facts, tuple(sorted(session_folders)), kinds.seen, tuple(sorted(indexes)))
 
 
 class Kinds:

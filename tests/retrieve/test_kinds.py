@@ -48,3 +48,19 @@ async def test_a_timeline_comes_after_the_session_it_lists_unless_it_is_asked_ab
     ]
     assert weighed_scores["Note: The Drowned Chapel"] == pytest.approx(plain_scores["Note: The Drowned Chapel"])
     assert weighed_scores["Note: Timeline"] == pytest.approx(plain_scores["Note: Timeline"] * 0.85)
+
+
+async def test_a_session_log_beside_the_sessions_is_an_index_the_report_names_and_comes_after_them(
+        tmp_path, make_settings, open_index):
+    from oracle.index.report import VaultReport
+
+    log = ("# Session Log\n- [[Session 1]]: the ferry to Dunmore.\n- [[Session 2]]: a boat from the smugglers.\n"
+           "- [[Session 3]]: the miller's daughter rescued from the chapel.\n")
+    vault = {**{k: v for k, v in VAULT.items() if k != "Timeline.md"}, "Sessions/Session Log.md": log}
+    index = open_index(make_settings(write_notes(tmp_path / "notes", vault), data_dir=tmp_path / "data"))
+    report = VaultReport.from_json((await ingest(index)).vault)
+
+    assert ("Sessions/Session Log.md",) == report.session_indexes
+    assert any("not sessions, indexes of them" in line and "Session Log.md" in line for line in report.lines())
+    after = order(await Oracle(index).search("Who rescued the miller's daughter?"))
+    assert after.index("Session 3") < after.index("Note: Session Log"), after
