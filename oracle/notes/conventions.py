@@ -43,7 +43,9 @@ ENTITY_KINDS = frozenset({SHEET, WORLD})
 # A note of a folder of sessions that numbers no session of its own and links to this many of them is
 # an index of them (a session log, a list of recaps), not one more session's record.
 INDEX_LINKS = 3
-_LINK = re.compile(r"\[\[([^\[\]\n|#]*)[^\[\]\n]*\]\]|\]\(<?([^()\n<>#]+?\.md)(?:#[^()\n]*)?>?\)")
+# A wikilink, or a Markdown link to a note, its heading and title (`[➹](sessions/s1.md "tg")`) allowed.
+_LINK = re.compile(r"\[\[([^\[\]\n|#]*)[^\[\]\n]*\]\]"
+                   r"|\]\(<?([^()\n<>#]+?\.md)(?:#[^()\n\"']*)?>?(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)")
 _TOKENS = re.compile(r"[^\W\d_][\w'’-]*")
 
 

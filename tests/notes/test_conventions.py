@@ -131,6 +131,13 @@ def test_a_note_other_notes_link_to_is_an_entity_whatever_its_folder():
     assert "links to it" == facts["Blackbird.md"].why_entity
 
 
+@pytest.mark.parametrize("link", ['[➹](heist/misc/Blackbird.md "tg")', "[him](<heist/misc/Blackbird.md> 'the thief')",
+                                  '[him](heist/misc/Blackbird.md#Looks "tg")', "[him](heist/misc/Blackbird.md)"])
+def test_a_markdown_link_reaches_its_note_with_or_without_a_title(link):
+    texts = {"heist/sessions/s1.md": f"We met {link} at the docks.".encode(), "heist/misc/Blackbird.md": b"A thief."}
+    assert "links to it" == read(list(texts), texts).of("heist/misc/Blackbird.md").why_entity
+
+
 def test_a_note_tagged_as_a_person_or_a_place_is_an_entity():
     texts = {"a.md": b"---\ntags: [person/ally]\n---\nA.", "b.md": b"---\ntags: Lugar/Cidade\n---\nB.",
              "c.md": b"---\ntags: [heist/events]\n---\nC."}
