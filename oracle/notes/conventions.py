@@ -92,13 +92,14 @@ class Conventions:
         names = Names.of(files)
         fronts = {rel: split_frontmatter(t)[0] if t.startswith("---") else {} for rel, t in texts.items()}
         sessions, how, session_folders = _sessions(list(files), fronts, kinds, lex)
+        links = {rel: _link_targets(text, rel, names) for rel, text in texts.items()}
         indexes = {rel for rel in files if rel not in sessions and _under(rel, session_folders)
-                   and len(_link_targets(texts[rel], rel, names) & sessions.keys()) >= INDEX_LINKS}
+                   and len(links[rel] & sessions.keys()) >= INDEX_LINKS}
         kind = {rel: kinds.of(rel) or (SESSION if rel in sessions or (_under(rel, session_folders)
                                                                       and rel not in indexes) else NOTE)
                 for rel in files}
         overviews = {rel for rel in files if kinds.folder(PurePosixPath(rel).stem)}  # `npcs/npcs.md`: a list of them
-        entities = {rel: why for rel, why in _entities(texts, fronts, kind, sessions, names, lex).items()
+        entities = {rel: why for rel, why in _entities(texts, links, fronts, kind, sessions, lex).items()
                     if rel not in overviews}
         facts = {
             rel: NoteFacts(kind[rel], sessions.get(rel, ()), rel in entities, how.get(rel, ""), entities.get(rel, ""))
@@ -186,9 +187,9 @@ def _sessions(paths: list[str], fronts: Mapping[str, Mapping[str, Any]], kinds: 
     return sessions, how, folders
 
 
-def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping[str, Any]], kind: Mapping[str, str],
-              sessions: Mapping[str, tuple[int, ...]], names: Names, lex: Lexicon) -> dict[str, str]:
-    """Each note that is a character, place or thing, with why."""
+def _entities(texts: Mapping[str, str], links: Mapping[str, set[str]], fronts: Mapping[str, Mapping[str, Any]],
+              kind: Mapping[str, str], sessions: Mapping[str, tuple[int, ...]], lex: Lexicon) -> dict[str, str]:
+    """Each note that is a character, place or thing, with why (`links`: the notes each note links to)."""
     out: dict[str, str] = {}
     for rel, k in kind.items():
         if in_templates(rel):
@@ -198,8 +199,8 @@ def _entities(texts: Mapping[str, str], fronts: Mapping[str, Mapping[str, Any]],
         elif rel not in sessions and _tagged(fronts.get(rel, {}), lex):  # a session tags the places it visits
             out[rel] = "its tags"
     linked: dict[str, int] = defaultdict(int)
-    for rel, text in texts.items():
-        for target in _link_targets(text, rel, names):
+    for targets in links.values():
+        for target in targets:
             linked[target] += 1
     candidates = [rel for rel in linked if rel not in out and rel not in sessions and not in_templates(rel)
                   and not DATE.match(PurePosixPath(rel).stem)]

@@ -35,9 +35,9 @@ def sources_first(hits: list[Hit]) -> list[Hit]:
     raised: set[int] = set()  # indexes of sources already brought up to a recap
     last: list[Hit] = []
     for i, h in enumerate(hits):
-        source = first.get(min(h.chunk.sessions) - 1) if is_copy(h.chunk) else None
         if i in raised:
             continue
+        source = first.get(min(h.chunk.sessions) - 1) if is_copy(h.chunk) else None
         if source is not None and source > i:
             if source not in raised:
                 raised.add(source)
