@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RRF_K = 60
-# Snowball's stemmer per language code of `oracle.lexicon`; Polish has none (folded and lower-cased only).
+# Snowball's stemmer per language code of `oracle.lexicon`.
 SNOWBALL = {"en": "english", "es": "spanish", "pt": "portuguese", "fr": "french", "de": "german",
-            "it": "italian", "nl": "dutch"}
+            "it": "italian", "nl": "dutch", "pl": "polish"}
 _FTS_WORD = re.compile(r"\w+", re.UNICODE)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -20,7 +20,7 @@ What runs
     bm25-porter: an in-memory SQLite FTS5 table (`porter unicode61 remove_diacritics 2`), the question
       as an OR query of its quoted word tokens (no FTS5 syntax survives), ranked by `bm25()`.
     bm25-snowball: the same with text and question folded (lower case, accents dropped) and stemmed
-      by Snowball in the vault's language (Polish has no Snowball stemmer: folded only), tokenizer
+      by Snowball in the vault's language, tokenizer
       `unicode61 remove_diacritics 2`.
     minilm-windows: the bundled embedding model, loaded as the Oracle loads it (`Embedder`), each
       note cut by `Embedder.windows` into windows of 128 tokens overlapping 32, its title line

@@ -5,7 +5,6 @@ SQLite's FTS5 stems with Porter, an English stemmer: Spanish `atacado` and `atac
 words' stems in the vault's language (Snowball's stemmers, accents folded first, `mantícora` =
 `manticora`), and a question's words are stemmed the same way before FTS5 reads them. FTS5's own
 Porter then runs on both alike. An English vault keeps its text as it is: nothing changes for it.
-A language Snowball has no stemmer for (Polish) is searched as English is, its text as it is.
 """
 from __future__ import annotations
 
@@ -13,13 +12,15 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import snowballstemmer
 
 from .lexicon import DEFAULT, fold
 
 # The Snowball stemmer of each language the Oracle has word lists for (`oracle/lexicon/`).
-SNOWBALL = {"es": "spanish", "pt": "portuguese", "fr": "french", "de": "german", "it": "italian", "nl": "dutch"}
+SNOWBALL = {"es": "spanish", "pt": "portuguese", "fr": "french", "de": "german", "it": "italian", "nl": "dutch",
+            "pl": "polish"}
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _local = threading.local()
 
@@ -47,6 +48,11 @@ class Stemming:
     code: str = DEFAULT
 
     @property
+    def key(self) -> str:
+        """What the keyword copies were written with: an index written otherwise is written again."""
+        return f"{self.code}/{SNOWBALL.get(self.code, 'porter')}/snowball {version('snowballstemmer')}"
+
+    @property
     def rewrites(self) -> bool:
         """Whether the index keeps a stemmed copy of the text: in a language with a stemmer of its own."""
         return self.code in SNOWBALL
@@ -70,7 +76,7 @@ class Stemming:
 
     def own(self, words: Iterable[str]) -> list[str]:
         """Each lower-cased word by its language's stemmer alone, for matching words outside FTS5:
-        Snowball's where the language has one, else Porter (as `stems` leaves English and Polish)."""
+        Snowball's where the language has one, else Porter (as `stems` leaves English)."""
         words = list(words)
         return self._own(words) if self.rewrites else porter(words)
 

@@ -217,6 +217,7 @@ async def _prepare_commit(plan: Plan, store: Store, embedder: Embeddings, window
             "vault_report": json.dumps(report.vault, ensure_ascii=False),
             "policy": settings.policy.key,
             "language": plan.language,
+            "stemming": Stemming(plan.language).key,
             "policy_text": settings.policy.describe(),
         },
     )

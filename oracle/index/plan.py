@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..settings import Settings
+from ..stems import Stemming
 from ..types import GM, Chunk, IngestProgress, IngestReport, Note
 from .index import collection_name
 from .scan import CHUNKER_VERSION, Scan, read_and_chunk
@@ -69,10 +70,10 @@ async def read_plan(settings: Settings, store: Store, embedder: Embeddings, vect
     scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
     progress(IngestProgress("scan", len(scan.hashes), len(scan.hashes), f"{len(scan.notes)} to index"))
 
-    # The keyword copy of every chunk is written in the vault's language: another language than the
-    # index was written in rewrites them all, so every note is read again.
+    # The keyword copy of every chunk is written in the vault's language: another language or stemmer
+    # than the index was written with rewrites them all, so every note is read again.
     language = scan.vault.conventions.language if scan.vault is not None else DEFAULT_LANGUAGE
-    if not full and meta.get("language", DEFAULT_LANGUAGE) != language:
+    if not full and meta.get("stemming") != Stemming(language).key:
         full = True
         scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
 

@@ -1,5 +1,5 @@
-"""Keyword search in the vault's own language: Spanish, Portuguese, French, German, Italian and Dutch
-words stemmed by their own Snowball stemmer, accents folded, alike in the index and in the question;
+"""Keyword search in the vault's own language: Spanish, Portuguese, French, German, Italian, Dutch and
+Polish words stemmed by their own Snowball stemmer, accents folded, alike in the index and in the question;
 an English vault searched exactly as before."""
 import sqlite3
 
@@ -18,6 +18,7 @@ from tests.conftest import closed_port_url, quick_settings, write_notes
         ("es", "atacado", "ataca"), ("es", "mantícora", "manticora"), ("es", "naufragios", "naufragio"),
         ("pt", "atacou", "atacar"), ("pt", "Sessões", "sessoes"), ("fr", "attaqués", "attaque"),
         ("de", "Drachen", "Drache"), ("it", "attaccato", "attaccata"), ("nl", "aanvallen", "aanval"),
+        ("pl", "statku", "statkiem"), ("pl", "Gavigana", "Gaviganem"), ("pl", "świątyni", "swiatynia"),
     ],
 )
 def test_a_words_forms_are_one_term_in_its_language(code, a, b):
@@ -73,14 +74,45 @@ async def test_an_english_vault_keeps_its_text_as_the_keyword_index(tmp_path, op
 
 async def test_an_index_written_before_in_another_language_is_rewritten_whole(tmp_path, open_quick_index):
     """An index whose keyword copy was written in English (by an earlier release, which recorded no
-    language) of notes read as Spanish now: every chunk is written again, none lost."""
+    stemmer) of notes read as Spanish now: every chunk is written again, none lost."""
     notes = write_notes(tmp_path / "notes", SPANISH)
     settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
     first = await ingest(open_quick_index(settings))
     with sqlite3.connect(settings.sqlite_path) as db:
         db.execute("UPDATE chunks SET kw_head = head, kw_text = text")
-        db.execute("DELETE FROM meta WHERE key = 'language'")
+        db.execute("DELETE FROM meta WHERE key IN ('language', 'stemming')")
     second = await ingest(open_quick_index(settings))
     assert first.chunks == second.chunks > 0
     with sqlite3.connect(settings.sqlite_path) as db:
         assert [] == db.execute("SELECT id FROM chunks WHERE kw_text = text").fetchall()
+
+
+POLISH = {
+    "Sesje/2024-03-01.md": "# Sesja 1\nKultyści przypłynęli statkiem i zabili kapitana, a potem uciekli do miasta.",
+    "Sesje/2024-03-08.md": "# Sesja 2\nW świątyni Gavigan opowiada nam o masce, której nie chce oddać.",
+    "Postacie/Gavigan.md": "# Gavigan\nBogaty przemysłowiec z Nowego Jorku, który jest też w kulcie.",
+}
+
+
+async def test_a_polish_question_finds_the_other_case_of_its_words(tmp_path, open_quick_index):
+    notes = write_notes(tmp_path / "notes", POLISH)
+    index = open_quick_index(quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False))
+    await ingest(index)
+    store = await index.store()
+    assert "pl" == (await store.stemming()).code
+    found = await keyword_path(store, "Co się stało na statku?", Clearance.PLAYER, 8, stemming=await store.stemming())
+    assert ["Sesje/2024-03-01.md"] == [c.path for c in await store.chunks_by_ids([found[0][0]])]
+
+
+async def test_an_index_written_by_another_stemmer_is_rewritten_whole(tmp_path, open_quick_index):
+    """A new Snowball release may stem a word otherwise than the one the index was written with."""
+    notes = write_notes(tmp_path / "notes", POLISH)
+    settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
+    await ingest(open_quick_index(settings))
+    with sqlite3.connect(settings.sqlite_path) as db:
+        db.execute("UPDATE chunks SET kw_text = text")
+        db.execute("UPDATE meta SET value = 'pl/polish/snowball 0.1' WHERE key = 'stemming'")
+    await ingest(open_quick_index(settings))
+    with sqlite3.connect(settings.sqlite_path) as db:
+        assert [] == db.execute("SELECT id FROM chunks WHERE kw_text = text").fetchall()
+        assert Stemming("pl").key == db.execute("SELECT value FROM meta WHERE key = 'stemming'").fetchone()[0]
