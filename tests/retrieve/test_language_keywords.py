@@ -49,11 +49,16 @@ SPANISH = {
 }
 
 
-async def test_a_spanish_vault_is_searched_in_spanish(tmp_path, open_quick_index):
-    notes = write_notes(tmp_path / "notes", SPANISH)
+async def _ingested(tmp_path, open_quick_index, files):
+    """The index of `files`, ingested, and its store."""
+    notes = write_notes(tmp_path / "notes", files)
     index = open_quick_index(quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False))
     await ingest(index)
-    store = await index.store()
+    return index, await index.store()
+
+
+async def test_a_spanish_vault_is_searched_in_spanish(tmp_path, open_quick_index):
+    index, store = await _ingested(tmp_path, open_quick_index, SPANISH)
     assert "es" == (await store.stemming()).code == await index.language()  # the bot hears its threads in it
     found = await keyword_path(store, "¿Cuántas veces ha atacado el dragón?", Clearance.PLAYER, 8,
                                stemming=await store.stemming())
@@ -95,10 +100,7 @@ POLISH = {
 
 
 async def test_a_polish_question_finds_the_other_case_of_its_words(tmp_path, open_quick_index):
-    notes = write_notes(tmp_path / "notes", POLISH)
-    index = open_quick_index(quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False))
-    await ingest(index)
-    store = await index.store()
+    _, store = await _ingested(tmp_path, open_quick_index, POLISH)
     assert "pl" == (await store.stemming()).code
     found = await keyword_path(store, "Co się stało na statku?", Clearance.PLAYER, 8, stemming=await store.stemming())
     assert ["Sesje/2024-03-01.md"] == [c.path for c in await store.chunks_by_ids([found[0][0]])]
