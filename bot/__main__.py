@@ -115,12 +115,13 @@ async def _ready_index(name: str, index: Index, stop: asyncio.Event) -> int | No
     except OracleError as exc:
         log.error("campaign %s: %s", name, exc)
         return 2
-    await _check_index(name, index)
+    await check_index(name, index)
     return None
 
 
-async def _check_index(name: str, index: Index) -> None:
-    """Log an index that cannot answer players yet: empty, or built under another policy."""
+async def check_index(name: str, index: Index) -> None:
+    """Log an index that cannot answer players yet (empty, or built under another policy), or answers them
+    with fewer matches than it should (its keyword copies written by another stemmer)."""
     if not await is_indexed(index):
         # The bot still starts, so a game master can run /oracle reingest; every question says so.
         log.error(
@@ -133,6 +134,11 @@ async def _check_index(name: str, index: Index) -> None:
             "the index of campaign %s was built under another policy of who reads what (%s) than this "
             "bot's (%s): players are refused until /oracle reingest (or `oracle ingest`) runs.",
             name, (await index.built_under())[1] or "an earlier release's", index.settings.policy.describe(),
+        )
+    elif not await index.stemmer_current():
+        log.warning(
+            "the keyword index of campaign %s was written by another stemmer than this release's: a word in "
+            "another form is missed until /oracle reingest (or `oracle ingest`) runs.", name,
         )
 
 

@@ -13,13 +13,14 @@ has open (docs/processes.md).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from ..errors import OracleError
 from ..llm import LLM
 from ..offload import off_loop
 from ..settings import Settings
+from ..stems import Stemming
 from ..types import Clearance
 from . import folders
 from .embed import Embedder
@@ -35,6 +36,12 @@ class PolicyChanged(OracleError, RuntimeError):
 
 REINGEST_FOR_POLICY = ("The notes were indexed under another policy of who reads what: the game master must "
                        "reingest them (`/oracle reingest` or `oracle ingest`) before players can ask.")
+
+
+def stemmer_current(meta: Mapping[str, str]) -> bool:
+    """Whether the keyword copies were written by this release's stemmer for the index's language
+    (True before an ingest recorded a language: nothing is written yet)."""
+    return "language" not in meta or meta.get("stemming") == Stemming(meta["language"]).key
 
 
 def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:
@@ -109,6 +116,10 @@ class Index:
     async def language(self) -> str:
         """The language the last ingest read the notes in."""
         return (await (await self.store()).stemming()).code
+
+    async def stemmer_current(self) -> bool:
+        """Whether the last ingest's keyword copies were written by this release's stemmer (`stemmer_current`)."""
+        return stemmer_current(await (await self.store()).meta())
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Store]:

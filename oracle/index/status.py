@@ -18,10 +18,12 @@ from ..llm import Loaded
 from ..types import Clearance
 from . import annotate
 from .embed import model_reads
-from .index import Index
+from .index import Index, stemmer_current
 from .report import VaultReport
 from .store import StoreStats, Withheld
 
+STALE_STEMMER = ("its keyword index was written by another stemmer than this release's, so a word in another "
+                 "form is missed until the notes are ingested again (`oracle ingest` or /oracle reingest)")
 # What a player reads when Ollama does not answer: the reason, with its host, is the game master's.
 PLAYER_OLLAMA = "not answering"
 # Why the context window is the setting, when the model's own limit could not be read (the reason,
@@ -75,6 +77,7 @@ class IndexStatus:
     model: str
     context: ContextWindow
     language: str | None  # the vault's, as the last ingest read it (`ORACLE_LANGUAGE` or detected)
+    stemmer_current: bool  # False: the keyword index was written by another stemmer than this release's
     ollama: Reach
     model_loaded: Loaded
     gm: GMStatus | None = None  # the game master's alone: None in a player's
@@ -93,6 +96,8 @@ class IndexStatus:
         if not self.embed_model_reads_language:
             line += ("; the embedding model was trained on other languages, so its matches count a quarter "
                      "(a multilingual model: ORACLE_EMBED_MODEL)")
+        if not self.stemmer_current:
+            line += f"; {STALE_STEMMER}"
         return line
 
     def to_json(self) -> dict[str, Any]:
@@ -105,6 +110,7 @@ class IndexStatus:
             "embed_model": self.embed_model,
             "model": self.model,
             "language": self.language,
+            "stemmer_current": self.stemmer_current,
             "embed_model_reads_language": self.embed_model_reads_language,
             "context": self.context.to_json(),
         }
@@ -154,6 +160,7 @@ async def index_status(index: Index, *, clearance: Clearance = Clearance.GM) -> 
         model=settings.model,
         context=context,
         language=meta.get("language"),
+        stemmer_current=stemmer_current(meta),
         ollama=ollama,
         model_loaded=loaded,
         gm=gm,

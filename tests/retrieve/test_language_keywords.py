@@ -1,11 +1,14 @@
 """Keyword search in the vault's own language: Spanish, Portuguese, French, German, Italian, Dutch and
 Polish words stemmed by their own Snowball stemmer, accents folded, alike in the index and in the question;
 an English vault searched exactly as before."""
+import logging
 import sqlite3
 
 import pytest
 
+from bot.__main__ import check_index
 from oracle.index.ingest import ingest
+from oracle.index.status import index_status
 from oracle.retrieve.keyword import fts_terms, keyword_path
 from oracle.stems import Stemming
 from oracle.types import Clearance
@@ -106,15 +109,26 @@ async def test_a_polish_question_finds_the_other_case_of_its_words(tmp_path, ope
     assert ["Sesje/2024-03-01.md"] == [c.path for c in await store.chunks_by_ids([found[0][0]])]
 
 
-async def test_an_index_written_by_another_stemmer_is_rewritten_whole(tmp_path, open_quick_index):
-    """A new Snowball release may stem a word otherwise than the one the index was written with."""
+async def test_an_index_written_by_another_stemmer_is_told_then_rewritten_whole(tmp_path, open_quick_index, caplog):
+    """A new Snowball release may stem a word otherwise than the one the index was written with: the
+    status and the bot's start say so until an ingest writes every keyword copy again."""
     notes = write_notes(tmp_path / "notes", POLISH)
     settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
     await ingest(open_quick_index(settings))
     with sqlite3.connect(settings.sqlite_path) as db:
         db.execute("UPDATE chunks SET kw_text = text")
         db.execute("UPDATE meta SET value = 'pl/polish/snowball 0.1' WHERE key = 'stemming'")
-    await ingest(open_quick_index(settings))
+
+    index = open_quick_index(settings)
+    status = await index_status(index, clearance=Clearance.PLAYER)
+    assert (False, False) == (status.stemmer_current, status.to_json()["stemmer_current"])
+    assert "another stemmer" in status.language_line()
+    with caplog.at_level(logging.WARNING, logger="bot"):
+        await check_index("Maski", index)
+    assert ["Maski"] == [r.args[0] for r in caplog.records if "another stemmer" in r.getMessage()]
+
+    await ingest(index)
     with sqlite3.connect(settings.sqlite_path) as db:
         assert [] == db.execute("SELECT id FROM chunks WHERE kw_text = text").fetchall()
         assert Stemming("pl").key == db.execute("SELECT value FROM meta WHERE key = 'stemming'").fetchone()[0]
+    assert (await index_status(index, clearance=Clearance.PLAYER)).stemmer_current
