@@ -49,8 +49,9 @@ class Stemming:
 
     @property
     def key(self) -> str:
-        """What the keyword copies were written with: an index written otherwise is written again."""
-        return f"{self.code}/{SNOWBALL.get(self.code, 'porter')}/snowball {version('snowballstemmer')}"
+        """What the keyword copies were written with: an index written otherwise is written again. A
+        language whose text is kept as written is its code alone, as an earlier release recorded it."""
+        return f"{self.code}/{SNOWBALL[self.code]}/snowball {version('snowballstemmer')}" if self.rewrites else self.code
 
     @property
     def rewrites(self) -> bool:

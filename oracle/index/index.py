@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from ..errors import OracleError
+from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..llm import LLM
 from ..offload import off_loop
 from ..settings import Settings
@@ -38,10 +39,16 @@ REINGEST_FOR_POLICY = ("The notes were indexed under another policy of who reads
                        "reingest them (`/oracle reingest` or `oracle ingest`) before players can ask.")
 
 
+def written_with(meta: Mapping[str, str]) -> str:
+    """The `Stemming.key` the keyword copies were written with; an earlier release recorded only the
+    language (or nothing, in English)."""
+    return meta.get("stemming") or meta.get("language", DEFAULT_LANGUAGE)
+
+
 def stemmer_current(meta: Mapping[str, str]) -> bool:
     """Whether the keyword copies were written by this release's stemmer for the index's language
     (True before an ingest recorded a language: nothing is written yet)."""
-    return "language" not in meta or meta.get("stemming") == Stemming(meta["language"]).key
+    return "language" not in meta or written_with(meta) == Stemming(meta["language"]).key
 
 
 def collection_name(embedder: Embedder | Embeddings, settings: Settings) -> str:

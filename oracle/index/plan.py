@@ -10,7 +10,7 @@ from ..lexicon import DEFAULT as DEFAULT_LANGUAGE
 from ..settings import Settings
 from ..stems import Stemming
 from ..types import GM, Chunk, IngestProgress, IngestReport, Note
-from .index import collection_name
+from .index import collection_name, written_with
 from .scan import CHUNKER_VERSION, Scan, read_and_chunk
 from .seam import Embeddings, Vectors
 from .store import FileRecord, Store
@@ -73,7 +73,7 @@ async def read_plan(settings: Settings, store: Store, embedder: Embeddings, vect
     # The keyword copy of every chunk is written in the vault's language: another language or stemmer
     # than the index was written with rewrites them all, so every note is read again.
     language = scan.vault.conventions.language if scan.vault is not None else DEFAULT_LANGUAGE
-    if not full and meta.get("stemming") != Stemming(language).key:
+    if not full and written_with(meta) != Stemming(language).key:
         full = True
         scan, chunks_by_file = await embedder.offload(read_and_chunk, settings, manifest, full)
 

@@ -132,3 +132,22 @@ async def test_an_index_written_by_another_stemmer_is_told_then_rewritten_whole(
         assert [] == db.execute("SELECT id FROM chunks WHERE kw_text = text").fetchall()
         assert Stemming("pl").key == db.execute("SELECT value FROM meta WHERE key = 'stemming'").fetchone()[0]
     assert (await index_status(index, clearance=Clearance.PLAYER)).stemmer_current
+
+
+@pytest.mark.parametrize("files, code, rewritten", [(POLISH, "pl", True), (SPANISH, "es", True), (None, "en", False)])
+async def test_an_earlier_releases_index_is_rewritten_only_where_it_wrote_otherwise(
+        tmp_path, open_quick_index, mini_notes, files, code, rewritten):
+    """An earlier release recorded the language alone and wrote Polish as it is: a Polish or Spanish
+    index is written again once, an English one (its text as it is, then as now) is left alone."""
+    notes = write_notes(tmp_path / "vault", files) if files else mini_notes
+    settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
+    await ingest(open_quick_index(settings))
+    with sqlite3.connect(settings.sqlite_path) as db:
+        db.execute("UPDATE chunks SET kw_text = 'left as it was'")
+        db.execute("DELETE FROM meta WHERE key = 'stemming'")
+    index = open_quick_index(settings)
+    assert (code, not rewritten) == (await index.language(), await index.stemmer_current())
+    await ingest(index)
+    with sqlite3.connect(settings.sqlite_path) as db:
+        kept = db.execute("SELECT count(*) FROM chunks WHERE kw_text = 'left as it was'").fetchone()[0]
+    assert (kept == 0) is rewritten and await index.stemmer_current()
