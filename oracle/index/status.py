@@ -22,8 +22,10 @@ from .index import Index, stemmer_current
 from .report import VaultReport
 from .store import StoreStats, Withheld
 
+# Added to the language line until an ingest rewrites keyword copies another stemmer wrote.
 STALE_STEMMER = ("its keyword index was written by another stemmer than this release's, so a word in another "
                  "form is missed until the notes are ingested again (`oracle ingest` or /oracle reingest)")
+
 # What a player reads when Ollama does not answer: the reason, with its host, is the game master's.
 PLAYER_OLLAMA = "not answering"
 # Why the context window is the setting, when the model's own limit could not be read (the reason,
