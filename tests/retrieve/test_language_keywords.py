@@ -109,16 +109,23 @@ async def test_a_polish_question_finds_the_other_case_of_its_words(tmp_path, ope
     assert ["Sesje/2024-03-01.md"] == [c.path for c in await store.chunks_by_ids([found[0][0]])]
 
 
-async def test_an_index_written_by_another_stemmer_is_told_then_rewritten_whole(tmp_path, open_quick_index, caplog):
-    """A new Snowball release may stem a word otherwise than the one the index was written with: the
-    status and the bot's start say so until an ingest writes every keyword copy again."""
-    notes = write_notes(tmp_path / "notes", POLISH)
+async def _ingested_then(tmp_path, open_quick_index, notes, *statements):
+    """The settings of an index of `notes`, ingested, then changed by `statements` as another release
+    would have left it."""
     settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
     await ingest(open_quick_index(settings))
     with sqlite3.connect(settings.sqlite_path) as db:
-        db.execute("UPDATE chunks SET kw_text = text")
-        db.execute("UPDATE meta SET value = 'pl/polish/snowball 0.1' WHERE key = 'stemming'")
+        for statement in statements:
+            db.execute(statement)
+    return settings
 
+
+async def test_an_index_written_by_another_stemmer_is_told_then_rewritten_whole(tmp_path, open_quick_index, caplog):
+    """A new Snowball release may stem a word otherwise than the one the index was written with: the
+    status and the bot's start say so until an ingest writes every keyword copy again."""
+    settings = await _ingested_then(tmp_path, open_quick_index, write_notes(tmp_path / "notes", POLISH),
+                                    "UPDATE chunks SET kw_text = text",
+                                    "UPDATE meta SET value = 'pl/polish/snowball 0.1' WHERE key = 'stemming'")
     index = open_quick_index(settings)
     status = await index_status(index, clearance=Clearance.PLAYER)
     assert (False, False) == (status.stemmer_current, status.to_json()["stemmer_current"])
@@ -140,11 +147,8 @@ async def test_an_earlier_releases_index_is_rewritten_only_where_it_wrote_otherw
     """An earlier release recorded the language alone and wrote Polish as it is: a Polish or Spanish
     index is written again once, an English one (its text as it is, then as now) is left alone."""
     notes = write_notes(tmp_path / "vault", files) if files else mini_notes
-    settings = quick_settings(notes, tmp_path / "data", closed_port_url(), annotate=False)
-    await ingest(open_quick_index(settings))
-    with sqlite3.connect(settings.sqlite_path) as db:
-        db.execute("UPDATE chunks SET kw_text = 'left as it was'")
-        db.execute("DELETE FROM meta WHERE key = 'stemming'")
+    settings = await _ingested_then(tmp_path, open_quick_index, notes, "UPDATE chunks SET kw_text = 'left as it was'",
+                                    "DELETE FROM meta WHERE key = 'stemming'")
     index = open_quick_index(settings)
     assert (code, not rewritten) == (await index.language(), await index.stemmer_current())
     await ingest(index)
