@@ -112,7 +112,7 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
             1 for entry in question.relevant if any(matches_place(entry, c.label, c.path, c.sessions) for c in answer.citations)
         )
         gold_recall = found / len(question.relevant)
-    tokens = trace.tokens or {}
+    tokens = trace.tokens
     timings = trace.timings_ms or {}
     return AnswerRecord(
         id=question.id,
@@ -121,14 +121,14 @@ def record(question: Question, answer: Answer) -> AnswerRecord:
         mode=answer.mode,
         abstained=abstains(answer),
         cited=len({c.label for c in answer.citations}) if llm else 0,
-        unknown=len(set((trace.citations or {}).get("unknown", []))) if llm else 0,
+        unknown=len(set(trace.citations.unknown if trace.citations else ())) if llm else 0,
         claims=claims,
         supported=supported_claims,
         uncited=uncited,
         gold_recall=gold_recall,
         answer_terms=answer_terms_shown(question.answer, answer.text) if question.answer else None,
-        tokens_total=tokens.get("total"),
-        prompt_eval_count=tokens.get("prompt_eval_count"),
+        tokens_total=tokens.total if tokens else None,
+        prompt_eval_count=tokens.prompt_eval_count if tokens else None,
         rerank_ms=timings.get("rerank"),
         answer_ms=timings.get("answer"),
         first_words_ms=timings.get("first_words"),

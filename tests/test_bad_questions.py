@@ -94,7 +94,7 @@ async def test_a_truncated_rerank_reply_keeps_the_fused_order(oracle, fake_ollam
     fake_ollama.responder = lambda request: TruncatedJson() if request.get("format") else "An answer [campaign-log › Session 1]."
     answer = await oracle.ask("Who sold Mirela the brass compass?")
     assert "llm" == answer.mode
-    assert answer.trace.rerank["used"] is False
+    assert answer.trace.rerank.used is False
 
 
 async def test_the_oracle_s_own_words_are_in_the_question_s_language(oracle, fake_ollama):

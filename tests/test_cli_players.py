@@ -22,6 +22,7 @@ from oracle.answer.trace import (
     PLAYER_INCOMPLETE,
     PLAYER_REASON,
     PLAYER_RERANK_OFF,
+    RerankRecord,
     Trace,
 )
 from oracle.index.index import Index
@@ -228,9 +229,8 @@ def test_the_game_masters_status_names_the_policy_and_the_host(run):
 
 def test_a_trace_for_players_keeps_no_reason_of_the_machine():
     host = "http://10.0.0.7:11434"
-    trace = Trace("passages", f"Ollama is not reachable at {host}", rerank={
-        "mode": "cross-encoder", "used": False, "chosen": [],
-        "reason": "off: cannot load the cross-encoder '/srv/models/ce': OSError: no such file"},
+    trace = Trace("passages", f"Ollama is not reachable at {host}", rerank=RerankRecord(
+        "cross-encoder", False, "off: cannot load the cross-encoder '/srv/models/ce': OSError: no such file", []),
         incomplete=f"Ollama at {host} closed the connection mid-reply")
     shown = trace.for_players().to_json()
     assert (PLAYER_REASON, PLAYER_RERANK_OFF, PLAYER_INCOMPLETE) == (
@@ -238,8 +238,8 @@ def test_a_trace_for_players_keeps_no_reason_of_the_machine():
     assert host not in json.dumps(shown) and "/srv" not in json.dumps(shown)
     assert host in json.dumps(trace.to_json())  # the game master's is as it was
     # The Oracle's own words stay: a reranker that chose, a question nothing matched.
-    used = Trace("llm", "", rerank={"mode": "llm", "used": True, "reason": "chose 3", "chosen": []})
-    assert "chose 3" == used.for_players().rerank["reason"]
+    used = Trace("llm", "", rerank=RerankRecord("llm", True, "chose 3", []))
+    assert "chose 3" == used.for_players().rerank.reason
     assert "no passage matched" == Trace("not_found", "no passage matched").for_players().reason
 
 

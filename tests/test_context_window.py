@@ -156,7 +156,7 @@ async def test_every_request_carried_the_same_window_and_the_model_loaded_once(s
 @module_loop
 async def test_the_estimate_was_never_below_what_the_server_counted(swept):
     for question, answer in zip(swept.questions, swept.answers, strict=False):
-        tokens = answer.trace.tokens
+        tokens = answer.trace.tokens.to_json()
         assert tokens["num_ctx"] == swept.num_ctx
         assert tokens["total"] <= tokens["budget"] == swept.num_ctx - swept.index.settings.answer_tokens
         assert tokens["prompt_eval_count"] <= tokens["total"], question["id"]
@@ -168,12 +168,12 @@ async def test_a_model_with_a_small_context_lowers_the_window_and_the_prompts_sh
     window = await crd3.index.llm.window()
     assert (window.num_ctx, window.configured, window.model_limit) == (4096, 16384, 4096)
     assert window.reason == f"lowered from ORACLE_NUM_CTX=16384: {MODEL} serves at most 4096 tokens"
-    dropped = [a.trace.tokens["dropped"] for a in crd3.answers]
-    assert any(d["headlines"] for d in dropped) and any(d["fragments"] for d in dropped)
+    dropped = [a.trace.tokens.dropped for a in crd3.answers]
+    assert any(d.headlines for d in dropped) and any(d.fragments for d in dropped)
     # What was dropped is not in the context the answer cites from.
     for answer in crd3.answers:
         kept = {c.label for c in answer.fragments}
-        assert not kept & set(answer.trace.tokens["dropped"]["fragments"])
+        assert not kept & set(answer.trace.tokens.dropped.fragments)
 
 
 @module_loop

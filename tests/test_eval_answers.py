@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import pytest
 
+from oracle.answer.budget import Dropped, PromptTokens
 from oracle.answer.citations import Citation
 from oracle.answer.context import Headline
 from oracle.answer.results import Answer
-from oracle.answer.trace import Trace
+from oracle.answer.trace import CitationRecord, Trace
 from oracle.cli import main
 from oracle.deadline import Deadline
 from oracle.eval_answers import (
@@ -86,8 +87,8 @@ FULL = answer(
     "Vex bought the lantern from a blind peddler [Session 3]. Pell's owl Tock sings opera at the Night Market "
     "every winter [Sheet: Pell]. The coat was found in a chapel [Session 9]. Nobody knows where the peddler went now.",
     trace={
-        "citations": {"unknown": ["Session 99", "Session 99"]},
-        "tokens": {"total": 900, "prompt_eval_count": 1000},
+        "citations": CitationRecord([], ["Session 99", "Session 99"], 0),
+        "tokens": PromptTokens(16384, 15360, 0, 0, 0, 0, 0, 900, Dropped([], [], None), prompt_eval_count=1000),
         "timings_ms": {"rerank": 120.0, "answer": 800.0, "first_words": 750.0},
     },
     citations=(

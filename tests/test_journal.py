@@ -91,7 +91,7 @@ async def test_the_journal_survives_reopening(tmp_path):
         recorded = await again.get(ids["found"])
         assert await again.get(12345) is None
     assert (recorded.channel_id, recorded.message_id, recorded.asker) == (55, 66, "Mira")
-    assert [c["label"] for c in recorded.citations] == ["Session 1", "Session 1"]
+    assert [c.label for c in recorded.citations] == ["Session 1", "Session 1"]
 
 
 def oracle(*args: str, data) -> subprocess.CompletedProcess:
@@ -102,6 +102,10 @@ def oracle(*args: str, data) -> subprocess.CompletedProcess:
 async def test_oracle_questions_lists_confirms_and_exports_a_bank(tmp_path):
     journal, ids = await filled(tmp_path / "journal.sqlite3")
     await journal.close()
+    recent = oracle("questions", "--json", data=tmp_path)
+    assert recent.returncode == 0, recent.stderr
+    [found] = [q for q in json.loads(recent.stdout)["questions"] if q["id"] == ids["found"]]
+    assert [c["label"] for c in found["citations"]] == ["Session 1", "Session 1"]  # as recorded
     listed = oracle("questions", "--unanswered", "--json", data=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert [g["question"] for g in json.loads(listed.stdout)["unanswered"]] == [

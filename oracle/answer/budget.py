@@ -13,7 +13,7 @@ The system prompt and the question are never touched.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, trim_to_tokens
@@ -25,11 +25,43 @@ TRIMMED = "[…]"
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """What left the prompt to make it fit: labels, in the order they went."""
+
+    headlines: list[str]
+    fragments: list[str]
+    trimmed: str | None  # the one fragment cut short, if any
+
+
+@dataclass(frozen=True)
+class PromptTokens:
+    """The answer trace's "tokens": the prompt's estimated parts and what was dropped, then Ollama's
+    own counts once it has answered (None until then, and left out of the JSON)."""
+
+    num_ctx: int
+    budget: int
+    system: int
+    question: int
+    history: int
+    fragments: int
+    headlines: int
+    total: int
+    dropped: Dropped
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["dropped"] = vars(self.dropped).copy()
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Fitted:
     context: Context
     history: tuple[Turn, ...]
     messages: list[dict[str, str]]
-    tokens: dict[str, Any]  # the answer trace's "tokens" entry
+    tokens: PromptTokens
 
 
 def fit_answer_prompt(
@@ -68,17 +100,17 @@ def fit_answer_prompt(
         fitted, messages = build()
         total = message_tokens(messages)
 
-    tokens = {
-        "num_ctx": num_ctx,
-        "budget": budget,
-        "system": MESSAGE_OVERHEAD + estimate_tokens(SYSTEM),
-        "question": estimate_tokens(f"Question: {question}"),
-        "history": sum(MESSAGE_OVERHEAD + estimate_tokens(t.content) for t in turns),
-        "fragments": sum(estimate_tokens(_block(c)) for c in fragments),
-        "headlines": sum(estimate_tokens(f"[{h.chunk.label}] {h.text}") for h in headlines),
-        "total": total,
-        "dropped": {"headlines": dropped_headlines, "fragments": dropped_fragments, "trimmed": trimmed},
-    }
+    tokens = PromptTokens(
+        num_ctx=num_ctx,
+        budget=budget,
+        system=MESSAGE_OVERHEAD + estimate_tokens(SYSTEM),
+        question=estimate_tokens(f"Question: {question}"),
+        history=sum(MESSAGE_OVERHEAD + estimate_tokens(t.content) for t in turns),
+        fragments=sum(estimate_tokens(_block(c)) for c in fragments),
+        headlines=sum(estimate_tokens(f"[{h.chunk.label}] {h.text}") for h in headlines),
+        total=total,
+        dropped=Dropped(dropped_headlines, dropped_fragments, trimmed),
+    )
     return Fitted(fitted, tuple(turns), messages, tokens)
 
 

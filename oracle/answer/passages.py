@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..index.seam import Embeddings
 from ..offload import question_step
@@ -18,6 +17,7 @@ from .citations import Citation
 from .excerpts import Excerpt, choose_excerpts, query_terms
 from .results import PASSAGES_SHOWN, Answer, Cause, compose, passage_blocks, passages_text
 from .selection import Selection
+from .trace import AnswerParts
 
 # The first reply when the deadline for the first words passed while the model was still loading.
 LOADING = texts().loading
@@ -59,7 +59,7 @@ async def passages_answer(
     reason: str,
     retrieval: Retrieval,
     selection: Selection,
-    extra: dict[str, Any],
+    extra: AnswerParts,
     *,
     clearance: Clearance,
     reranker: str,
@@ -84,5 +84,5 @@ async def passages_answer(
     return compose(
         question, text, "passages", reason, reranker=reranker, retrieval=retrieval, selection=selection,
         citations=citations, language=words.code, cause=cause,
-        trace=extra | {"excerpts": [e.to_json() for e in shown], "player_reason": words.unwritten(cause)},
+        trace={**extra, "excerpts": tuple(shown), "player_reason": words.unwritten(cause)},
     )

@@ -13,7 +13,7 @@ from .citations import Citation
 from .context import Headline
 from .excerpts import Excerpt
 from .selection import Selection
-from .trace import JSON_VERSION, Mode, Trace, build_trace
+from .trace import JSON_VERSION, AnswerParts, Mode, Trace, build_trace
 
 PASSAGES_SHOWN = 5
 
@@ -72,13 +72,13 @@ def compose(
     retrieval: Retrieval | None = None,
     selection: Selection | None = None,
     citations: tuple[Citation, ...] = (),
-    trace: dict[str, Any] | None = None,
+    trace: AnswerParts | None = None,
     language: str = DEFAULT,
     cause: Cause | None = None,
 ) -> Answer:
     """An answer and its trace. `trace`: what the answer stage adds to the stages' own record (see
     `answer.trace`); `reranker`: the ORACLE_RERANKER the trace names."""
-    record = build_trace(mode, reason, retrieval, selection, reranker, **(trace or {}))
+    record = build_trace(mode, reason, retrieval, selection, reranker, trace)
     fragments = selection.context.fragments if selection else ()
     headlines = selection.context.headlines if selection else ()
     return Answer(question, text, mode, reason, citations, fragments, headlines, record, language=language,

@@ -10,9 +10,11 @@ master; `for_players()` is the same record as a player may read it, with only th
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from ..retrieve.retrieval import Hit, Retrieval
+from .budget import PromptTokens
+from .excerpts import Excerpt
 from .selection import Selection
 
 # The answer and trace JSON's `version`: 2 names the packed one-line annotations "headlines" (1 had no
@@ -35,6 +37,51 @@ def _ids(hits: list[Hit]) -> list[list[str | float]]:
 
 
 @dataclass(frozen=True)
+class RerankRecord:
+    """What the reranker did: its ORACLE_RERANKER, whether its order was used, why, and what it picked."""
+
+    mode: str
+    used: bool
+    reason: str
+    chosen: list[str]  # chunk ids, before the fused order filled the rest
+
+    def to_json(self) -> dict[str, Any]:
+        return vars(self).copy()
+
+
+@dataclass(frozen=True)
+class CitationRecord:
+    """The answer's citations once checked: the labels shown, those the context did not hold (removed),
+    and how many sentences cite nothing."""
+
+    shown: list[str]
+    unknown: list[str]
+    uncited_sentences: int
+
+    def to_json(self) -> dict[str, Any]:
+        return vars(self).copy()
+
+
+class AnswerParts(TypedDict, total=False):
+    """What the answer stage adds to the stages' own record."""
+
+    llm_calls: int
+    tokens: PromptTokens
+    citations: CitationRecord
+    incomplete: str
+    excerpts: tuple[Excerpt, ...]
+    player_reason: str
+
+
+def _json(value: Any) -> Any:
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return [_json(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
 class Trace:
     mode: Mode
     reason: str
@@ -49,23 +96,23 @@ class Trace:
     linked: list[list[str | float]] | None = None
     timings_ms: dict[str, float] | None = None
     # reranking and packing
-    rerank: dict[str, Any] | None = None  # mode, used, reason, chosen
+    rerank: RerankRecord | None = None
     packed: dict[str, list[list[str]]] | None = None  # fragments and headlines: [chunk id, label]
     # the answer
-    tokens: dict[str, Any] | None = None  # the prompt's estimated parts, what was dropped, Ollama's counts
-    citations: dict[str, Any] | None = None  # shown, unknown, uncited sentences
+    tokens: PromptTokens | None = None
+    citations: CitationRecord | None = None
     incomplete: str | None = None  # why a written answer stops early
-    excerpts: list[dict[str, Any]] | None = None  # the sentences the passages show, with their lines
+    excerpts: tuple[Excerpt, ...] | None = None  # the sentences the passages show, with their lines
     player_reason: str | None = None  # why there is no written answer, as a player reads it
 
     def for_players(self) -> Trace:
         """This trace as a player may read it: without a written answer, what happened to the model
         (`player_reason`, else PLAYER_REASON), never a host or an error; a reranker that was off, or an
-        answer cut short, says only that. The
-        other reasons ("no passage matched", "empty question") are the Oracle's own words."""
+        answer cut short, says only that. The other reasons ("no passage matched", "empty question")
+        are the Oracle's own words."""
         rerank = self.rerank
-        if rerank is not None and not rerank.get("used"):
-            rerank = rerank | {"reason": PLAYER_RERANK_OFF}
+        if rerank is not None and not rerank.used:
+            rerank = replace(rerank, reason=PLAYER_RERANK_OFF)
         return replace(
             self,
             reason=(self.player_reason or PLAYER_REASON) if self.mode == "passages" else self.reason,
@@ -78,7 +125,7 @@ class Trace:
         for f in fields(self):
             value = getattr(self, f.name)
             if value is not None:
-                out[f.name] = value
+                out[f.name] = _json(value)
         return out
 
 
@@ -88,32 +135,29 @@ def build_trace(
     retrieval: Retrieval | None,
     selection: Selection | None,
     reranker: str,
-    **answer: Any,
+    answer: AnswerParts | None = None,
 ) -> Trace:
-    """`answer`: what the answer stage adds (llm_calls, tokens, citations, incomplete, excerpts)."""
-    parts: dict[str, Any] = {}
+    """The trace of the stages a question went through, with what the answer stage adds."""
+    trace = Trace(mode, reason, **(answer or {}))
     if retrieval is not None:
-        parts |= {
-            "search_query": retrieval.search_query,
-            "entities": [e.name for e in retrieval.entities],
-            "paths": {name: _ids(hits) for name, hits in retrieval.paths.items()},
-            "union": retrieval.union,
-            "overlap": retrieval.overlap,
-            "fused": _ids(retrieval.fused),
-            "linked": _ids(retrieval.linked),
-            "timings_ms": retrieval.timings,
-        }
+        trace = replace(
+            trace,
+            search_query=retrieval.search_query,
+            entities=[e.name for e in retrieval.entities],
+            paths={name: _ids(hits) for name, hits in retrieval.paths.items()},
+            union=retrieval.union,
+            overlap=retrieval.overlap,
+            fused=_ids(retrieval.fused),
+            linked=_ids(retrieval.linked),
+            timings_ms=retrieval.timings,
+        )
     if selection is not None:
-        parts |= {
-            "rerank": {
-                "mode": reranker,
-                "used": selection.rerank.used,
-                "reason": selection.rerank.reason,
-                "chosen": selection.rerank.chosen,
-            },
-            "packed": {
+        trace = replace(
+            trace,
+            rerank=RerankRecord(reranker, selection.rerank.used, selection.rerank.reason, selection.rerank.chosen),
+            packed={
                 "fragments": [[c.id, c.label] for c in selection.context.fragments],
                 "headlines": [[h.chunk.id, h.chunk.label] for h in selection.context.headlines],
             },
-        }
-    return Trace(mode, reason, **(parts | answer))
+        )
+    return trace

@@ -11,8 +11,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from ..context_window import ContextWindow
 from ..deadline import Deadline
@@ -32,7 +31,7 @@ from .leaks import Guards, SecretGuard, StreamCheck
 from .prompt import Turn
 from .results import Answer, Cause, compose
 from .selection import Selection
-from .trace import PLAYER_INCOMPLETE, PLAYER_REASON
+from .trace import PLAYER_INCOMPLETE, PLAYER_REASON, AnswerParts, CitationRecord
 
 StageFn = Callable[[str], Awaitable[None]]
 
@@ -74,7 +73,7 @@ class Unwritten:
     when writing began, and the cause a player is told."""
 
     reason: str
-    trace: dict[str, Any]
+    trace: AnswerParts
     began: float
     cause: Cause = "unusable"
 
@@ -111,7 +110,7 @@ class Writer:
         )
         asking.selection.context = fitted.context
         calls = int(asking.selection.rerank.called) + 1  # the rerank call, if made, and the answer call
-        extra: dict[str, Any] = {"llm_calls": calls, "tokens": dict(fitted.tokens)}
+        extra: AnswerParts = {"llm_calls": calls, "tokens": fitted.tokens}
         guard = None if asking.clearance.gm else await self.guards.of(asking.store)
         if self.slots.locked():
             await asking.stage("queued")
@@ -123,7 +122,7 @@ class Writer:
         return await self._answer(asking, written, guard, extra, t)
 
     async def _stream(self, asking: Asking, messages: list[dict[str, str]], window: ContextWindow,
-                      guard: SecretGuard | None, extra: dict[str, Any], t: float) -> Written | Unwritten:
+                      guard: SecretGuard | None, extra: AnswerParts, t: float) -> Written | Unwritten:
         """The model's reply, in one of its slots and within the deadline, shown as it comes."""
         deadline, retrieval = asking.deadline, asking.retrieval
         show_text = asking.show_text
@@ -158,7 +157,7 @@ class Writer:
         finally:
             self.slots.release()
 
-    async def _answer(self, asking: Asking, written: Written, guard: SecretGuard | None, extra: dict[str, Any],
+    async def _answer(self, asking: Asking, written: Written, guard: SecretGuard | None, extra: AnswerParts,
                        t: float) -> Answer | Unwritten:
         """The reply with its citations verified, or withheld from a player when it repeats a secret."""
         retrieval, selection = asking.retrieval, asking.selection
@@ -176,17 +175,14 @@ class Writer:
             extra["incomplete"] = written.incomplete
             shown_why = written.incomplete if asking.clearance.gm or not written.cut else PLAYER_INCOMPLETE
             shown = f"{shown}\n\n*(The answer stops here: {shown_why}.)*"
-        citations = {
-            "shown": [c.label for c in verified.citations],
-            "unknown": list(verified.unknown),
-            "uncited_sentences": verified.uncited_sentences,
-        }
+        citations = CitationRecord([c.label for c in verified.citations], list(verified.unknown),
+                                   verified.uncited_sentences)
         return compose(
             asking.question, shown, "llm", "", reranker=self.settings.reranker, retrieval=retrieval,
-            selection=selection, citations=verified.citations, trace=extra | {"citations": citations},
+            selection=selection, citations=verified.citations, trace={**extra, "citations": citations},
         )
 
-    def _late(self, deadline: Deadline, extra: dict[str, Any], t: float, why: str = "") -> Unwritten:
+    def _late(self, deadline: Deadline, extra: AnswerParts, t: float, why: str = "") -> Unwritten:
         """The first words were not written by the deadline: the passages at once, saying so (and,
         to a player too, that the model is still loading when it is)."""
         loading = self.llm.loading
@@ -211,10 +207,9 @@ class Written:
     cut: bool = False
 
 
-def _whole_reply(reply: Reply, window: ContextWindow, extra: dict[str, Any]) -> Written:
+def _whole_reply(reply: Reply, window: ContextWindow, extra: AnswerParts) -> Written:
     """A reply the model ended; one that ran out of its budget mid-sentence shows the sentences it finished."""
-    extra["tokens"].update({k: v for k, v in (("prompt_eval_count", reply.prompt_eval_count),
-                                              ("eval_count", reply.eval_count)) if v is not None})
+    extra["tokens"] = replace(extra["tokens"], prompt_eval_count=reply.prompt_eval_count, eval_count=reply.eval_count)
     if not reply.text.strip():
         raise LLMError("the model gave an empty answer")
     if reply.done_reason == "length" and len(_whole_sentences(reply.text).split()) >= MIN_PARTIAL_WORDS:
@@ -223,7 +218,7 @@ def _whole_reply(reply: Reply, window: ContextWindow, extra: dict[str, Any]) -> 
     return Written(reply.text)
 
 
-def _cut_reply(asking: Asking, exc: StreamCut, extra: dict[str, Any], t: float) -> Written | Unwritten:
+def _cut_reply(asking: Asking, exc: StreamCut, extra: AnswerParts, t: float) -> Written | Unwritten:
     """A stream cut after it began: its whole sentences, unless too few to be an answer."""
     why = _cut(exc, asking.deadline)
     text = _whole_sentences(exc.partial)

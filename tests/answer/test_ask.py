@@ -125,7 +125,7 @@ async def test_the_rerankers_choice_is_honoured_and_filled_from_the_fused_order(
     assert [header_of(campaign.chunks[cid]) for cid in final[:8]] == fragment_headers(request)
     assert final[:8] == [c.id for c in answer.fragments]
     assert {"mode": "llm", "used": True, "reason": "chose 2, filled 6 from the fused order",
-            "chosen": [pool[2], pool[0]]} == answer.trace.rerank
+            "chosen": [pool[2], pool[0]]} == answer.trace.rerank.to_json()
     assert [[cid, campaign.chunks[cid]["label"]] for cid in final[:8]] == answer.trace.packed["fragments"]
 
 
@@ -227,7 +227,7 @@ def assert_fused_order_kept(campaign: Campaign, answer, request: dict) -> None:
     pool = pool_ids(answer)
     assert pool[:8] == [c.id for c in answer.fragments]
     assert [header_of(campaign.chunks[cid]) for cid in pool[:8]] == fragment_headers(request)
-    assert (False, []) == (answer.trace.rerank["used"], answer.trace.rerank["chosen"])
+    assert (False, []) == (answer.trace.rerank.used, answer.trace.rerank.chosen)
 
 
 @module_loop
@@ -247,7 +247,7 @@ async def test_a_candidate_without_annotation_turns_reranking_off(campaign, fake
     assert [] == requests_of(fake, "rerank")  # no rerank call at all
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
-    reason = answer.trace.rerank["reason"]
+    reason = answer.trace.rerank.reason
     assert reason.startswith("off: 1 of ") and "no annotation" in reason
     assert ("llm", 1, 1) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
     assert missing.id not in [s.chunk.id for s in answer.headlines]  # no headline without a note
@@ -265,7 +265,7 @@ async def test_a_rerank_timeout_keeps_the_fused_order(campaign, fake):
     [rerank, request] = [r for r in fake.chat_requests() if r["messages"]]
     assert [rerank] == fake.abandoned
     assert_fused_order_kept(campaign, answer, request)
-    reason = answer.trace.rerank["reason"]
+    reason = answer.trace.rerank.reason
     assert reason.startswith(f"off: Ollama at {fake.url} did not answer in time (within ")
     assert reason.endswith(" s, the rerank's share of ORACLE_FIRST_WORDS_SECONDS)")
     assert ("llm", DEFAULT_ANSWER, 2, 2) == (
@@ -293,8 +293,8 @@ async def test_while_the_model_loads_the_rerank_is_asked_once_it_is_loaded(campa
     # One load, a request of its own: the rerank waited for it, then was asked once.
     assert [[], "rerank", "answer"] == [r["messages"] and kind(r) for r in fake.chat_requests()]
     assert ([(MODEL, 16384)], [], []) == (fake.loads, fake.aborted_loads, fake.abandoned)
-    assert answer.trace.rerank["used"] is True
-    assert answer.trace.rerank["reason"] == "chose 2, asked once the model had loaded, filled 6 from the fused order"
+    assert answer.trace.rerank.used is True
+    assert answer.trace.rerank.reason == "chose 2, asked once the model had loaded, filled 6 from the fused order"
     assert "llm" == answer.mode
 
 
@@ -312,12 +312,12 @@ async def test_a_model_loading_past_the_deadline_gives_the_passages_and_goes_on_
     assert player.text.startswith("The model is still loading; here are the passages meanwhile.\n\n[")
     assert EN.model_loading == player.to_json()["reason"] and fake.url not in json.dumps(player.to_json())
     assert re.fullmatch(r"off: the model was still loading after 0\.\d s, the rerank's share of "
-                        r"ORACLE_FIRST_WORDS_SECONDS", player.trace.rerank["reason"])
+                        r"ORACLE_FIRST_WORDS_SECONDS", player.trace.rerank.reason)
     # The load was never abandoned: the answer request that waited behind it was, at the deadline.
     [load, first_answer, rerank, answer] = fake.chat_requests()
     assert ([], ["answer", "rerank", "answer"]) == (load["messages"], [kind(r) for r in (first_answer, rerank, answer)])
     assert ([(MODEL, 16384)], [], [first_answer]) == (fake.loads, fake.aborted_loads, fake.abandoned)
-    assert ("llm", True) == (later.mode, later.trace.rerank["used"])
+    assert ("llm", True) == (later.mode, later.trace.rerank.used)
 
 
 @module_loop
@@ -342,7 +342,7 @@ async def test_an_unusable_rerank_reply_keeps_the_fused_order(campaign, fake, re
 
     [request] = requests_of(fake, "answer")
     assert_fused_order_kept(campaign, answer, request)
-    assert answer.trace.rerank["reason"].startswith(reason)
+    assert answer.trace.rerank.reason.startswith(reason)
     assert ("llm", 2, 2) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
 
 
@@ -357,7 +357,7 @@ async def test_unknown_candidates_are_dropped_and_the_rest_filled(campaign, fake
     [request] = requests_of(fake, "answer")
     assert [header_of(campaign.chunks[cid]) for cid in final[:8]] == fragment_headers(request)
     assert {"mode": "llm", "used": True, "reason": "chose 1, dropped 2 unknown, filled 7 from the fused order",
-            "chosen": [pool[1]]} == answer.trace.rerank
+            "chosen": [pool[1]]} == answer.trace.rerank.to_json()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,7 +373,7 @@ def assert_passages(campaign: Campaign, answer, why: str = PLAYER_REASON) -> Non
     assert 5 == len(best)
     assert [(c.label, c.path) for c in best] == [(c.label, c.path) for c in answer.citations]
     # Each passage is cited by the lines of the sentences it shows, within its chunk's lines.
-    for chunk, cited, shown in zip(best, answer.citations, answer.trace.excerpts, strict=True):
+    for chunk, cited, shown in zip(best, answer.citations, [e.to_json() for e in answer.trace.excerpts], strict=True):
         assert chunk.start_line <= cited.start_line <= cited.end_line <= chunk.end_line
         assert (chunk.label, [cited.start_line, cited.end_line]) == (shown["label"], [shown["lines"][0][0], shown["lines"][-1][1]])
         assert f"[{cited.label}] ({cited.path}, lines {cited.start_line}–{cited.end_line})\n> " in answer.text
@@ -432,7 +432,7 @@ async def test_a_refused_connection_gives_passages(campaign, fake):
         answer = await oracle.ask(QUESTION)
 
     assert f"Ollama is not reachable at {host}" == answer.reason  # refused, not timed out
-    assert f"off: Ollama is not reachable at {host}" == answer.trace.rerank["reason"]
+    assert f"off: Ollama is not reachable at {host}" == answer.trace.rerank.reason
     assert_passages(campaign, answer, EN.no_model_running)  # a player is told no model runs, not where
     assert pool_ids(answer)[:8] == [c.id for c in answer.fragments]
     assert [] == fake.requests
@@ -484,7 +484,7 @@ async def test_invented_citations_are_removed(campaign, fake):
 
     first = answer.fragments[0]
     assert f"Orrin Hale kept the harbour ledger [{first.label}]. He sank the Gull at dawn." == answer.text
-    assert {"shown": [first.label], "unknown": ["Session 999"], "uncited_sentences": 1} == answer.trace.citations
+    assert {"shown": [first.label], "unknown": ["Session 999"], "uncited_sentences": 1} == answer.trace.citations.to_json()
     assert [{"label": first.label, "path": first.path, "lines": [first.start_line, first.end_line]}] == (
         answer.to_json()["citations"])
     assert ("llm", "") == (answer.mode, answer.reason)
@@ -504,7 +504,7 @@ async def test_calls_per_question(campaign, fake, reranker, calls):
     assert "llm" == answer.mode
     if reranker == "none":
         assert {"mode": "none", "used": False, "reason": "off: ORACLE_RERANKER=none", "chosen": []} == (
-            answer.trace.rerank)
+            answer.trace.rerank.to_json())
 
 
 @module_loop
@@ -548,7 +548,7 @@ async def test_a_question_that_finds_nothing_costs_no_call(tmp_path, quick_embed
         answer = await oracle.ask("Who will betray the Hollow King?", clearance=Clearance.GM)
         # One candidate: nothing to rerank, one call.
         assert ("llm", 1, 1) == (answer.mode, answer.trace.llm_calls, len(fake.chat_requests()))
-        assert "nothing to rerank" == answer.trace.rerank["reason"]
+        assert "nothing to rerank" == answer.trace.rerank.reason
     finally:
         await index.close()
 
@@ -709,7 +709,7 @@ async def test_the_trace_counts_the_prompt_and_the_server_agrees(campaign, fake)
     async with campaign.oracle() as oracle:
         answer = await oracle.ask(QUESTION, history=history)
 
-    tokens = answer.trace.tokens
+    tokens = answer.trace.tokens.to_json()
     assert set(tokens) == {"num_ctx", "budget", "system", "question", "history", "fragments", "headlines", "total",
                            "dropped", "prompt_eval_count", "eval_count"}
     assert (tokens["num_ctx"], tokens["budget"]) == (16384, 16384 - 1024)
@@ -727,7 +727,7 @@ async def test_a_small_window_drops_headlines_then_fragments_and_the_trace_names
     async with campaign.oracle(num_ctx=1024, answer_tokens=384) as oracle:
         answer = await oracle.ask(QUESTION)
 
-    tokens = answer.trace.tokens
+    tokens = answer.trace.tokens.to_json()
     dropped = tokens["dropped"]
     [request] = requests_of(fake, "answer")
     assert request["options"]["num_ctx"] == 1024 and tokens["total"] <= tokens["budget"] == 1024 - 384
@@ -796,4 +796,4 @@ async def test_an_answer_that_runs_out_of_its_budget_ends_on_a_whole_sentence_ma
     assert long_answer(request).startswith(written)
     assert marker == "*(The answer stops here: it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS).)*"
     assert answer.trace.incomplete == "it reached its budget of 100 tokens (ORACLE_ANSWER_TOKENS)"
-    assert (answer.mode, answer.trace.tokens["eval_count"]) == ("llm", 100)
+    assert (answer.mode, answer.trace.tokens.eval_count) == ("llm", 100)

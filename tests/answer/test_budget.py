@@ -47,7 +47,7 @@ def test_a_prompt_that_fits_is_sent_whole_and_counted():
     assert fitted.context == Context(FRAGMENTS, SUMMARIES)
     assert fitted.history == HISTORY
     assert fitted.messages == build_answer_prompt(QUESTION, fitted.context, HISTORY)
-    tokens = fitted.tokens
+    tokens = fitted.tokens.to_json()
     assert (tokens["num_ctx"], tokens["budget"], tokens["total"]) == (size() + REPLY, size(), size())
     assert tokens["dropped"] == {"headlines": [], "fragments": [], "trimmed": None}
     assert all(tokens[part] > 0 for part in ("system", "question", "history", "fragments", "headlines"))
@@ -59,21 +59,21 @@ def test_headlines_go_first_the_last_one_first():
 
     assert labels(fitted.context.headlines) == ["Session 10", "Session 11"]
     assert fitted.context.fragments == FRAGMENTS and fitted.history == HISTORY
-    assert fitted.tokens["dropped"] == {"headlines": ["Session 13", "Session 12"], "fragments": [], "trimmed": None}
-    assert fitted.tokens["total"] <= fitted.tokens["budget"]
+    assert vars(fitted.tokens.dropped) == {"headlines": ["Session 13", "Session 12"], "fragments": [], "trimmed": None}
+    assert fitted.tokens.total <= fitted.tokens.budget
     assert_rules_and_question_kept(fitted)
 
 
 def test_then_the_oldest_history_then_the_lowest_fragments():
     fitted = fit(size(summaries=(), history=HISTORY[1:]) + REPLY)
     assert (fitted.history, fitted.context.fragments) == (HISTORY[1:], FRAGMENTS)
-    assert fitted.tokens["dropped"]["headlines"] == ["Session 13", "Session 12", "Session 11", "Session 10"]
+    assert fitted.tokens.dropped.headlines == ["Session 13", "Session 12", "Session 11", "Session 10"]
 
     fitted = fit(size(fragments=FRAGMENTS[:2], summaries=(), history=()) + REPLY)
     assert (fitted.history, fitted.context.fragments, fitted.context.headlines) == ((), FRAGMENTS[:2], ())
-    assert fitted.tokens["dropped"]["fragments"] == ["Session 4", "Session 3"]
-    assert fitted.tokens["dropped"]["trimmed"] is None
-    assert fitted.tokens["history"] == 0
+    assert fitted.tokens.dropped.fragments == ["Session 4", "Session 3"]
+    assert fitted.tokens.dropped.trimmed is None
+    assert fitted.tokens.history == 0
     assert_rules_and_question_kept(fitted)
 
 
@@ -85,12 +85,12 @@ def test_last_the_one_fragment_left_is_trimmed_at_a_paragraph():
     [trimmed] = fitted.context.fragments
     assert trimmed.text == two_paragraphs.text + "\n" + TRIMMED
     assert (trimmed.label, trimmed.start_line, trimmed.end_line) == ("Session 1", 1, 3)  # the lines it still holds
-    assert fitted.tokens["dropped"] == {
+    assert vars(fitted.tokens.dropped) == {
         "headlines": ["Session 13", "Session 12", "Session 11", "Session 10"],
         "fragments": ["Session 4", "Session 3", "Session 2"],
         "trimmed": "Session 1",
     }
-    assert fitted.tokens["total"] <= budget
+    assert fitted.tokens.total <= budget
     assert_rules_and_question_kept(fitted)
 
 
@@ -98,7 +98,7 @@ def test_the_rules_and_the_question_are_never_cut_even_when_they_alone_are_over(
     fitted = fit(size(fragments=(), summaries=(), history=()) - 10 + REPLY)
 
     assert fitted.context == Context((), ())
-    assert fitted.tokens["total"] > fitted.tokens["budget"]  # said, not hidden
+    assert fitted.tokens.total > fitted.tokens.budget  # said, not hidden
     assert_rules_and_question_kept(fitted)
 
 

@@ -147,7 +147,7 @@ async def test_the_order_is_the_cross_encoders_own(harbour, tiny_cross_encoder, 
     assert len(pool) > 8
     assert expected[:8] != pool[:8]  # the model really reorders
     assert {"mode": "cross-encoder", "used": True, "reason": "cross-encoder chose 8", "chosen": expected[:8]} == (
-        answer.trace.rerank)
+        answer.trace.rerank.to_json())
     assert expected[:8] == [c.id for c in answer.fragments]
     assert [c.label for c in answer.fragments] == answer_headers(fake)
     # No rerank call to Ollama: the answer is the only one.
@@ -160,7 +160,7 @@ async def test_annotation_and_text_give_different_orders(harbour, tiny_cross_enc
     for field in ("annotation", "text"):
         async with oracle_with(harbour, reranker="cross-encoder", cross_encoder=str(tiny_cross_encoder),
                                cross_encoder_input=field) as oracle:
-            orders[field] = (await oracle.ask(QUESTION)).trace.rerank["chosen"]
+            orders[field] = (await oracle.ask(QUESTION)).trace.rerank.chosen
     assert orders["annotation"] != orders["text"]
 
 
@@ -171,8 +171,8 @@ async def test_a_cross_encoder_that_cannot_load_keeps_the_fused_order(harbour):
         again = await oracle.ask(QUESTION)  # the failure is remembered, not retried
     pool = [cid for cid, _, _ in answer.trace.fused]
     rerank = answer.trace.rerank
-    assert (False, []) == (rerank["used"], rerank["chosen"])
-    assert rerank["reason"].startswith("off: cannot load the cross-encoder '/nonexistent': ")
+    assert (False, []) == (rerank.used, rerank.chosen)
+    assert rerank.reason.startswith("off: cannot load the cross-encoder '/nonexistent': ")
     assert rerank == again.trace.rerank
     assert pool[:8] == [c.id for c in answer.fragments]
     assert ("llm", ANSWER, 1) == (answer.mode, answer.text, answer.trace.llm_calls)
@@ -195,10 +195,10 @@ async def test_a_missing_annotation_matters_only_when_scoring_annotations(harbou
             with sqlite3.connect(index.settings.sqlite_path) as db:
                 db.executemany(f"INSERT INTO annotations VALUES ({','.join('?' * len(saved[0]))})", saved)
     rerank = answer.trace.rerank
-    assert used == rerank["used"]
+    assert used == rerank.used
     if not used:
-        assert "off: some candidates have no annotation yet" == rerank["reason"]
+        assert "off: some candidates have no annotation yet" == rerank.reason
         assert [cid for cid, _, _ in answer.trace.fused][:8] == [c.id for c in answer.fragments]
     else:
-        assert expected_order(harbour, tiny_cross_encoder, answer, "text")[:8] == rerank["chosen"]
+        assert expected_order(harbour, tiny_cross_encoder, answer, "text")[:8] == rerank.chosen
     assert "llm" == answer.mode

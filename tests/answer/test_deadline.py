@@ -149,7 +149,7 @@ async def test_an_ollama_that_answers_after_minutes_gives_the_passages_at_the_de
     # before its reply, minutes away.
     asked = [r for r in fake.chat_requests() if r["messages"]]
     assert ["rerank", "answer"] * 2 == [kind(r) for r in asked] and asked == await left(fake, 4)
-    rerank = player.trace.rerank["reason"]
+    rerank = player.trace.rerank.reason
     # Half of what is left of the 2 s when the rerank starts: 1.0 s, less on a loaded machine.
     within = re.match(rf"off: Ollama at {re.escape(fake.url)} did not answer in time \(within (\d\.\d) s", rerank)
     assert within and 0.5 <= float(within.group(1)) <= 1.0, rerank
@@ -165,7 +165,7 @@ async def test_an_ollama_that_answers_after_minutes_gives_the_passages_at_the_de
 async def test_in_the_normal_mode_nothing_changes(campaign, fake):
     async with campaign.oracle() as oracle:
         answer = await oracle.ask(QUESTION)
-    assert ("llm", "", True) == (answer.mode, answer.reason, answer.trace.rerank["used"])
+    assert ("llm", "", True) == (answer.mode, answer.reason, answer.trace.rerank.used)
     assert ["rerank", "answer"] == [kind(r) for r in fake.chat_requests()] and [] == fake.abandoned
     timings = answer.trace.timings_ms
     assert timings["rerank"] <= timings["first_words"] <= timings["total"]  # the trace says when it began
@@ -241,7 +241,7 @@ async def test_the_wait_for_a_model_slot_counts_against_the_deadline(campaign, f
 
     assert answer.reason == ("the model did not start answering within 1 s (ORACLE_FIRST_WORDS_SECONDS): "
                              "no model slot came free (ORACLE_LLM_CONCURRENCY=2)")
-    assert answer.trace.rerank["reason"].startswith("off: no model slot was free (ORACLE_LLM_CONCURRENCY) within ")
+    assert answer.trace.rerank.reason.startswith("off: no model slot was free (ORACLE_LLM_CONCURRENCY) within ")
     assert ("passages", []) == (answer.mode, [r for r in fake.chat_requests() if r["messages"]])
 
 
