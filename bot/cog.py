@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from oracle import Answer, Citation, Clearance, IngestBusy, IngestError, Oracle, PolicyChanged, index_status
+from oracle import Answer, Clearance, IngestBusy, IngestError, Oracle, PolicyChanged, index_status
 
 from .answering import Answering, OracleHost
 from .errors import UserError
@@ -150,7 +150,7 @@ class OracleCog(commands.GroupCog, group_name="oracle", group_description="Ask t
         if table is None or recorded is None or not recorded.citations:
             await interaction.followup.send("This answer has no sources on record.", ephemeral=True)
             return
-        citations = [Citation(c["label"], c["path"], c["lines"][0], c["lines"][1]) for c in recorded.citations]
+        citations = list(recorded.citations)
         clearance = Clearance.of(self.answering.is_game_master(interaction.user, table))  # the reply is private
         cited = await table.oracle.cited(citations, clearance=clearance)
         embeds = excerpt_embeds([(c.citation.label, c.citation.path, c.citation.start_line, c.citation.end_line,

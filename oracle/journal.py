@@ -25,6 +25,7 @@ from typing import Any
 
 import aiosqlite
 
+from .answer.citations import Citation
 from .answer.results import Answer, abstains
 from .errors import OracleError
 from .offload import question_step
@@ -103,7 +104,7 @@ class Recorded:
     answer: str
     mode: str
     abstained: bool
-    citations: tuple[dict[str, Any], ...]
+    citations: tuple[Citation, ...]
     gm: bool
     generation: str
     asker: str
@@ -141,8 +142,9 @@ _COLUMNS = ("id, created, kind, question, answer, mode, abstained, citations, gm
 def _recorded(row: Sequence[Any]) -> Recorded:
     (id_, created, kind, question, answer, mode, abstained, citations, gm, generation, asker, asker_id,
      channel_id, message_id, history) = row
-    return Recorded(id_, created, kind, question, answer, mode, bool(abstained), tuple(json.loads(citations)),
-                    bool(gm), generation, asker, asker_id, channel_id, message_id, tuple(json.loads(history)))
+    cited = tuple(Citation.from_json(c) for c in json.loads(citations))
+    return Recorded(id_, created, kind, question, answer, mode, bool(abstained), cited, bool(gm), generation, asker,
+                    asker_id, channel_id, message_id, tuple(json.loads(history)))
 
 
 def content_words(question: str) -> frozenset[str]:
@@ -240,7 +242,7 @@ class Journal:
         if gm and vote == 1:
             recorded = await self.get(answer_id)
             assert recorded is not None
-            labels = list(dict.fromkeys(c["label"] for c in recorded.citations))
+            labels = list(dict.fromkeys(c.label for c in recorded.citations))
             await self._confirm(answer_id, labels, "vote", by, replace_hand=False)
         elif gm:
             await self.db.execute("DELETE FROM confirmed WHERE answer_id = ? AND source = 'vote'", (answer_id,))

@@ -32,6 +32,12 @@ class Citation:
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "path": self.path, "lines": [self.start_line, self.end_line]}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Citation:
+        """A citation as `to_json` wrote it (its sessions are not written, so not read)."""
+        start, end = data["lines"]
+        return cls(data["label"], data["path"], start, end)
+
 
 @dataclass(frozen=True)
 class Verified:

@@ -162,7 +162,7 @@ async def cmd_questions(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"questions": [
             {"id": r.id, "created": r.created, "kind": r.kind, "question": r.question, "mode": r.mode,
-             "abstained": r.abstained, "citations": list(r.citations), "asker": r.asker} for r in recent
+             "abstained": r.abstained, "citations": [c.to_json() for c in r.citations], "asker": r.asker} for r in recent
         ]}, ensure_ascii=False))
         return 0
     table = Table(title="questions asked, newest first", title_justify="left")
@@ -170,6 +170,6 @@ async def cmd_questions(args: argparse.Namespace) -> int:
         table.add_column(col)
     for r in recent:
         table.add_row(str(r.id), r.created, escape(r.asker), escape(r.question), r.mode,
-                      escape(", ".join(dict.fromkeys(c["label"] for c in r.citations))))
+                      escape(", ".join(dict.fromkeys(c.label for c in r.citations))))
     out.print(table)
     return 0
