@@ -10,6 +10,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -44,7 +45,7 @@ class IngestBars:
             console=console,
             disable=not enabled,
         )
-        self.tasks: dict[str, Any] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, event: IngestProgress) -> None:
         if event.stage == "done":
