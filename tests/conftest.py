@@ -398,9 +398,7 @@ def _run_catching(coro) -> object:
 
 async def _ingest_once(notes: Path, data: Path, model: Embedder, annotated: bool) -> IngestReport:
     async def run(host: str) -> IngestReport:
-        settings = Settings(_env_file=None, notes_dir=notes, data_dir=data, ollama_host=host,
-                            ollama_probe_timeout=2.0, ollama_timeout=10.0)
-        index = Index(settings, embedder=model)
+        index = Index(quick_settings(notes, data, host), embedder=model)
         try:
             return await ingest(index)
         finally:

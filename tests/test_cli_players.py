@@ -28,9 +28,8 @@ from oracle.answer.trace import (
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.index.status import PLAYER_OLLAMA, PLAYER_WINDOW_UNKNOWN, model_name
-from oracle.settings import Settings
 from oracle.texts import texts
-from tests.conftest import closed_port_url, write_notes
+from tests.conftest import closed_port_url, quick_settings, write_notes
 
 NO_MODEL = texts().no_model_running  # what a player reads with no Ollama at all
 VAULT = {
@@ -62,9 +61,8 @@ def vault(tmp_path_factory, quick_embedder) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("players")
     notes = write_notes(root / "notes", VAULT)
     # The policy the commands run under (`run`): an index built under another one is refused to players.
-    settings = Settings(_env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=closed_port_url(),
-                        annotate=False, ollama_probe_timeout=2.0, player_notes=["sessions", "sheets"],
-                        gm_notes=["TODO.md"])
+    settings = quick_settings(notes, root / "data", closed_port_url(), annotate=False,
+                              player_notes=["sessions", "sheets"], gm_notes=["TODO.md"])
 
     async def build() -> None:
         async with Index(settings, embedder=quick_embedder) as index:

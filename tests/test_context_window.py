@@ -25,9 +25,8 @@ from oracle.answer.prompt import SYSTEM, Turn
 from oracle.index.index import Index
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
-from oracle.settings import Settings
 from testing.ollama_server import FakeModel, FakeOllama, tokenize
-from tests.conftest import REPO, SAMPLE_NOTES, SHARED_EVAL
+from tests.conftest import REPO, SAMPLE_NOTES, SHARED_EVAL, quick_settings
 from tests.conftest import request_kind as kind
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -85,8 +84,8 @@ async def sweep(notes: Path, data: Path, questions: list[dict], embedder, model:
     fake = FakeOllama(models=[model])
     await fake.start()
     fake.responder = responder
-    settings = Settings(_env_file=None, notes_dir=notes, data_dir=data, ollama_host=fake.url, model=MODEL,
-                        ollama_probe_timeout=2.0, ollama_timeout=30.0, first_words=30.0, answer_timeout=30.0)
+    settings = quick_settings(notes, data, fake.url, model=MODEL, ollama_timeout=30.0, first_words=30.0,
+                              answer_timeout=30.0)
     index = Index(settings, embedder=embedder)
     report = await ingest(index)
     assert report.annotations_missing == 0

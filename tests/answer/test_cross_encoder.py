@@ -19,7 +19,7 @@ from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
 from oracle.settings import Settings
 from testing.ollama_server import FakeOllama
-from tests.conftest import MINI_CAMPAIGN, request_kind, write_notes
+from tests.conftest import MINI_CAMPAIGN, quick_settings, request_kind, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -90,8 +90,7 @@ async def harbour(tmp_path_factory, quick_embedder):
     root = tmp_path_factory.mktemp("ce-harbour")
     notes = write_notes(root / "notes", NOTES)
     async with FakeOllama(models=[MODEL], responder=responder) as fake:
-        settings = Settings(_env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=fake.url,
-                            model=MODEL, ollama_probe_timeout=2.0, ollama_timeout=10.0, answer_timeout=5.0)
+        settings = quick_settings(notes, root / "data", fake.url, model=MODEL, answer_timeout=5.0)
         index = Index(settings, embedder=quick_embedder)
         report = await ingest(index)
         assert 0 == report.annotations_missing

@@ -18,9 +18,8 @@ from oracle.index.index import Index, collection_name
 from oracle.index.ingest import ingest
 from oracle.index.worker import EmbedWorker
 from oracle.oracle import Oracle
-from oracle.settings import Settings
 from oracle.types import Chunk
-from tests.conftest import SHARED_EVAL, closed_port_url
+from tests.conftest import SHARED_EVAL, closed_port_url, quick_settings
 from tests.fakes.multilingual_model import DIM, PROMPTS
 
 pytestmark = pytest.mark.integration
@@ -98,8 +97,8 @@ def test_a_model_the_export_refuses_answers_questions_on_torch(multilingual_mode
 
 
 async def search(embedder: Embedder, data, question: str, model_ref: str) -> tuple[list[str], list[str], str]:
-    settings = Settings(_env_file=None, notes_dir=SPANISH, data_dir=data, ollama_host=closed_port_url(),
-                        ollama_probe_timeout=1.0, annotate=False, embed_model=model_ref)
+    settings = quick_settings(SPANISH, data, closed_port_url(), ollama_probe_timeout=1.0, annotate=False,
+                              embed_model=model_ref)
     async with Index(settings, embedder=embedder) as index:
         await ingest(index)
         retrieval = await Oracle(index).search(question, k=K)

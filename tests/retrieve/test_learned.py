@@ -36,9 +36,8 @@ from oracle.retrieve.learned import (
     LearnedRanker,
     load_ranker,
 )
-from oracle.settings import Settings
 from oracle.types import Chunk, Clearance
-from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, quick_settings, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -180,11 +179,7 @@ def test_a_missing_model_is_refused_with_a_warning(tmp_path, caplog):
 async def mini(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("learned")
     notes = write_notes(root / "notes", MINI_CAMPAIGN)
-    settings = Settings(
-        _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=closed_port_url(),
-        ollama_probe_timeout=2.0, ollama_timeout=10.0,
-    )
-    index = Index(settings, embedder=embedder)
+    index = Index(quick_settings(notes, root / "data", closed_port_url()), embedder=embedder)
     await ingest(index)
     yield index
     await index.close()

@@ -19,9 +19,8 @@ from oracle.oracle import Oracle
 from oracle.retrieve.entity import EntityMatcher, entity_path, mention_weight
 from oracle.retrieve.keyword import common_words, fts_terms, keyword_path
 from oracle.retrieve.retrieval import Retrieval
-from oracle.settings import Settings
 from oracle.types import GM, PUBLIC, Clearance
-from tests.conftest import MINI_CAMPAIGN, closed_port_url, write_notes
+from tests.conftest import MINI_CAMPAIGN, closed_port_url, quick_settings, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -58,15 +57,7 @@ async def mini(tmp_path_factory, embedder):
     """The mini campaign, ingested once: as `make_settings(mini_notes)` + `open_index` would build it."""
     root = tmp_path_factory.mktemp("mini")
     notes = write_notes(root / "notes", MINI_CAMPAIGN)
-    settings = Settings(
-        _env_file=None,
-        notes_dir=notes,
-        data_dir=root / "data",
-        ollama_host=closed_port_url(),
-        ollama_probe_timeout=2.0,
-        ollama_timeout=10.0,
-    )
-    index = Index(settings, embedder=embedder)
+    index = Index(quick_settings(notes, root / "data", closed_port_url()), embedder=embedder)
     await ingest(index)
     yield index
     await index.close()

@@ -23,9 +23,8 @@ from oracle.index.store import Store
 from oracle.oracle import Oracle
 from oracle.retrieve.keyword import TermCounts, common_words
 from oracle.retrieve.linked import linked_path
-from oracle.settings import Settings
 from oracle.types import Clearance
-from tests.conftest import closed_port_url, write_notes
+from tests.conftest import closed_port_url, quick_settings, write_notes
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -156,11 +155,7 @@ async def campaign(tmp_path_factory, embedder):
     notes added and reingested: (index, before, after), each {"player"|"gm": searches}."""
     root = tmp_path_factory.mktemp("side-channel")
     notes = write_notes(root / "notes", PUBLIC_NOTES)
-    settings = Settings(
-        _env_file=None, notes_dir=notes, data_dir=root / "data", ollama_host=closed_port_url(),
-        ollama_probe_timeout=2.0, ollama_timeout=10.0,
-    )
-    index = Index(settings, embedder=embedder)
+    index = Index(quick_settings(notes, root / "data", closed_port_url()), embedder=embedder)
     await ingest(index)
     before = {"player": await searches(index, gm=False), "gm": await searches(index, gm=True),
               "player links": await links(index, gm=False), "gm links": await links(index, gm=True)}
