@@ -6,7 +6,8 @@ the session is not found through it. After fusion, a recap whose source session 
 is told after it: a recap that matched better brings its source up to just before it (it says the
 asked thing in brief, and when the source lies far below, the recap may be the only record of what
 happened: the source was the plan), one that matched worse goes to the end of the list (it adds
-nothing the source does not say, and would take one of the first k).
+nothing the source does not say, and would take one of the first k), unless it is one of the
+keyword path's two best, which the pipeline then brings back among the first five.
 """
 from __future__ import annotations
 

@@ -117,6 +117,20 @@ def dbsf(
     return _order(scores, ranks, limit)
 
 
+def within_reach(ids: Sequence[str], best: Sequence[str], reach: int) -> list[str]:
+    """`ids` with `best` (its first `reach`) among the first `reach`: those found lower come right
+    after the others kept there, in `best`'s order, and the ids they displace follow; every id not in
+    `best` keeps its order."""
+    place = {doc: i for i, doc in enumerate(ids)}
+    listed = [doc for doc in dict.fromkeys(best) if doc in place][:reach]
+    below = [doc for doc in listed if place[doc] >= reach]
+    if not below:
+        return list(ids)
+    others = [doc for doc in ids if doc not in listed]
+    head = set(others[: reach - len(listed)]) | (set(listed) - set(below))
+    return [doc for doc in ids if doc in head] + below + [doc for doc in ids if doc not in head and doc not in below]
+
+
 Fuse = Callable[[Mapping[str, Scored], Collection[str], Collection[str]], list[Fused]]
 
 

@@ -1,7 +1,8 @@
 """The search pipeline: a question's three paths run at once, fused, then the linked notes.
 
     expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion, sessions' records
-    preferred (→ evidence and the learned ranker) → sources first → linked
+    preferred (→ evidence and the learned ranker) → sources first → the keyword path's best
+    among the first five → linked
 
 Each stage is a plain function in its own module; this class calls them in order, reading one
 snapshot of the index, and times them for the trace.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -26,7 +27,7 @@ from .copies import sources_first
 from .entity import EntityMatch, Matchers, MentionStats, entity_path
 from .evidence import Evidence, gather_evidence, head_matcher, query_stems
 from .followup import expand_followup
-from .fusion import Fuse, Fused, make_fusion
+from .fusion import Fuse, Fused, make_fusion, within_reach
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
 from .linked import linked_path
@@ -36,6 +37,9 @@ from .semantic import semantic_windows
 # The semantic path's weight, as a share of ORACLE_PATH_WEIGHTS', on notes in a language the embedding
 # model does not read (docs/decisions.md, "The game master's own language").
 UNREAD_LANGUAGE = 0.25
+# The keyword path's two best are among the first five, the passages a player reads
+# (`answer.results.PASSAGES_SHOWN`): a question's rare words are in them, and fusion must not bury them.
+KEYWORD_BEST, KEYWORD_REACH = 2, 5
 
 _T = TypeVar("_T")
 
@@ -115,7 +119,7 @@ class SearchPipeline:
             fused, evidence = await self._learned_order(
                 store, query, found, loaded, fused, clearance=clearance, k=k, timings=timings
             )
-        fused_hits = _fused_hits(fused, loaded.chunks)
+        fused_hits = _fused_hits(fused, loaded.chunks, [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]])
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
@@ -243,9 +247,15 @@ async def _load_found(store: Store, scored: dict[str, Scored], timings: dict[str
     return _Loaded(chunks, rowids, paths)
 
 
-def _fused_hits(fused: list[Fused], chunks: dict[str, Chunk]) -> list[Hit]:
-    """The fused order as ranked hits over the loaded chunks, sources before their copies."""
-    return sources_first([Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks])
+def _fused_hits(fused: list[Fused], chunks: dict[str, Chunk], keyword_best: Sequence[str]) -> list[Hit]:
+    """The fused order as ranked hits over the loaded chunks, sources before their copies, and the
+    keyword path's best among the passages a player reads."""
+    hits = sources_first([Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks])
+    order = within_reach([h.chunk.id for h in hits], keyword_best, KEYWORD_REACH)
+    if order == [h.chunk.id for h in hits]:
+        return hits
+    by_id = {h.chunk.id: h for h in hits}
+    return [replace(by_id[cid], rank=rank) for rank, cid in enumerate(order, 1)]
 
 
 def ranked_hits(scored: Scored, chunks: dict[str, Chunk]) -> list[Hit]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, make_fusion, rrf, weigh_kinds
+from oracle.retrieve.fusion import Fused, dbsf, dbsf_scale, make_fusion, rrf, weigh_kinds, within_reach
 
 
 def ids(fused: list[Fused]) -> list[str]:
@@ -297,3 +297,26 @@ def test_rrf_properties(rankings, limit):
         assert expected_ranks == dict(f.ranks)
         assert pytest.approx(sum(1 / (60 + r) for r in expected_ranks.values())) == f.score
     assert all(a.score >= b.score for a, b in zip(everything, everything[1:], strict=False))
+
+
+# ---------------------------------------------------------------------------------------------
+# One path's best within reach
+
+
+def test_a_best_id_below_the_reach_takes_its_last_place_and_one_within_stays():
+    order = list("abcdefghij")
+    assert list("abcdhefgij") == within_reach(order, ["h", "c"], 5)
+    assert list("abcigdefhj") == within_reach(order, ["i", "g"], 5)  # in the order of `best`
+    assert order == within_reach(order, ["a", "e", "zz"], 5)  # within reach, or not listed at all
+    assert list("bcadefghij") == within_reach(order, ["b", "c"], 2)  # one within is not pushed out
+
+
+@given(st.permutations(list("abcdefghij")), st.lists(st.sampled_from(list("abcdefghijk")), max_size=3),
+       st.integers(1, 10))
+def test_within_reach_properties(order, best, reach):
+    out = within_reach(order, best, reach)
+    assert sorted(out) == sorted(order)
+    listed = [doc for doc in dict.fromkeys(best) if doc in order][:reach]
+    assert all(out.index(doc) < reach for doc in listed)
+    others = [doc for doc in order if doc not in best]
+    assert others == [doc for doc in out if doc not in best]  # the rest keep their order
