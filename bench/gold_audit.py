@@ -7,48 +7,33 @@ Why
     its questions were written from the notes by hand, and a note the writer did not think of can
     hold the answer too. Then the Oracle is counted wrong for putting it first. This reads a saved
     `bench.banks` run and each question's `answer`, and prints every note ranked above the first gold
-    (within `--depth`) whose text holds each of the answer's words, for a person to read and judge:
-    a word is four characters or more, or a number, compared case- and accent-blind as a word's
-    start, so an inflected form still counts. It decides nothing by itself.
+    (within `--depth`) whose text holds the answer as `oracle eval` judges an answer shown
+    (`oracle.eval.answer_shown`: each of its key terms, case and accents folded, stemmed), for a
+    person to read and judge. It decides nothing by itself.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-import unicodedata
 from pathlib import Path
 
 from bench.common import DATA_DIR, EVAL_DIR
 from bench.first_place import current_questions, is_gold, notes
-
-
-def fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def answer_words(answer: str) -> list[str]:
-    return [w for w in re.findall(r"\w+", fold(answer)) if len(w) >= 4 or w.isdigit()]
-
-
-def holds(text: str, words: list[str]) -> bool:
-    return bool(words) and all(re.search(r"\b" + re.escape(w), text) for w in words)
+from oracle.eval import answer_shown
 
 
 def audit(root: Path, questions: list[dict], answers: dict[str, str], depth: int) -> list[tuple[str, int, str]]:
     """(question id, fused place, note path) for each note of `root` above a first gold that holds the answer."""
     found = []
     for q in questions:
-        words = answer_words(answers.get(q["id"], ""))
-        if not q.get("relevant") or not words:
+        answer = answers.get(q["id"], "")
+        if not q.get("relevant") or not answer:
             continue
         for place, note in enumerate(notes(q["fused"])[:depth], 1):
             if is_gold(note, q["relevant"]):
                 break
-            text = fold((root / note["path"]).read_text(encoding="utf-8", errors="replace"))
-            if holds(text, words):
+            if answer_shown(answer, (root / note["path"]).read_text(encoding="utf-8", errors="replace")):
                 found.append((q["id"], place, note["path"]))
     return found
 
