@@ -119,7 +119,8 @@ class SearchPipeline:
             fused, evidence = await self._learned_order(
                 store, query, found, loaded, fused, clearance=clearance, k=k, timings=timings
             )
-        fused_hits = _fused_hits(fused, loaded.chunks, [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]])
+        keyword_best = [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]]
+        fused_hits = _fused_hits(fused, loaded.chunks, keyword_best)
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
@@ -251,10 +252,10 @@ def _fused_hits(fused: list[Fused], chunks: dict[str, Chunk], keyword_best: Sequ
     """The fused order as ranked hits over the loaded chunks, sources before their copies, and the
     keyword path's best among the passages a player reads."""
     hits = sources_first([Hit(chunks[f.id], rank, f.score) for rank, f in enumerate(fused, 1) if f.id in chunks])
-    order = within_reach([h.chunk.id for h in hits], keyword_best, KEYWORD_REACH)
-    if order == [h.chunk.id for h in hits]:
-        return hits
     by_id = {h.chunk.id: h for h in hits}
+    order = within_reach(list(by_id), keyword_best, KEYWORD_REACH)
+    if order == list(by_id):
+        return hits
     return [replace(by_id[cid], rank=rank) for rank, cid in enumerate(order, 1)]
 
 
