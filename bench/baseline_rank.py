@@ -154,16 +154,17 @@ def measures(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, float
 
 def bank_measures(rows: Iterable[tuple[dict, Sequence[str]]]) -> dict:
     """Means over the answerable questions of (question, ranking) rows: recall@8, hit@5, MRR, and
-    recall@8 over kind "paraphrase" only (None when there is none)."""
+    recall@8 and MRR over kind "paraphrase" only (None when there is none)."""
     got = [(q, measures(ranking, q["relevant"])) for q, ranking in rows if q.get("relevant")]
-    para = [m["recall@8"] for q, m in got if q.get("kind") == "paraphrase"]
+    para = [m for q, m in got if q.get("kind") == "paraphrase"]
     n = len(got) or 1
     return {
         "questions": len(got),
         "recall@8": sum(m["recall@8"] for _, m in got) / n,
         "hit@5": sum(m["hit@5"] for _, m in got) / n,
         "MRR": sum(m["rr"] for _, m in got) / n,
-        "paraphrase recall@8": sum(para) / len(para) if para else None,
+        "paraphrase recall@8": sum(m["recall@8"] for m in para) / len(para) if para else None,
+        "paraphrase MRR": sum(m["rr"] for m in para) / len(para) if para else None,
         "paraphrase": len(para),
     }
 

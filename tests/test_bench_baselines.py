@@ -38,7 +38,9 @@ def test_bank_measures_skip_unanswerable_and_count_paraphrases_apart():
     assert got["hit@5"] == 0.5
     assert got["MRR"] == pytest.approx((1 + 1 / 6) / 2)
     assert got["paraphrase recall@8"] == 1.0
+    assert got["paraphrase MRR"] == 1.0
     assert bank_measures(rows[1:])["paraphrase recall@8"] is None
+    assert bank_measures(rows[1:])["paraphrase MRR"] is None
 
 
 def test_rrf_order():
