@@ -41,6 +41,8 @@ def test_bank_measures_skip_unanswerable_and_count_paraphrases_apart():
     assert got["paraphrase MRR"] == 1.0
     assert bank_measures(rows[1:])["paraphrase recall@8"] is None
     assert bank_measures(rows[1:])["paraphrase MRR"] is None
+    second = [({"relevant": ["b.md"], "kind": "paraphrase"}, ["a.md", "b.md"]), rows[1]]
+    assert bank_measures(second)["paraphrase MRR"] == 0.5
 
 
 def test_rrf_order():
