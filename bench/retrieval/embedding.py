@@ -26,20 +26,19 @@ def _embedder_class():
             self.reused = 0
             self.encoded = 0
 
-        def _key(self, chunk) -> tuple[str, str, int, str] | None:
+        def origin_key(self, chunk) -> tuple[str, str, int, str] | None:
             m = re.fullmatch(r"(.*)-(\d{3})\.md", Path(chunk.path).name)
             if not m:
                 return None
             stem, copy = m.group(1), int(m.group(2))
-            label = chunk.label
-            if label.startswith("Session "):
-                origin = self._origin.get(chunk.path, {})
-                try:
-                    label = f"Session {origin[int(label.split()[1])]}"
-                except (KeyError, ValueError, IndexError):
+            # Labels carry the copy's title ("campaign-log-003 › Session 361"): map both back to 1×.
+            label = chunk.label.replace(f"{stem}-{copy:03d}", stem)
+            session = re.search(r"\bSession (\d+)\b", label)
+            if session:
+                original = self._origin.get(chunk.path, {}).get(int(session.group(1)))
+                if original is None:
                     return None
-            elif label == f"Note: {stem}-{copy:03d}":
-                label = f"Note: {stem}"
+                label = f"{label[:session.start(1)]}{original}{label[session.end(1):]}"
             return (stem, label, chunk.part, chunk.visibility)
 
         def windows(self, chunks, overlap_tokens: int = 32, size: int | None = None):
@@ -47,7 +46,7 @@ def _embedder_class():
             by_id = {c.id: c for c in chunks}
             for w in out:
                 chunk = by_id[w.chunk_id]
-                vectors = self._source.get(self._key(chunk) or ("",))
+                vectors = self._source.get(self.origin_key(chunk) or ("",))
                 if not vectors:
                     continue
                 n = int(w.id.rsplit(":", 1)[1])
