@@ -33,5 +33,5 @@ def test_every_chunk_of_a_copy_maps_to_a_chunk_of_the_original(tmp_path: Path) -
         chunks = _chunks(copies.notes_dir, copy)
         assert len(chunks) == len(originals)
         assert all(reuse.origin_key(c) in source for c in chunks), [c.label for c in chunks]
-    # The copies really are renumbered: copy 2's first session is not the original's.
+    # The copies really are renumbered: none of copy 2's labels is one of the original's.
     assert {c.label for c in _chunks(copies.notes_dir, "campaign-log-002.md")}.isdisjoint({c.label for c in originals})

@@ -33,7 +33,7 @@ def _embedder_class():
             stem, copy = m.group(1), int(m.group(2))
             # Labels carry the copy's title ("campaign-log-003 › Session 361"): map both back to 1×.
             label = chunk.label.replace(f"{stem}-{copy:03d}", stem)
-            session = re.search(r"\bSession (\d+)\b", label)
+            session = re.search(r"\bSession (\d+)\b", label)  # a label's form in any language: split_sessions
             if session:
                 original = self._origin.get(chunk.path, {}).get(int(session.group(1)))
                 if original is None:
