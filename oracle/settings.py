@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     fts_head_weight: float = Field(2.0, validation_alias="ORACLE_FTS_HEAD_WEIGHT", gt=0)
     # A session's record scores this share more in fusion than a page the paths rank alike, so the
     # note that tells an event comes before one that mentions it (docs/measuring.md). 0: no preference.
-    telling_prior: float = Field(0.1, validation_alias="ORACLE_TELLING_PRIOR", ge=0, le=1)
+    telling_prior: float = Field(0.15, validation_alias="ORACLE_TELLING_PRIOR", ge=0, le=1)
     # A chunk of a note of no kind (not a session's record, a sheet or a world page: a hub, a timeline,
     # prep) that the question does not name scores this share less: it retells or lists what a
     # session, a character or a place tells (docs/measuring.md). 0: no preference.
