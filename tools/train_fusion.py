@@ -29,7 +29,7 @@ splits are never read here.
 3. Report. Dev scores of the current fusion and the learned one per corpus, on the units `oracle
    eval` counts (a session's parts count once): any gold in the top 5 / 10, all gold in the top 10
    for multi-session (`arc`) questions, nDCG@10, recall@8, MRR. With --loco, the
-   leave-one-corpus-out table: trained on three corpora, scored on the fourth.
+   leave-one-corpus-out table: trained on every other corpus, scored on the one left out.
 
 Same collected rows, same seed: the same JSON, byte for byte. Searching the banks again over the same
 indexes gives the same rows, except where Chroma's approximate search returns another set of windows
@@ -320,7 +320,7 @@ async def main(argv: list[str] | None = None) -> int:
     dev = {name: {"current": metrics(rows, None), "learned": metrics(rows, model)} for name, rows in by_corpus.items()}
     counts = {name: len(rows) for name, rows in rows_by_bank.items()}
     Path(args.out).write_text(model_json(model, args.seed, banks, counts, dev))
-    print(table("dev scores (trained on all four dev corpora)",
+    print(table(f"dev scores (trained on all {len(dev)} dev corpora)",
                 [(c, d["current"], d["learned"]) for c, d in dev.items()]))
     print("weights (per standardised feature):")
     for name, w in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda t: -abs(t[1])):
@@ -330,7 +330,7 @@ async def main(argv: list[str] | None = None) -> int:
         for held in by_corpus:
             m = train({c: r for c, r in by_corpus.items() if c != held}, args.seed)
             rows.append((held, metrics(by_corpus[held], None), metrics(by_corpus[held], m)))
-        print(table("leave one corpus out (trained on the other three, scored on this one)", rows))
+        print(table(f"leave one corpus out (trained on the other {len(by_corpus) - 1}, scored on this one)", rows))
     print(f"model written to {args.out}")
     return 0
 
