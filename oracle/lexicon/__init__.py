@@ -81,6 +81,7 @@ class Lexicon:
     openers: frozenset[tuple[str, ...]]  # elliptical openings ("what about", "y después")
     same: tuple[tuple[tuple[str, ...], str], ...]  # "the same" and the word that says as what
     pronouns: frozenset[str]  # third-person pronouns for a person
+    next: frozenset[tuple[str, ...]]  # whole questions asking what came next ("and then what?", "¿y luego?")
     warnings: frozenset[tuple[str, ...]]  # a note opening with one of these is kept from players ("do not read")
     gm_folders: frozenset[str]  # a folder of one of these names is the game master's whatever the policy says
     templates: frozenset[tuple[str, ...]]  # names of template folders: forms, never campaign facts
@@ -128,6 +129,7 @@ class Lexicon:
             openers=frozenset(_words(w) for w in follow["openers"]),
             same=tuple((_words(word), fold(as_what)) for word, as_what in follow["same"]),
             pronouns=frozenset(fold(w) for w in follow["pronouns"]),
+            next=frozenset(_words(w) for w in follow["next"]),
             **{key: frozenset(fold(w) for w in listening.get(key, ()))
                for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},
         )
@@ -221,6 +223,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         openers=own.openers | english.openers,
         same=own.same + (english.same if code != DEFAULT else ()),
         pronouns=own.pronouns | english.pronouns,
+        next=own.next | english.next,
         # Table talk: the vault's language, the words every table says, and English.
         **{key: getattr(own, key) | getattr(shared, key) | getattr(english, key)
            for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},

@@ -38,7 +38,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
-from ..lexicon import DEFAULT, Lexicon, fold, lexicon
+from ..lexicon import DEFAULT, Lexicon, fold, lexicon, words
 
 SHORT_WORDS = 6
 _WORD = re.compile(r"[^\W_][\w'’-]*")
@@ -98,6 +98,21 @@ def dangling_pronoun(question: str, code: str = DEFAULT) -> str | None:
         if fold(m.group()) in pronouns:
             return m.group().lower()
     return None
+
+
+def asks_what_next(question: str, code: str = DEFAULT) -> bool:
+    """The whole question asks only what came next ("And then what?", "ok so what happened next?",
+    "¿Y luego?"): after any interjections, it is one of the language's `next` phrases, or one after
+    any of its opening connectives."""
+    lex = _lexicon(code)
+    said = words(question)
+    start = next((i for i, w in enumerate(said) if w not in lex.interjections), len(said))
+    for i in range(start, len(said)):
+        if said[i:] in lex.next:
+            return True
+        if said[i] not in lex.connectives:
+            break
+    return False
 
 
 def needs_history(question: str, *, names_entity: bool = False, code: str = DEFAULT) -> bool:

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from oracle.retrieve.followup import (
+    asks_what_next,
     dangling_pronoun,
     expand_followup,
     has_proper_noun,
@@ -336,3 +337,26 @@ def test_a_question_naming_its_subject_with_no_dangling_pronoun_is_unchanged(que
     assert dangling_pronoun(question, lang(question)) is None
     assert not is_elliptical(question, lang(question))
     assert question == expand_followup(question, HISTORY, names_entity=True, code=lang(question))
+
+
+@pytest.mark.parametrize("code, question", [
+    ("en", "And then what?"), ("en", "ok so what happened next?"), ("en", "then?"), ("en", "AND AFTER THAT?"),
+    ("es", "¿Y luego?"), ("es", "¿Y qué pasó después?"), ("pt", "E depois?"), ("pt", "E o que aconteceu depois?"),
+    ("pl", "A co było dalej?"), ("pl", "I co potem?"), ("de", "Und was dann?"), ("fr", "Que s'est-il passé ensuite ?"),
+    ("it", "E poi?"), ("nl", "En toen?"), ("es", "and then what?"),  # English is read in every campaign
+])
+def test_a_question_asking_only_what_came_next(code, question):
+    assert asks_what_next(question, code)
+
+
+@pytest.mark.parametrize("question", [
+    "And then what did the duke do?",  # it asks something: searched by its words
+    "What happened to the duke?", "so?", "and?", "What is next to the chapel?", "", "???",
+])
+def test_a_question_that_asks_something_else_is_not_what_came_next(question):
+    assert not asks_what_next(question, "en")
+
+
+def test_what_came_next_is_said_in_the_campaigns_language_or_english_only():
+    assert not asks_what_next("¿Y luego?", "pl")
+    assert not asks_what_next("A co było dalej?", "es")
