@@ -96,7 +96,10 @@ class Oracle:
         annotations = await self._annotations(store, pool)
         candidates = [Candidate(c, annotations.get(c.id)) for c in pool]
         t = time.perf_counter()
-        reranked = await self.reranker.rerank(retrieval.question, candidates, k, within=within)
+        if retrieval.told is None:
+            reranked = await self.reranker.rerank(retrieval.question, candidates, k, within=within)
+        else:  # "and then what?" is answered in the notes' order, which no question's words can rank
+            reranked = Reranked([c.id for c in pool], False, "off: the question asks what came next", [])
         retrieval.timings_ms["rerank"] = elapsed_ms(t)
         by_id = {c.id: c for c in pool}
         final = [by_id[cid] for cid in reranked.order]

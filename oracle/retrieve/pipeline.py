@@ -2,7 +2,7 @@
 
     expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion, sessions' records
     preferred (→ evidence and the learned ranker) → sources first → the keyword path's best
-    among the first five → linked
+    among the first five → what came next, for "and then what?" → linked
 
 Each stage is a plain function in its own module; this class calls them in order, reading one
 snapshot of the index, and times them for the trace.
@@ -23,10 +23,11 @@ from ..settings import Settings
 from ..stems import Stemming
 from ..types import Chunk, Clearance, Scored
 from . import path_depth
+from .continuation import carried_on, told_first, what_came_next
 from .copies import sources_first
 from .entity import EntityMatch, Matchers, MentionStats, entity_path
 from .evidence import Evidence, gather_evidence, head_matcher, query_stems
-from .followup import expand_followup
+from .followup import asks_what_next, expand_followup
 from .fusion import Fuse, Fused, make_fusion, within_reach
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
@@ -121,10 +122,13 @@ class SearchPipeline:
             )
         keyword_best = [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]]
         fused_hits = _fused_hits(fused, loaded.chunks, keyword_best)
+        told = None
+        if history and asks_what_next(question, query.stemming.code):
+            fused_hits, told = await self._went_on(store, vectors, embedder, history, clearance, k, fused_hits, timings)
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
-                         found.query_vector, evidence, query.stemming.code)
+                         found.query_vector, evidence, query.stemming.code, told)
 
     async def _expand(self, store: Store, question: str, history: Sequence[str], clearance: Clearance) -> _Query:
         """The search query (a follow-up expanded by the conversation before it) and the entities it names."""
@@ -206,6 +210,34 @@ class SearchPipeline:
         fused = fused[: self.settings.fused_pool]
         timings["learned"] = elapsed_ms(t)
         return fused, evidence
+
+    async def _went_on(
+        self,
+        store: Store,
+        vectors: Vectors,
+        embedder: Embeddings,
+        history: Sequence[str],
+        clearance: Clearance,
+        k: int,
+        hits: list[Hit],
+        timings: dict[str, float],
+    ) -> tuple[list[Hit], str | None]:
+        """A question asking only what came next: the passage told last, the one after it, then `hits`
+        (continuation.py); and the id of the passage told last (None: no earlier question)."""
+        t = time.perf_counter()
+        code = (await store.stemming()).code
+        turns = [h for h in history if h.strip()]
+        steps = 0  # the "and then?" turns since the latest question that asked something
+        while turns and asks_what_next(turns[-1], code):
+            turns.pop()
+            steps += 1
+        asked = await self.search(store, vectors, embedder, turns[-1], turns[:-1], clearance, k) if turns else None
+        if asked is None or not asked.fused:
+            return hits, None
+        told = await carried_on(store, asked.fused[0].chunk, steps, clearance)
+        after = await what_came_next(store, told, clearance)
+        timings["next"] = elapsed_ms(t)
+        return told_first(hits, [c for c in (told, after) if c is not None]), told.id
 
     async def _linked_hits(
         self, store: Store, fused_hits: list[Hit], clearance: Clearance, k: int, timings: dict[str, float]

@@ -43,6 +43,7 @@ class Retrieval:
     query_vector: np.ndarray | None = None  # the search query embedded by the semantic path
     evidence: Evidence | None = None  # the learned fusion's features of every candidate (ORACLE_FUSION=learned)
     language: str = DEFAULT  # of the index: how the passages' sentences are matched to the question
+    told: str | None = None  # "and then what?": the passage told last, which the fused order goes on from
 
     @property
     def pool(self) -> list[Hit]:
@@ -77,5 +78,6 @@ class Retrieval:
             "union": self.union,
             "overlap": self.overlap,
             "timings_ms": self.timings,
+            **({"went_on_from": self.told} if self.told is not None else {}),
             **({"evidence": self.evidence.to_json()} if self.evidence is not None else {}),
         }

@@ -204,19 +204,33 @@ async def test_the_question_is_the_users_words_and_history_comes_as_messages(cam
         Turn("user", "   "),  # an empty turn is not sent
     ]
     async with campaign.oracle() as oracle:
-        answer = await oracle.ask("  and then   what? ", history=history)
+        answer = await oracle.ask("  and   why? ", history=history)
 
-    assert "Who is Orrin Hale? and then what?" == answer.trace.search_query  # searched with the turn before
+    assert "Who is Orrin Hale? and why?" == answer.trace.search_query  # searched with the turn before
     [rerank] = requests_of(fake, "rerank")
-    assert rerank["messages"][-1]["content"].startswith("Question: and then what?\n")
+    assert rerank["messages"][-1]["content"].startswith("Question: and why?\n")
     [request] = requests_of(fake, "answer")
     assert [
         ("system", SYSTEM),
         ("user", "Who is Orrin Hale?"),
         ("assistant", "He is the harbourmaster of Greyhaven."),
     ] == [(m["role"], m["content"]) for m in request["messages"][:-1]]
-    assert request["messages"][-1]["content"].endswith("\n\nQuestion: and then what?")
+    assert request["messages"][-1]["content"].endswith("\n\nQuestion: and why?")
     assert "llm" == answer.mode
+
+
+@module_loop
+async def test_and_then_what_is_answered_in_the_notes_order_with_no_rerank(campaign, fake):
+    history = [Turn("user", "Who is Orrin Hale?"), Turn("assistant", "He is the harbourmaster of Greyhaven.")]
+    async with campaign.oracle() as oracle:
+        asked = await oracle.search("Who is Orrin Hale?")
+        answer = await oracle.ask("and then what?", history=history)
+
+    assert [] == requests_of(fake, "rerank")
+    assert "what came next" in answer.trace.rerank.reason and not answer.trace.rerank.used
+    assert asked.fused[0].chunk.id == answer.fragments[0].id  # the passage told last, read first
+    [request] = requests_of(fake, "answer")
+    assert request["messages"][-1]["content"].endswith("\n\nQuestion: and then what?")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -162,6 +162,25 @@ class ChunkReads(Connection):
         )
         return [row_chunk(r) for r in rows]
 
+    async def chunk_after(self, chunk: Chunk, clearance: Clearance) -> Chunk | None:
+        """The next chunk of `chunk`'s note the reader may read, in note order (None: it ends the note)."""
+        row = await self._one(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? AND (start_line > ? OR (start_line = ? AND part > ?))"
+            f" AND {clearance.sql()} ORDER BY start_line, part LIMIT 1",
+            (chunk.path, chunk.start_line, chunk.start_line, chunk.part),
+        )
+        return row_chunk(row) if row else None
+
+    async def chunks_of_session(self, number: int, clearance: Clearance) -> list[Chunk]:
+        """The session chunks recording session `number` the reader may read, in note order."""
+        rows = await self._all(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE kind = 'session' AND {clearance.sql()}"
+            " AND EXISTS (SELECT 1 FROM json_each(chunks.sessions) WHERE value = ?)"
+            " ORDER BY path, start_line, part",
+            (number,),
+        )
+        return [row_chunk(r) for r in rows]
+
     async def stemming(self) -> Stemming:
         """How the keyword index writes words: in the language the last ingest read the notes in."""
         row = await self._one("SELECT value FROM meta WHERE key = 'language'")

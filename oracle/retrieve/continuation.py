@@ -1,0 +1,50 @@
+"""What came next: "and then what?" goes on from the passage told last.
+
+Searched by its words, "and then what?" finds what the question before it found, and the model is
+given the same passages again: the story goes on in none of them when it goes on past the passage
+told last. A question that asks only what came next (`asks_what_next`) keeps the passage told last
+first (what came next is most often told further down in it) and puts right after it the passage that
+follows it in the notes: the next part of its note or, when that passage ends its note, the opening
+of the next session, a recap of the session before skipped. The rest of the search follows. The
+passage told last is the first of the latest question that asked something, carried one passage on
+by each "and then?" after it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..index.store import Store
+from ..types import Chunk, Clearance
+from .copies import is_copy
+from .retrieval import Hit
+
+
+async def what_came_next(store: Store, told: Chunk, clearance: Clearance) -> Chunk | None:
+    """The passage after `told` in the notes the reader may read (None: nothing comes after it)."""
+    after = await store.chunk_after(told, clearance)
+    while after is not None and is_copy(after):
+        after = await store.chunk_after(after, clearance)
+    if after is not None or not told.sessions:
+        return after
+    opening = await store.chunks_of_session(max(told.sessions) + 1, clearance)
+    return next((c for c in opening if not is_copy(c)), None)
+
+
+async def carried_on(store: Store, told: Chunk, steps: int, clearance: Clearance) -> Chunk:
+    """`told`, carried `steps` passages on (as far as the notes go)."""
+    for _ in range(steps):
+        after = await what_came_next(store, told, clearance)
+        if after is None:
+            break
+        told = after
+    return told
+
+
+def told_first(hits: Sequence[Hit], first: Sequence[Chunk]) -> list[Hit]:
+    """`first` at the head of `hits` (each once, scored as the best hit), then the other hits; ranks renumbered."""
+    best = hits[0].score if hits else 0.0
+    ids = {c.id for c in first}
+    order = [Hit(c, 0, best) for c in dict((c.id, c) for c in first).values()]
+    order += [h for h in hits if h.chunk.id not in ids]
+    return [replace(h, rank=rank) for rank, h in enumerate(order, 1)]

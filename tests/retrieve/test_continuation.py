@@ -1,0 +1,107 @@
+""""And then what?" goes on from the passage told last, in the notes' order, never into the GM's."""
+from __future__ import annotations
+
+import pytest
+
+from oracle.index.ingest import ingest
+from oracle.oracle import Oracle
+from oracle.types import Clearance
+from tests.conftest import write_notes
+
+VAULT = {
+    "Sessions/Session 1 - The Chapel.md": """
+        ## The chapel
+        The party searched the drowned chapel on Knell Isle at low tide. Under the altar, wrapped in
+        oilcloth, they found the archduke's green hunting coat, still wet, with a torn sleeve and a
+        ferry token from Dunmore in its pocket.
+
+        ## GM Notes
+        The coat was planted by the Hidden Hand to lure them north.
+
+        ## The storm
+        A storm caught the Patient Gull on the way back to the mainland. Tobin lost the mast in the
+        second night, the hold flooded to the knees, and they drifted for two days with the coat
+        wrapped in oilcloth before they reached Saltmarsh.
+        """,
+    "Sessions/Session 2 - The Harbour.md": """
+        ## Recap
+        Last time the party found the coat in the chapel and drifted to Saltmarsh in a storm.
+
+        ## The harbour
+        At Saltmarsh harbour the harbourmaster Ilsa impounded the Gull until they paid forty crowns.
+        """,
+    "People/Ilsa.md": "# Ilsa\nHarbourmaster of Saltmarsh, fond of forty-crown fines.\n",
+}
+SECTION = 50  # words a passage holds: each section of these short notes is a passage of its own
+ASKED = "What did we find in the chapel on Knell Isle?"
+
+
+@pytest.fixture
+async def oracle(tmp_path, make_settings, open_index):
+    index = open_index(make_settings(write_notes(tmp_path / "notes", VAULT), session_max_words=SECTION))
+    await ingest(index)
+    return Oracle(index)
+
+
+# A word only each section holds, and the section it names.
+SECTIONS = {"altar": "The chapel", "planted": "GM Notes", "flooded": "The storm", "Last time": "Recap",
+            "impounded": "The harbour", "fines": "Ilsa"}
+
+
+def sections(chunks) -> list[str]:
+    """The sections each passage holds, in order: a passage of two sections names both."""
+    return [" + ".join(name for word, name in SECTIONS.items() if word in c.text) for c in chunks]
+
+
+def headings(retrieval) -> list[str]:
+    return sections(h.chunk for h in retrieval.fused)
+
+
+async def test_and_then_what_keeps_the_part_told_last_first_and_puts_the_next_part_second(oracle):
+    asked = await oracle.search(ASKED)
+    assert "The chapel" == headings(asked)[0]
+    went_on = await oracle.search("And then what?", history=[ASKED])
+    assert ["The chapel", "The storm"] == headings(went_on)[:2]
+    assert asked.fused[0].chunk.id == went_on.told
+    assert [1, 2] == [h.rank for h in went_on.fused[:2]]
+    assert len({h.chunk.id for h in went_on.fused}) == len(went_on.fused)  # each passage once
+    assert "planted" not in " ".join(h.chunk.text for h in went_on.pool)  # the GM's part is skipped
+    assert went_on.to_json()["went_on_from"] == went_on.told
+
+
+async def test_the_game_master_is_told_the_part_in_between(oracle):
+    went_on = await oracle.search("And then what?", history=[ASKED], clearance=Clearance.GM)
+    assert ["The chapel", "GM Notes"] == headings(went_on)[:2]
+
+
+async def test_each_and_then_goes_one_passage_on_into_the_next_session_past_its_recap(oracle):
+    thread = [ASKED, "And then what?"]
+    third = await oracle.search("ok, and then?", history=thread)
+    assert ["The storm", "The harbour"] == headings(third)[:2]
+    assert "Session 2 - The Harbour" == third.fused[1].chunk.label
+    # The story ends there: the last passage told stays first, with nothing after it.
+    last = await oracle.search("¿y luego?", history=[*thread, "and then?", "What happened next?"])
+    assert last.told is None  # "¿y luego?" is Spanish, and this campaign is English: searched by its words
+    end = await oracle.search("What happened next?", history=[*thread, "and then?"])
+    assert third.fused[1].chunk.id == end.told and "The harbour" == headings(end)[0]
+
+
+async def test_a_question_that_asks_something_is_searched_by_its_words(oracle):
+    plain = await oracle.search("And then what did Ilsa want?", history=[ASKED])
+    assert plain.told is None
+    alone = await oracle.search("And then what?")  # no thread: nothing was told
+    assert alone.told is None
+
+
+async def test_the_notes_order_is_kept_by_the_reranker(tmp_path, make_settings, open_index, fake_ollama):
+    settings = make_settings(write_notes(tmp_path / "notes", VAULT), ollama_host=fake_ollama.url, reranker="llm",
+                             session_max_words=SECTION)
+    index = open_index(settings)
+    await ingest(index)
+    fake_ollama.reset()
+    oracle = Oracle(index)
+    retrieval = await oracle.search("And then what?", history=[ASKED])
+    selection = await oracle.select(retrieval)
+    assert ["The chapel", "The storm"] == sections(selection.final[:2])
+    assert not selection.rerank.used and "what came next" in selection.rerank.reason
+    assert [] == fake_ollama.chat_requests()
