@@ -3,11 +3,11 @@
 Searched by its words, "and then what?" finds what the question before it found, and the model is
 given the same passages again: the story goes on in none of them when it goes on past the passage
 told last. A question that asks only what came next (`asks_what_next`) keeps the passage told last
-first (what came next is most often told further down in it) and puts right after it the passage that
-follows it in the notes: the next part of its note or, when that passage ends its note, the opening
-of the next session, a recap of the session before skipped. The rest of the search follows. The
-passage told last is the first of the latest question that asked something, carried one passage on
-by each "and then?" after it.
+first (a passage holds up to 1,200 words of a session: what came next is often further down it) and
+puts right after it the passage that follows it in the notes: the next part of its note or, when
+that passage ends its note, the opening of the next session, a recap of the session before skipped.
+The rest of the search follows. The passage told last is the first of the latest question that
+asked something, carried one passage on by each "and then?" after it.
 """
 from __future__ import annotations
 
