@@ -499,6 +499,7 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
             async def show(text: str) -> None:
                 shown.append(text)
 
+            walked = 0  # searches that went on from a passage told last: the walk is taken
             for question in [f"what about {c}?" for c in vault.canaries] + [
                 f"who is {n} really?" for n in vault.public_names + vault.secret_names
             ]:
@@ -511,8 +512,14 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                 history = [Turn("user", question), Turn("assistant", answer.text)]
                 followup = await oracle.ask("and then what?", history=history, on_text=show)
                 assert_clean(secret, followup.to_json(), "a follow-up", question)
+                # Each "and then?" walks one passage on through the notes: never into the GM's.
+                for step in range(1, 5):
+                    went_on = await oracle.search("and then?", history=[question] + ["and then?"] * step)
+                    assert_clean(secret, went_on.to_json(), f"'and then?' × {step + 1}", question)
+                    walked += went_on.told is not None
                 assert_clean(secret, shown, "an answer as it is written", question)
                 assert_clean(secret, [r.body for r in fake.requests], "a request to Ollama", question)
+            assert walked, "no 'and then?' went on from a passage"
             for name in vault.public_names + vault.secret_names:
                 dossier = await oracle.dossiers.who(name)
                 assert_clean(secret, dossier.to_json() if dossier else None, f"who {name}")
