@@ -124,7 +124,8 @@ class SearchPipeline:
         fused_hits = _fused_hits(fused, loaded.chunks, keyword_best)
         told = None
         if history and asks_what_next(question, query.stemming.code):
-            fused_hits, told = await self._went_on(store, vectors, embedder, history, clearance, k, fused_hits, timings)
+            fused_hits, told = await self._went_on(store, vectors, embedder, history, clearance, k, fused_hits,
+                                                   query.stemming.code, timings)
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
@@ -220,12 +221,12 @@ class SearchPipeline:
         clearance: Clearance,
         k: int,
         hits: list[Hit],
+        code: str,
         timings: dict[str, float],
     ) -> tuple[list[Hit], str | None]:
         """A question asking only what came next: the passage told last, the one after it, then `hits`
         (continuation.py); and the id of the passage told last (None: no earlier question)."""
         t = time.perf_counter()
-        code = (await store.stemming()).code
         turns = [h for h in history if h.strip()]
         steps = 0  # the "and then?" turns since the latest question that asked something
         while turns and asks_what_next(turns[-1], code):
