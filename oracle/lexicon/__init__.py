@@ -81,7 +81,8 @@ class Lexicon:
     openers: frozenset[tuple[str, ...]]  # elliptical openings ("what about", "y después")
     same: tuple[tuple[tuple[str, ...], str], ...]  # "the same" and the word that says as what
     pronouns: frozenset[str]  # third-person pronouns for a person
-    next: frozenset[tuple[str, ...]]  # whole questions asking what came next ("and then what?", "¿y luego?")
+    next: frozenset[tuple[str, ...]]  # words saying "after what was told" ("then", "after that", "luego")
+    happen: frozenset[str]  # the verbs a question asking what came next is made of ("happened", "did", "pasó")
     warnings: frozenset[tuple[str, ...]]  # a note opening with one of these is kept from players ("do not read")
     gm_folders: frozenset[str]  # a folder of one of these names is the game master's whatever the policy says
     templates: frozenset[tuple[str, ...]]  # names of template folders: forms, never campaign facts
@@ -130,6 +131,7 @@ class Lexicon:
             same=tuple((_words(word), fold(as_what)) for word, as_what in follow["same"]),
             pronouns=frozenset(fold(w) for w in follow["pronouns"]),
             next=frozenset(_words(w) for w in follow["next"]),
+            happen=frozenset(fold(w) for w in follow["happen"]),
             **{key: frozenset(fold(w) for w in listening.get(key, ()))
                for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},
         )
@@ -224,6 +226,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         same=own.same + (english.same if code != DEFAULT else ()),
         pronouns=own.pronouns | english.pronouns,
         next=own.next | english.next,
+        happen=own.happen | english.happen,
         # Table talk: the vault's language, the words every table says, and English.
         **{key: getattr(own, key) | getattr(shared, key) | getattr(english, key)
            for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},

@@ -100,19 +100,30 @@ def dangling_pronoun(question: str, code: str = DEFAULT) -> str | None:
     return None
 
 
-def asks_what_next(question: str, code: str = DEFAULT) -> bool:
-    """The whole question asks only what came next ("And then what?", "ok so what happened next?",
-    "¿Y luego?"): after any interjections, it is one of the language's `next` phrases, or one after
-    any of its opening connectives."""
+@cache
+def _asks_nothing(code: str) -> frozenset[str]:
+    """Words that name no thing a question could ask about: its language's and English's stop words,
+    pronouns, connectives, interjections, question words and verbs of happening."""
     lex = _lexicon(code)
-    said = words(question)
-    start = next((i for i, w in enumerate(said) if w not in lex.interjections), len(said))
-    for i in range(start, len(said)):
-        if said[i:] in lex.next:
-            return True
-        if said[i] not in lex.connectives:
-            break
-    return False
+    return lex.stopwords | lex.pronouns | lex.connectives | lex.interjections | lex.questions | lex.you | lex.happen
+
+
+def asks_what_next(question: str, code: str = DEFAULT) -> bool:
+    """The question asks only what came next: it says one of the language's `next` words ("then",
+    "after that", "luego", "dalej") and nothing else that names a thing, so "so what did we do after
+    that?" and "¿Y luego qué?" do, "What happened after the duel?" and "What is next to the chapel?"
+    do not. One-letter words (the "s" of "what's", "s'est") say nothing either."""
+    lex = _lexicon(code)
+    said, rest, told, i = words(question), [], False, 0
+    longest = max(map(len, lex.next))
+    while i < len(said):  # the longest `next` phrase at each word, the words between them kept
+        size = next((n for n in range(longest, 0, -1) if said[i : i + n] in lex.next), 0)
+        if size:
+            told, i = True, i + size
+        else:
+            rest.append(said[i])
+            i += 1
+    return told and all(len(w) == 1 or w in _asks_nothing(code) for w in rest)
 
 
 def needs_history(question: str, *, names_entity: bool = False, code: str = DEFAULT) -> bool:

@@ -9,10 +9,12 @@ non-empty item of the history.
 """
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
 
+from oracle.lexicon import languages, lexicon
 from oracle.retrieve.followup import (
     asks_what_next,
     dangling_pronoun,
@@ -341,20 +343,49 @@ def test_a_question_naming_its_subject_with_no_dangling_pronoun_is_unchanged(que
 
 @pytest.mark.parametrize("code, question", [
     ("en", "And then what?"), ("en", "ok so what happened next?"), ("en", "then?"), ("en", "AND AFTER THAT?"),
-    ("es", "¿Y luego?"), ("es", "¿Y qué pasó después?"), ("pt", "E depois?"), ("pt", "E o que aconteceu depois?"),
-    ("pl", "A co było dalej?"), ("pl", "I co potem?"), ("de", "Und was dann?"), ("fr", "Que s'est-il passé ensuite ?"),
-    ("it", "E poi?"), ("nl", "En toen?"), ("es", "and then what?"),  # English is read in every campaign
+    ("en", "what did they do next?"), ("en", "where did we go after that?"), ("en", "what's next?"),
+    ("en", "tell me what happened to us afterwards"), ("en", "go on"),
+    ("es", "¿Y luego?"), ("es", "¿Y luego qué?"), ("es", "¿Y qué pasó después?"), ("es", "¿Y después de eso?"),
+    ("pt", "E depois?"), ("pt", "E o que aconteceu depois?"), ("pt", "E depois disso?"),
+    ("pl", "A co było dalej?"), ("pl", "I co potem?"), ("pl", "A co się stało potem?"), ("de", "Und was dann?"),
+    ("de", "Wie ging es weiter?"), ("fr", "Que s'est-il passé ensuite ?"), ("fr", "Et après ça ?"),
+    ("it", "E poi?"), ("it", "Cosa è successo dopo?"), ("nl", "En toen?"), ("nl", "Wat gebeurde er daarna?"),
+    ("es", "and then what?"),  # English is read in every campaign
 ])
 def test_a_question_asking_only_what_came_next(code, question):
     assert asks_what_next(question, code)
 
 
-@pytest.mark.parametrize("question", [
-    "And then what did the duke do?",  # it asks something: searched by its words
-    "What happened to the duke?", "so?", "and?", "What is next to the chapel?", "", "???",
+@pytest.mark.parametrize("code, question", [
+    ("en", "And then what did the duke do?"),  # it asks something: searched by its words
+    ("en", "What happened to the duke?"), ("en", "so?"), ("en", "and?"), ("en", "What is next to the chapel?"),
+    ("en", ""), ("en", "???"), ("en", "What happened after the duel?"), ("en", "What happened next session?"),
+    ("en", "who did that?"), ("en", "what now?"),
+    ("es", "¿Y qué más?"),  # what else, not what next
+    ("pt", "E o que aconteceu?"),  # what happened, not what next
+    ("es", "¿Y qué pasó después del duelo?"),
 ])
-def test_a_question_that_asks_something_else_is_not_what_came_next(question):
-    assert not asks_what_next(question, "en")
+def test_a_question_that_asks_something_else_is_not_what_came_next(code, question):
+    assert not asks_what_next(question, code)
+
+
+@pytest.mark.parametrize("code", languages())
+def test_what_came_next_is_told_by_its_words_in_any_order_not_by_whole_phrases(code):
+    """Any arrangement of a language's words that name nothing around one of its `next` words asks what
+    came next; the same question with a word that names a thing ("Vexhollow") asks about that thing."""
+    lex = lexicon(code)
+    markers = sorted(" ".join(m) for m in lex.next)
+    said = sorted({*lex.connectives, *lex.interjections, *lex.pronouns, *lex.happen, *lex.questions} - {*markers})
+    rng = random.Random(code)
+    for _ in range(200):
+        words = rng.sample(said, rng.randint(0, 4)) + [rng.choice(markers)]
+        rng.shuffle(words)
+        question = " ".join(words).capitalize() + "?"
+        assert asks_what_next(question, code), question
+        named = words[:]
+        named.insert(rng.randint(0, len(named)), "Vexhollow")
+        assert not asks_what_next(" ".join(named) + "?", code), named
+    assert not asks_what_next(" ".join(rng.sample(said, 4)) + "?", code)  # nothing says "next"
 
 
 def test_what_came_next_is_said_in_the_campaigns_language_or_english_only():
