@@ -100,10 +100,15 @@ def _baseline_rows(ref: str, bank_path: Path, data: Path) -> list[dict[str, Any]
     return rows
 
 
+def _absolute(path: str) -> Path:
+    return Path(path).resolve()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bank", type=Path, default=BANK)
-    parser.add_argument("--data", type=Path, default=Path("/tmp/oracle-continuations"), help="the indexes' root")
+    # The baseline runs in its worktree, so paths are made absolute before it is started.
+    parser.add_argument("--bank", type=_absolute, default=BANK)
+    parser.add_argument("--data", type=_absolute, default=Path("/tmp/oracle-continuations"), help="the indexes' root")
     parser.add_argument("--baseline", metavar="REV", help="a commit to compare with, searched in a worktree")
     parser.add_argument("--only", action="store_true", help="print this version's rows as JSON and stop")
     args = parser.parse_args(argv)
