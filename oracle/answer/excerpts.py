@@ -292,6 +292,18 @@ def choose_excerpts(
     return [_excerpt(chunk, sentences, sorted(t), budget) for chunk, sentences, t in zip(chunks, split, taken, strict=True)]
 
 
+def going_on(excerpt: Excerpt, budget: int = BUDGET_WORDS) -> Excerpt | None:
+    """What a passage shows to a player who read `excerpt` of it and asks what came next: the
+    sentences after the last one shown, in note order, up to `budget` words (None: it showed its end)."""
+    sentences = split_sentences(excerpt.chunk.text, excerpt.chunk.start_line)
+    if not excerpt.sentences or excerpt.sentences[-1] not in sentences:
+        return None
+    following = range(sentences.index(excerpt.sentences[-1]) + 1, len(sentences))
+    if not following:
+        return None
+    return _excerpt(excerpt.chunk, sentences, _fit(following, sentences, budget, in_order=True), budget)
+
+
 def _near(lexical: Sequence[float]) -> list[int]:
     """The sentences the embedding reads: the `ANCHORS` best by keywords and the `AFTER` after each."""
     anchors = _best(lexical, ANCHORS)

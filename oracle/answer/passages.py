@@ -14,7 +14,7 @@ from ..retrieve.retrieval import Retrieval
 from ..texts import Texts, texts
 from ..types import Chunk, Clearance
 from .citations import Citation
-from .excerpts import Excerpt, choose_excerpts, query_terms
+from .excerpts import Excerpt, choose_excerpts, going_on, query_terms
 from .results import PASSAGES_SHOWN, Answer, Cause, compose, passage_blocks, passages_text
 from .selection import Selection
 from .trace import AnswerParts
@@ -39,7 +39,9 @@ class Fallbacks:
 
 async def excerpts(embedder: Embeddings, retrieval: Retrieval, chunks: Sequence[Chunk]) -> list[Excerpt]:
     """The sentences of each chunk that best match the question (`excerpts.choose_excerpts`),
-    matched against the query vector the semantic path already computed; off the event loop."""
+    matched against the query vector the semantic path already computed; off the event loop. For a
+    question asking what came next, the passage told last shows the sentences after those, or
+    nothing when they were its end."""
     language = retrieval.language
     terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities], language)
     model = embedder.in_thread  # `similarity` runs in the question's lane with `choose_excerpts`
@@ -50,7 +52,15 @@ async def excerpts(embedder: Embeddings, retrieval: Retrieval, chunks: Sequence[
             query = model.encode_query(retrieval.search_query)
         return [float(model.encode_query(text) @ query) for text in texts]
 
-    return await question_step(choose_excerpts, chunks, terms, similarity, language=language)
+    def choose() -> list[Excerpt]:
+        shown = choose_excerpts(chunks, terms, similarity, language=language)
+        if retrieval.told is None:
+            return shown
+        # "And then what?": the passage told last goes on from what the question before showed of it.
+        went_on = (going_on(e) if e.chunk.id == retrieval.told else e for e in shown)
+        return [e for e in went_on if e is not None]
+
+    return await question_step(choose)
 
 
 async def passages_answer(

@@ -10,6 +10,7 @@ from oracle.answer.excerpts import (
     Sentence,
     choose_excerpts,
     content_terms,
+    going_on,
     idf,
     query_terms,
     split_sentences,
@@ -175,3 +176,16 @@ def test_a_sentence_longer_than_the_budget_is_cut_once():
     long = chunk("Session 2", "Vex sold the lantern to a pawnbroker for a single penny at dawn. It came back.", 1)
     [excerpt] = choose_excerpts([long], QUESTION, budget=5)
     assert "Vex sold the lantern to …" == excerpt.text  # one ellipsis, not two
+
+
+def test_and_then_what_shows_the_sentences_after_those_shown_then_nothing_at_the_end():
+    [shown] = choose_excerpts([MARKET], QUESTION, budget=18)
+    assert [[2, 2], [3, 3]] == shown.to_json()["lines"]
+    after = going_on(shown, budget=8)
+    assert after is not None
+    # In note order from the sentence after the last one shown, while the words fit.
+    assert "… Idris sang for coins. Teodric paid for supper." == after.text
+    assert [[4, 4], [5, 5]] == after.to_json()["lines"]
+    assert going_on(after) is None  # the passage ends there
+    [opening] = choose_excerpts([STUDY], query_terms("dragon"), budget=4)  # no term: its opening
+    assert "… Nobody else cared." == getattr(going_on(opening, budget=4), "text", None)

@@ -105,3 +105,40 @@ async def test_the_notes_order_is_kept_by_the_reranker(tmp_path, make_settings, 
     assert ["The chapel", "The storm"] == sections(selection.final[:2])
     assert not selection.rerank.used and "what came next" in selection.rerank.reason
     assert [] == fake_ollama.chat_requests()
+
+
+
+async def test_in_passages_the_part_told_last_shown_to_its_end_is_not_shown_again(oracle):
+    asked = await oracle.search(ASKED)
+    before = await oracle.excerpts(asked, [h.chunk for h in asked.fused[:5]])
+    assert "The chapel" == sections(e.chunk for e in before)[0] and before[0].text.endswith("in its pocket.")
+    went_on = await oracle.search("And then what?", history=[ASKED])
+    shown = await oracle.excerpts(went_on, [h.chunk for h in went_on.fused[:5]])
+    assert ["The storm", "The harbour"] == sections(e.chunk for e in shown)[:2]
+
+
+FERRY = {"Sessions/Session 3 - The Ferry.md": """
+    ## The ferry
+    The ferry to Dunmore left at dawn from the east quay.
+    Its ferryman was Old Corrin, who wanted a song for every crossing.
+    Mira sang the ballad of the drowned bell, badly, and he laughed until he wept.
+    Halfway across, fog rolled in so thick that the bow lantern vanished from the stern.
+    Something large bumped the hull twice, and Corrin stopped rowing and listened.
+    Tobin threw the salted eel from his pack over the side as the old man told him to.
+    The bumping stopped, and the fog thinned enough to show the Dunmore light.
+    They landed at noon, soaked and silent, and Corrin refused their silver.
+    """}
+
+
+async def test_in_passages_the_part_told_last_goes_on_from_the_sentences_shown(tmp_path, make_settings, open_index):
+    index = open_index(make_settings(write_notes(tmp_path / "notes", FERRY)))
+    await ingest(index)
+    oracle = Oracle(index)
+    asked = await oracle.search("Who was the ferryman?")
+    [before] = await oracle.excerpts(asked, [h.chunk for h in asked.fused[:5]])
+    assert "Old Corrin" in before.text and not before.text.endswith("their silver.")
+    went_on = await oracle.search("and then what?", history=["Who was the ferryman?"])
+    [after] = await oracle.excerpts(went_on, [h.chunk for h in went_on.fused[:5]])
+    assert after.chunk.id == before.chunk.id == went_on.told
+    assert after.start_line == before.end_line + 1  # the very next sentence, on the next line
+    assert "Old Corrin" not in after.text
