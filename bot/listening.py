@@ -14,7 +14,8 @@ bot, and answer each other. Only some of it is for the Oracle:
    `oracle/lexicon/*.toml`). Words with a question mark ask something ("so?", "ok?") and are questions.
 5. A remark is not: a message with no question mark that does not open (after an "ok", "wait",
    "hmm") with a question word, a connective or a request ("who", "and", "tell me", "what about";
-   "quién", "y", "dime", "quem", "conta") is members talking ("I think it was the monk all along").
+   "quién", "y", "dime", "quem", "conta") is members talking ("I think it was the monk all along"),
+   unless it asks the story to go on as the Oracle reads that ("go on", "keep going", "sigue").
 6. A question put to "you" about the asked one's doings ("are you coming on friday?", "did you see
    that?") is not, unless it asks to be told something ("do you know…", "can you remind me…").
 7. Anything else is a follow-up question.
@@ -25,7 +26,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from oracle import DEFAULT, Lexicon, fold, lexicon
+from oracle import DEFAULT, Lexicon, asks_what_next, fold, lexicon
 
 DEFAULT_PREFIXES = "!?.$;"
 MAX_ACK_WORDS = 5
@@ -124,7 +125,7 @@ def hear(
         return Heard(None, "addressed to another member")
     if is_acknowledgement(text, said):
         return Heard(None, "an acknowledgement")
-    if not is_question_like(text, said):
+    if not is_question_like(text, said) and not asks_what_next(text, language):
         return Heard(None, "a remark")
     if is_asked_of_someone(text, said):
         return Heard(None, "a question to someone at the table")

@@ -69,6 +69,7 @@ _API = {
     "Lexicon": "oracle.lexicon",
     "DEFAULT": "oracle.lexicon",
     "fold": "oracle.lexicon",
+    "asks_what_next": "oracle.retrieve.followup",
     "clipped": "oracle.text",
     # errors: every one a sentence to show
     "OracleError": "oracle.errors",
@@ -85,7 +86,7 @@ __all__ = [
     "Answer", "Asked", "Campaign", "Campaigns", "CampaignsError", "Citation", "Clearance", "DEFAULT", "Dossier", "Fallbacks",
     "INGEST_STAGES", "Index", "IndexStatus", "IngestBusy", "IngestError", "IngestProgress", "IngestReport",
     "Journal", "Lexicon", "Library", "Oracle", "OracleError", "PolicyChanged", "SWITCH_INTERVAL", "Settings",
-    "Titled", "Turn", "Unanswered", "VaultReport", "VectorStoreUnreachable", "Watching", "clipped", "described", "fold",
+    "Titled", "Turn", "Unanswered", "VaultReport", "VectorStoreUnreachable", "Watching", "asks_what_next", "clipped", "described", "fold",
     "index_status", "ingest", "is_indexed", "lexicon", "open_sqlite", "parse_list", "settings_problem",
     "texts", "watch_campaigns", "watch_notes",
 ]
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
     from .lexicon import DEFAULT, Lexicon, fold
     from .offload import SWITCH_INTERVAL
     from .oracle import Oracle
+    from .retrieve.followup import asks_what_next
     from .settings import Settings, parse_list, settings_problem
     from .text import clipped
     from .types import INGEST_STAGES, Clearance, IngestProgress, IngestReport

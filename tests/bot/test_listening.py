@@ -33,6 +33,19 @@ def test_questions_are_heard_in_the_campaign_s_language(language, text):
     assert heard(text, language=language) == text
 
 
+@pytest.mark.parametrize("language, text", [
+    ("en", "go on"), ("en", "keep going"), ("en", "ok, continue"), ("es", "sigue"), ("pt", "continua"), ("pl", "dalej"),
+    ("es", "go on"),  # English is heard in every campaign
+])
+def test_asking_the_story_to_go_on_is_heard(language, text):
+    assert heard(text, language=language) == text
+
+
+@pytest.mark.parametrize("language, text", [("en", "go on, roll it"), ("en", "sigue"), ("pl", "dalej Tobin")])
+def test_go_on_said_of_something_else_or_in_another_language_is_a_remark(language, text):
+    assert heard(text, language=language) is None
+
+
 @pytest.mark.parametrize("text", [
     "thanks!", "thank you so much", "lol", "LMAO", "hahaha", "👍", "❤️", "🎲🎲", "ok cool thx",
     "!!", "...", "<:nat20:123456789012345678>",
