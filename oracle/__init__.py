@@ -83,12 +83,12 @@ _API = {
 
 # Every public name, sorted, spelled out so that linters and type checkers see them.
 __all__ = [
-    "Answer", "Asked", "Campaign", "Campaigns", "CampaignsError", "Citation", "Clearance", "DEFAULT", "Dossier", "Fallbacks",
-    "INGEST_STAGES", "Index", "IndexStatus", "IngestBusy", "IngestError", "IngestProgress", "IngestReport",
-    "Journal", "Lexicon", "Library", "Oracle", "OracleError", "PolicyChanged", "SWITCH_INTERVAL", "Settings",
-    "Titled", "Turn", "Unanswered", "VaultReport", "VectorStoreUnreachable", "Watching", "asks_what_next", "clipped", "described", "fold",
-    "index_status", "ingest", "is_indexed", "lexicon", "open_sqlite", "parse_list", "settings_problem",
-    "texts", "watch_campaigns", "watch_notes",
+    "Answer", "Asked", "Campaign", "Campaigns", "CampaignsError", "Citation", "Clearance", "DEFAULT", "Dossier",
+    "Fallbacks", "INGEST_STAGES", "Index", "IndexStatus", "IngestBusy", "IngestError", "IngestProgress",
+    "IngestReport", "Journal", "Lexicon", "Library", "Oracle", "OracleError", "PolicyChanged", "SWITCH_INTERVAL",
+    "Settings", "Titled", "Turn", "Unanswered", "VaultReport", "VectorStoreUnreachable", "Watching", "asks_what_next",
+    "clipped", "described", "fold", "index_status", "ingest", "is_indexed", "lexicon", "open_sqlite", "parse_list",
+    "settings_problem", "texts", "watch_campaigns", "watch_notes",
 ]
 
 if TYPE_CHECKING:
