@@ -347,7 +347,8 @@ def test_a_question_naming_its_subject_with_no_dangling_pronoun_is_unchanged(que
     ("en", "tell me what happened to us afterwards"), ("en", "go on"),
     ("es", "¿Y luego?"), ("es", "¿Y luego qué?"), ("es", "¿Y qué pasó después?"), ("es", "¿Y después de eso?"),
     ("pt", "E depois?"), ("pt", "E o que aconteceu depois?"), ("pt", "E depois disso?"),
-    ("pl", "A co było dalej?"), ("pl", "I co potem?"), ("pl", "A co się stało potem?"), ("de", "Und was dann?"),
+    ("pl", "A co było dalej?"), ("pl", "I co potem?"), ("pl", "A co się stało potem?"), ("pl", "A co się z nią potem stało?"),
+    ("de", "Und was dann?"),
     ("de", "Wie ging es weiter?"), ("fr", "Que s'est-il passé ensuite ?"), ("fr", "Et après ça ?"),
     ("it", "E poi?"), ("it", "Cosa è successo dopo?"), ("nl", "En toen?"), ("nl", "Wat gebeurde er daarna?"),
     ("es", "and then what?"),  # English is read in every campaign
@@ -391,3 +392,9 @@ def test_what_came_next_is_told_by_its_words_in_any_order_not_by_whole_phrases(c
 def test_what_came_next_is_said_in_the_campaigns_language_or_english_only():
     assert not asks_what_next("¿Y luego?", "pl")
     assert not asks_what_next("A co było dalej?", "es")
+
+
+def test_a_polish_pronoun_is_read_in_any_of_its_cases():
+    """Polish declines its pronouns: "z nią" (with her), "o nim" (about him), "dla niego" (for him)."""
+    for question in ["Co się stało z nią w Kairze?", "Co wiemy o nim od Eliasa?", "Kto pracował dla niego w Londynie?"]:
+        assert dangling_pronoun(question, "pl"), question
