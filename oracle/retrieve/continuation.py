@@ -7,7 +7,10 @@ first (a passage holds up to 1,200 words of a session: what came next is often f
 puts right after it the passage that follows it in the notes: the next part of its note or, when
 that passage ends its note, the opening of the next session, a recap of the session before skipped.
 The rest of the search follows. The passage told last is the first of the latest question that
-asked something, carried one passage on by each "and then?" after it.
+asked something, carried one passage on by each "and then?" after it. A question that says next of
+someone ("what did Kleb do after that?") goes on from there too, but only through those of the two
+passages that hold a word it names something by: otherwise what it names is told elsewhere, and its
+own search decides.
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..index.store import Store
+from ..lexicon import words
+from ..stems import Stemming
 from ..types import Chunk, Clearance
 from .copies import is_copy
 from .retrieval import Hit
@@ -39,6 +44,12 @@ async def carried_on(store: Store, told: Chunk, steps: int, clearance: Clearance
             break
         told = after
     return told
+
+
+def naming(chunks: Sequence[Chunk], named: Sequence[str], stemming: Stemming) -> list[Chunk]:
+    """Those of `chunks` whose label or text holds one of the words `named`, stems compared."""
+    wanted = set(stemming.own(named))
+    return [c for c in chunks if wanted & set(stemming.own(sorted(set(words(f"{c.label} {c.text}")))))]
 
 
 def told_first(hits: Sequence[Hit], first: Sequence[Chunk]) -> list[Hit]:

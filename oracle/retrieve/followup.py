@@ -108,22 +108,30 @@ def _asks_nothing(code: str) -> frozenset[str]:
     return lex.stopwords | lex.pronouns | lex.connectives | lex.interjections | lex.questions | lex.you | lex.happen
 
 
-def asks_what_next(question: str, code: str = DEFAULT) -> bool:
-    """The question asks only what came next: it says one of the language's `next` words ("then",
-    "after that", "luego", "dalej") and nothing else that names a thing, so "so what did we do after
-    that?" and "¿Y luego qué?" do, "What happened after the duel?" and "What is next to the chapel?"
-    do not. One-letter words (the "s" of "what's", "s'est") say nothing either."""
+def next_of(question: str, code: str = DEFAULT) -> tuple[str, ...] | None:
+    """What a question that says one of its language's `next` words ("then", "after that", "luego",
+    "dalej") names besides (its other words less those that name nothing; one-letter words, the "s"
+    of "what's", say nothing either): () when it asks only what came next ("so what did we do after
+    that?", "¿Y luego qué?"), ("kleb",) for "What did Kleb do after that?"; None when it says no
+    `next` word."""
     lex = _lexicon(code)
-    said, rest, told, i = words(question), [], False, 0
+    said, named, told, i = words(question), [], False, 0
     longest = max(map(len, lex.next))
     while i < len(said):  # the longest `next` phrase at each word, the words between them kept
         size = next((n for n in range(longest, 0, -1) if said[i : i + n] in lex.next), 0)
         if size:
             told, i = True, i + size
-        else:
-            rest.append(said[i])
-            i += 1
-    return told and all(len(w) == 1 or w in _asks_nothing(code) for w in rest)
+            continue
+        if len(said[i]) > 1 and said[i] not in _asks_nothing(code):
+            named.append(said[i])
+        i += 1
+    return tuple(named) if told else None
+
+
+def asks_what_next(question: str, code: str = DEFAULT) -> bool:
+    """The question asks only what came next (`next_of`): "What happened after the duel?" and "What
+    is next to the chapel?" do not."""
+    return next_of(question, code) == ()
 
 
 def needs_history(question: str, *, names_entity: bool = False, code: str = DEFAULT) -> bool:

@@ -19,15 +19,16 @@ import numpy as np
 
 from ..index.seam import Embeddings, Vectors
 from ..index.store import Store
+from ..offload import question_step
 from ..settings import Settings
 from ..stems import Stemming
 from ..types import Chunk, Clearance, Scored
 from . import path_depth
-from .continuation import carried_on, told_first, what_came_next
+from .continuation import carried_on, naming, told_first, what_came_next
 from .copies import sources_first
 from .entity import EntityMatch, Matchers, MentionStats, entity_path
 from .evidence import Evidence, gather_evidence, head_matcher, query_stems
-from .followup import asks_what_next, expand_followup
+from .followup import asks_what_next, expand_followup, next_of
 from .fusion import Fuse, Fused, make_fusion, within_reach
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
@@ -123,9 +124,10 @@ class SearchPipeline:
         keyword_best = [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]]
         fused_hits = _fused_hits(fused, loaded.chunks, keyword_best)
         told = None
-        if history and asks_what_next(question, query.stemming.code):
-            fused_hits, told = await self._went_on(store, vectors, embedder, history, clearance, k, fused_hits,
-                                                   query.stemming.code, timings)
+        named = next_of(question, query.stemming.code) if history else None
+        if named is not None:
+            fused_hits, told = await self._went_on(store, vectors, embedder, named, history, clearance, k,
+                                                   fused_hits, query.stemming, timings)
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
@@ -217,19 +219,21 @@ class SearchPipeline:
         store: Store,
         vectors: Vectors,
         embedder: Embeddings,
+        named: Sequence[str],
         history: Sequence[str],
         clearance: Clearance,
         k: int,
         hits: list[Hit],
-        code: str,
+        stemming: Stemming,
         timings: dict[str, float],
     ) -> tuple[list[Hit], str | None]:
-        """A question asking only what came next: the passage told last, the one after it, then `hits`
-        (continuation.py); and the id of the passage told last (None: no earlier question)."""
+        """A question that says what came next, naming `named` besides: the passage told last and the
+        one after it (those of them holding a word of `named`, when it names something), then `hits`
+        (continuation.py); and the id of the passage told last (None: `hits` as they were)."""
         t = time.perf_counter()
         turns = [h for h in history if h.strip()]
         steps = 0  # the "and then?" turns since the latest question that asked something
-        while turns and asks_what_next(turns[-1], code):
+        while turns and asks_what_next(turns[-1], stemming.code):
             turns.pop()
             steps += 1
         asked = await self.search(store, vectors, embedder, turns[-1], turns[:-1], clearance, k) if turns else None
@@ -237,8 +241,11 @@ class SearchPipeline:
             return hits, None
         told = await carried_on(store, asked.fused[0].chunk, steps, clearance)
         after = await what_came_next(store, told, clearance)
+        went_on = [c for c in (told, after) if c is not None]
+        if named:
+            went_on = await question_step(naming, went_on, named, stemming)
         timings["next"] = elapsed_ms(t)
-        return told_first(hits, [c for c in (told, after) if c is not None]), told.id
+        return (told_first(hits, went_on), told.id) if went_on else (hits, None)
 
     async def _linked_hits(
         self, store: Store, fused_hits: list[Hit], clearance: Clearance, k: int, timings: dict[str, float]

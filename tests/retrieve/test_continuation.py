@@ -88,7 +88,8 @@ async def test_each_and_then_goes_one_passage_on_into_the_next_session_past_its_
 
 async def test_a_question_that_asks_something_is_searched_by_its_words(oracle):
     plain = await oracle.search("And then what did Ilsa want?", history=[ASKED])
-    assert plain.told is None
+    assert plain.told is None  # neither the chapel nor the storm after it names her
+    assert "Ilsa" in headings(plain)[:2]
     alone = await oracle.search("And then what?")  # no thread: nothing was told
     assert alone.told is None
 
@@ -142,3 +143,12 @@ async def test_in_passages_the_part_told_last_goes_on_from_the_sentences_shown(t
     assert after.chunk.id == before.chunk.id == went_on.told
     assert after.start_line == before.end_line + 1  # the very next sentence, on the next line
     assert "Old Corrin" not in after.text
+
+
+
+async def test_what_came_next_of_someone_goes_on_through_the_passages_that_name_them(oracle):
+    asked = await oracle.search(ASKED)
+    tobin = await oracle.search("And what did Tobin do after that?", history=[ASKED])
+    # It goes on from the chapel, told last, which does not name Tobin: the storm, after it, does.
+    assert asked.fused[0].chunk.id == tobin.told
+    assert "The storm" == headings(tobin)[0]

@@ -22,6 +22,7 @@ from oracle.retrieve.followup import (
     has_proper_noun,
     is_elliptical,
     needs_history,
+    next_of,
 )
 
 PREVIOUS = "Who ambushed the party at the ford?"
@@ -387,6 +388,15 @@ def test_what_came_next_is_told_by_its_words_in_any_order_not_by_whole_phrases(c
         named.insert(rng.randint(0, len(named)), "Vexhollow")
         assert not asks_what_next(" ".join(named) + "?", code), named
     assert not asks_what_next(" ".join(rng.sample(said, 4)) + "?", code)  # nothing says "next"
+
+
+@pytest.mark.parametrize("code, question, named", [
+    ("en", "What did Kleb do after that?", ("kleb",)), ("en", "And then what did the duke want?", ("duke", "want")),
+    ("es", "¿Y qué hizo Brank luego?", ("brank",)), ("pl", "A co Henry potem zrobił?", ("henry",)),
+    ("en", "and then what?", ()), ("en", "Who is Kleb?", None),
+])
+def test_what_a_question_saying_next_names_besides(code, question, named):
+    assert named == next_of(question, code)
 
 
 def test_what_came_next_is_said_in_the_campaigns_language_or_english_only():

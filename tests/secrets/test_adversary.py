@@ -460,14 +460,14 @@ def secret_pattern(vault: Vault) -> re.Pattern[str]:
     return re.compile("|".join(start + re.escape(x) + end for x in secrets), re.I)
 
 
-def assert_clean(pattern: re.Pattern[str], thing: object, where: str, echo: str = "") -> None:
-    """No secret in `thing`, but for the player's own question echoed back (`echo`): a player who
-    asks about a secret name has not learned it from the Oracle. A word of the question standing
-    alone as a value counts as echoed too: a trace names the word that matched a public name as a
-    typo (`"matched": "qzclonorthi"` for the alias "Lonorthi"), and that word is the player's; the
-    same word inside a longer text (a chunk, an answer) is still caught."""
+def assert_clean(pattern: re.Pattern[str], thing: object, where: str, *echoes: str) -> None:
+    """No secret in `thing`, but for the player's own questions echoed back (`echoes`, the thread's
+    turns among them): a player who asks about a secret name has not learned it from the Oracle. A
+    word of a question standing alone as a value counts as echoed too: a trace names the word that
+    matched a public name as a typo (`"matched": "qzclonorthi"` for the alias "Lonorthi"), and that
+    word is the player's; the same word inside a longer text (a chunk, an answer) is still caught."""
     text = thing if isinstance(thing, str) else json.dumps(thing, ensure_ascii=False, default=str)
-    if echo:
+    for echo in filter(None, echoes):
         text = text.replace(echo, "")
         if not isinstance(thing, str):
             for word in set(re.findall(r"\w+", echo)):
@@ -499,7 +499,7 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
             async def show(text: str) -> None:
                 shown.append(text)
 
-            walked = 0  # searches that went on from a passage told last: the walk is taken
+            walked = named_walks = 0  # searches that went on from a passage told last: the walk is taken
             for question in [f"what about {c}?" for c in vault.canaries] + [
                 f"who is {n} really?" for n in vault.public_names + vault.secret_names
             ]:
@@ -517,9 +517,16 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                     went_on = await oracle.search("and then?", history=[question] + ["and then?"] * step)
                     assert_clean(secret, went_on.to_json(), f"'and then?' × {step + 1}", question)
                     walked += went_on.told is not None
+                # What came next of someone goes on through the passages that name them, if any.
+                for name in vault.public_names + vault.secret_names:
+                    asked = f"and what did {name} do after that?"
+                    went_on = await oracle.search(asked, history=[question])
+                    assert_clean(secret, went_on.to_json(), "what came next of someone", question, asked)
+                    named_walks += went_on.told is not None
                 assert_clean(secret, shown, "an answer as it is written", question)
                 assert_clean(secret, [r.body for r in fake.requests], "a request to Ollama", question)
             assert walked, "no 'and then?' went on from a passage"
+            assert named_walks, "no 'what did … do after that?' went on from a passage"
             for name in vault.public_names + vault.secret_names:
                 dossier = await oracle.dossiers.who(name)
                 assert_clean(secret, dossier.to_json() if dossier else None, f"who {name}")
