@@ -5,7 +5,9 @@ import pytest
 
 from oracle.index.ingest import ingest
 from oracle.oracle import Oracle
-from oracle.types import Clearance
+from oracle.retrieve.continuation import naming
+from oracle.stems import Stemming
+from oracle.types import Chunk, Clearance
 from tests.conftest import write_notes
 
 VAULT = {
@@ -152,3 +154,11 @@ async def test_what_came_next_of_someone_goes_on_through_the_passages_that_name_
     # It goes on from the chapel, told last, which does not name Tobin: the storm, after it, does.
     assert asked.fused[0].chunk.id == tobin.told
     assert "The storm" == headings(tobin)[0]
+
+
+def test_a_passage_names_what_the_question_names_by_the_words_stems():
+    chunk = Chunk("Session 4", "s4.md", "Session 4", "session", 1, 1, "Session 4", 1, 1,
+                  "The knights pulled the cart out of the mire; los caballeros rieron.", "h")
+    assert [chunk] == naming([chunk], ["pull"], Stemming("en"))
+    assert [chunk] == naming([chunk], ["caballero"], Stemming("es"))
+    assert [] == naming([chunk], ["duke"], Stemming("en"))
