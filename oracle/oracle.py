@@ -99,7 +99,8 @@ class Oracle:
         if retrieval.told is None:
             reranked = await self.reranker.rerank(retrieval.question, candidates, k, within=within)
         else:  # "and then what?" is answered in the notes' order, which no question's words can rank
-            reranked = Reranked([c.id for c in pool], False, "off: the question asks what came next", [])
+            asks = "what came next" if retrieval.went == "on" else "what came before"
+            reranked = Reranked([c.id for c in pool], False, f"off: the question asks {asks}", [])
         retrieval.timings_ms["rerank"] = elapsed_ms(t)
         by_id = {c.id: c for c in pool}
         final = [by_id[cid] for cid in reranked.order]

@@ -292,16 +292,19 @@ def choose_excerpts(
     return [_excerpt(chunk, sentences, sorted(t), budget) for chunk, sentences, t in zip(chunks, split, taken, strict=True)]
 
 
-def going_on(excerpt: Excerpt, budget: int = BUDGET_WORDS) -> Excerpt | None:
+def going_on(excerpt: Excerpt, budget: int = BUDGET_WORDS, *, back: bool = False) -> Excerpt | None:
     """What a passage shows to a player who read `excerpt` of it and asks what came next: the
-    sentences after the last one shown, in note order, up to `budget` words (None: it showed its end)."""
+    sentences after the last one shown, in note order, up to `budget` words; asked what came before
+    (`back`), the nearest sentences before the first one shown (None: it showed its end, or start)."""
     sentences = split_sentences(excerpt.chunk.text, excerpt.chunk.start_line)
-    if not excerpt.sentences or excerpt.sentences[-1] not in sentences:
+    edge = excerpt.sentences[0 if back else -1] if excerpt.sentences else None
+    if edge is None or edge not in sentences:
         return None
-    following = range(sentences.index(excerpt.sentences[-1]) + 1, len(sentences))
-    if not following:
+    at = sentences.index(edge)
+    beyond = range(at - 1, -1, -1) if back else range(at + 1, len(sentences))
+    if not beyond:
         return None
-    return _excerpt(excerpt.chunk, sentences, _fit(following, sentences, budget, in_order=True), budget)
+    return _excerpt(excerpt.chunk, sentences, _fit(beyond, sentences, budget, in_order=True), budget)
 
 
 def _near(lexical: Sequence[float]) -> list[int]:

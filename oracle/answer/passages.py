@@ -40,8 +40,8 @@ class Fallbacks:
 async def excerpts(embedder: Embeddings, retrieval: Retrieval, chunks: Sequence[Chunk]) -> list[Excerpt]:
     """The sentences of each chunk that best match the question (`excerpts.choose_excerpts`),
     matched against the query vector the semantic path already computed; off the event loop. For a
-    question asking what came next, the passage told last shows the sentences after those, or
-    nothing when they were its end."""
+    question asking what came next (before), the passage told last shows the sentences after (before)
+    those, or nothing when they were its end (start)."""
     language = retrieval.language
     terms = query_terms(retrieval.search_query, [e.name for e in retrieval.entities], language)
     model = embedder.in_thread  # `similarity` runs in the question's lane with `choose_excerpts`
@@ -56,8 +56,10 @@ async def excerpts(embedder: Embeddings, retrieval: Retrieval, chunks: Sequence[
         shown = choose_excerpts(chunks, terms, similarity, language=language)
         if retrieval.told is None:
             return shown
-        # "And then what?": the passage told last goes on from what the question before showed of it.
-        went_on = (going_on(e) if e.chunk.id == retrieval.told else e for e in shown)
+        # "And then what?": the passage told last goes on from what the question before showed of it
+        # ("and before that?": back from it).
+        back = retrieval.went == "back"
+        went_on = (going_on(e, back=back) if e.chunk.id == retrieval.told else e for e in shown)
         return [e for e in went_on if e is not None]
 
     return await question_step(choose)

@@ -83,6 +83,7 @@ class Lexicon:
     pronouns: frozenset[str]  # third-person pronouns for a person
     next: frozenset[tuple[str, ...]]  # words saying "after what was told" ("then", "after that", "luego")
     happen: frozenset[str]  # the verbs a question asking what came next is made of ("happened", "did", "pasó")
+    before: frozenset[tuple[str, ...]]  # words saying "before what was told" ("before that", "earlier", "antes")
     warnings: frozenset[tuple[str, ...]]  # a note opening with one of these is kept from players ("do not read")
     gm_folders: frozenset[str]  # a folder of one of these names is the game master's whatever the policy says
     templates: frozenset[tuple[str, ...]]  # names of template folders: forms, never campaign facts
@@ -132,6 +133,7 @@ class Lexicon:
             pronouns=frozenset(fold(w) for w in follow["pronouns"]),
             next=frozenset(_words(w) for w in follow["next"]),
             happen=frozenset(fold(w) for w in follow["happen"]),
+            before=frozenset(_words(w) for w in follow["before"]),
             **{key: frozenset(fold(w) for w in listening.get(key, ()))
                for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},
         )
@@ -227,6 +229,7 @@ def lexicon(code: str = DEFAULT) -> Lexicon:
         pronouns=own.pronouns | english.pronouns,
         next=own.next | english.next,
         happen=own.happen | english.happen,
+        before=own.before | english.before,
         # Table talk: the vault's language, the words every table says, and English.
         **{key: getattr(own, key) | getattr(shared, key) | getattr(english, key)
            for key in ("acknowledgements", "questions", "you", "you_asks", "telling")},

@@ -7,10 +7,11 @@ first (a passage holds up to 1,200 words of a session: what came next is often f
 puts right after it the passage that follows it in the notes: the next part of its note or, when
 that passage ends its note, the opening of the next session, a recap of the session before skipped.
 The rest of the search follows. The passage told last is the first of the latest question that
-asked something, carried one passage on by each "and then?" after it. A question that says next of
-someone ("what did Kleb do after that?") goes on from there too, but only through those of the two
-passages that hold a word it names something by: otherwise what it names is told elsewhere, and its
-own search decides.
+asked something, carried one passage on by each "and then?" after it (one back by each "and before
+that?"). A question that says next of someone ("what did Kleb do after that?") goes on from there
+too, but only through those of the two passages that hold a word it names something by: otherwise
+what it names is told elsewhere, and its own search decides. "Before that" goes back alike: the
+passage told last, then the one before it (the last of the session before, across a session's start).
 """
 from __future__ import annotations
 
@@ -22,27 +23,32 @@ from ..lexicon import words
 from ..stems import Stemming
 from ..types import Chunk, Clearance
 from .copies import is_copy
+from .followup import Went
 from .retrieval import Hit
 
 
-async def what_came_next(store: Store, told: Chunk, clearance: Clearance) -> Chunk | None:
-    """The passage after `told` in the notes the reader may read (None: nothing comes after it)."""
-    after = await store.chunk_after(told, clearance)
-    while after is not None and is_copy(after):
-        after = await store.chunk_after(after, clearance)
-    if after is not None or not told.sessions:
-        return after
-    opening = await store.chunks_of_session(max(told.sessions) + 1, clearance)
-    return next((c for c in opening if not is_copy(c)), None)
+async def beside(store: Store, told: Chunk, clearance: Clearance, went: Went = "on") -> Chunk | None:
+    """The passage after `told` in the notes the reader may read (`went` "on"), or before it ("back");
+    None: nothing comes after, or before, it. Across a session's start, before means the last
+    passage of the session before."""
+    after = went == "on"
+    near = await store.chunk_beside(told, clearance, after=after)
+    while near is not None and is_copy(near):
+        near = await store.chunk_beside(near, clearance, after=after)
+    if near is not None or not told.sessions:
+        return near
+    session = [c for c in await store.chunks_of_session(
+        max(told.sessions) + 1 if after else min(told.sessions) - 1, clearance) if not is_copy(c)]
+    return (session[0] if after else session[-1]) if session else None
 
 
-async def carried_on(store: Store, told: Chunk, steps: int, clearance: Clearance) -> Chunk:
-    """`told`, carried `steps` passages on (as far as the notes go)."""
-    for _ in range(steps):
-        after = await what_came_next(store, told, clearance)
-        if after is None:
+async def carried(store: Store, told: Chunk, steps: int, clearance: Clearance) -> Chunk:
+    """`told`, carried `steps` passages on (back, when fewer than none), as far as the notes go."""
+    for _ in range(abs(steps)):
+        near = await beside(store, told, clearance, "on" if steps > 0 else "back")
+        if near is None:
             break
-        told = after
+        told = near
     return told
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from typing import Literal
 
 from ..lexicon import DEFAULT, Lexicon, fold, lexicon, words
 
@@ -108,30 +109,41 @@ def _asks_nothing(code: str) -> frozenset[str]:
     return lex.stopwords | lex.pronouns | lex.connectives | lex.interjections | lex.questions | lex.you | lex.happen
 
 
-def next_of(question: str, code: str = DEFAULT) -> tuple[str, ...] | None:
-    """What a question that says one of its language's `next` words ("then", "after that", "luego",
-    "dalej") names besides (its other words less those that name nothing; one-letter words, the "s"
-    of "what's", say nothing either): () when it asks only what came next ("so what did we do after
-    that?", "¿Y luego qué?"), ("kleb",) for "What did Kleb do after that?"; None when it says no
-    `next` word."""
+Went = Literal["on", "back"]
+
+
+@cache
+def _went_words(code: str) -> dict[tuple[str, ...], Went]:
     lex = _lexicon(code)
-    said, named, told, i = words(question), [], False, 0
-    longest = max(map(len, lex.next))
-    while i < len(said):  # the longest `next` phrase at each word, the words between them kept
-        size = next((n for n in range(longest, 0, -1) if said[i : i + n] in lex.next), 0)
+    return {**{phrase: "back" for phrase in lex.before}, **{phrase: "on" for phrase in lex.next}}
+
+
+def went_of(question: str, code: str = DEFAULT) -> tuple[Went, tuple[str, ...]] | None:
+    """Whether a question asks on from what was told (one of its language's `next` words: "then",
+    "after that", "luego", "dalej") or back from it (`before`: "before that", "earlier", "antes"),
+    and what it names besides: its other words less those that name nothing (one-letter words, the
+    "s" of "what's", say nothing either). ("on", ()) for "so what did we do after that?" and "¿Y
+    luego qué?", ("on", ("kleb",)) for "What did Kleb do after that?", ("back", ()) for "And before
+    that?"; None when it says neither, or both."""
+    marks = _went_words(code)
+    said, named, went, i = words(question), [], set(), 0
+    longest = max(map(len, marks))
+    while i < len(said):  # the longest `next` or `before` phrase at each word, the words between them kept
+        size = next((n for n in range(longest, 0, -1) if said[i : i + n] in marks), 0)
         if size:
-            told, i = True, i + size
+            went.add(marks[said[i : i + size]])
+            i += size
             continue
         if len(said[i]) > 1 and said[i] not in _asks_nothing(code):
             named.append(said[i])
         i += 1
-    return tuple(named) if told else None
+    return (went.pop(), tuple(named)) if len(went) == 1 else None
 
 
 def asks_what_next(question: str, code: str = DEFAULT) -> bool:
-    """The question asks only what came next (`next_of`): "What happened after the duel?" and "What
+    """The question asks only what came next (`went_of`): "What happened after the duel?" and "What
     is next to the chapel?" do not."""
-    return next_of(question, code) == ()
+    return went_of(question, code) == ("on", ())
 
 
 def needs_history(question: str, *, names_entity: bool = False, code: str = DEFAULT) -> bool:

@@ -24,11 +24,11 @@ from ..settings import Settings
 from ..stems import Stemming
 from ..types import Chunk, Clearance, Scored
 from . import path_depth
-from .continuation import carried_on, naming, told_first, what_came_next
+from .continuation import beside, carried, naming, told_first
 from .copies import sources_first
 from .entity import EntityMatch, Matchers, MentionStats, entity_path
 from .evidence import Evidence, gather_evidence, head_matcher, query_stems
-from .followup import asks_what_next, expand_followup, next_of
+from .followup import Went, expand_followup, went_of
 from .fusion import Fuse, Fused, make_fusion, within_reach
 from .keyword import TermCounts, keyword_path
 from .learned import load_ranker
@@ -123,15 +123,14 @@ class SearchPipeline:
             )
         keyword_best = [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]]
         fused_hits = _fused_hits(fused, loaded.chunks, keyword_best)
-        told = None
-        named = next_of(question, query.stemming.code) if history else None
-        if named is not None:
-            fused_hits, told = await self._went_on(store, vectors, embedder, named, history, clearance, k,
+        told, went = None, went_of(question, query.stemming.code) if history else None
+        if went is not None:
+            fused_hits, told = await self._went_on(store, vectors, embedder, went, history, clearance, k,
                                                    fused_hits, query.stemming, timings)
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
-                         found.query_vector, evidence, query.stemming.code, told)
+                         found.query_vector, evidence, query.stemming.code, told, went[0] if went else "on")
 
     async def _expand(self, store: Store, question: str, history: Sequence[str], clearance: Clearance) -> _Query:
         """The search query (a follow-up expanded by the conversation before it) and the entities it names."""
@@ -219,7 +218,7 @@ class SearchPipeline:
         store: Store,
         vectors: Vectors,
         embedder: Embeddings,
-        named: Sequence[str],
+        went: tuple[Went, tuple[str, ...]],
         history: Sequence[str],
         clearance: Clearance,
         k: int,
@@ -227,21 +226,23 @@ class SearchPipeline:
         stemming: Stemming,
         timings: dict[str, float],
     ) -> tuple[list[Hit], str | None]:
-        """A question that says what came next, naming `named` besides: the passage told last and the
-        one after it (those of them holding a word of `named`, when it names something), then `hits`
-        (continuation.py); and the id of the passage told last (None: `hits` as they were)."""
+        """A question that asks on, or back, from what was told (`went_of`: the way and what it names
+        besides): the passage told last and the one after it, or before it (those of them holding a
+        word it names, when it names something), then `hits` (continuation.py); and the id of the
+        passage told last (None: `hits` as they were)."""
         t = time.perf_counter()
         turns = [h for h in history if h.strip()]
-        steps = 0  # the "and then?" turns since the latest question that asked something
-        while turns and asks_what_next(turns[-1], stemming.code):
+        steps = 0  # "and then?" (+1) and "and before that?" (-1) since the latest question that asked something
+        while turns and (bare := went_of(turns[-1], stemming.code)) is not None and not bare[1]:
             turns.pop()
-            steps += 1
+            steps += 1 if bare[0] == "on" else -1
         asked = await self.search(store, vectors, embedder, turns[-1], turns[:-1], clearance, k) if turns else None
         if asked is None or not asked.fused:
             return hits, None
-        told = await carried_on(store, asked.fused[0].chunk, steps, clearance)
-        after = await what_came_next(store, told, clearance)
-        went_on = [c for c in (told, after) if c is not None]
+        way, named = went
+        told = await carried(store, asked.fused[0].chunk, steps, clearance)
+        near = await beside(store, told, clearance, way)
+        went_on = [c for c in (told, near) if c is not None]
         if named:
             went_on = await question_step(naming, went_on, named, stemming)
         timings["next"] = elapsed_ms(t)

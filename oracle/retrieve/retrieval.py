@@ -10,6 +10,7 @@ from ..lexicon import DEFAULT
 from ..types import Chunk
 from .entity import EntityMatch
 from .evidence import Evidence
+from .followup import Went
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Retrieval:
     evidence: Evidence | None = None  # the learned fusion's features of every candidate (ORACLE_FUSION=learned)
     language: str = DEFAULT  # of the index: how the passages' sentences are matched to the question
     told: str | None = None  # "and then what?": the passage told last, which the fused order goes on from
+    went: Went = "on"  # ...or back from ("and before that?")
 
     @property
     def pool(self) -> list[Hit]:
@@ -78,6 +80,6 @@ class Retrieval:
             "union": self.union,
             "overlap": self.overlap,
             "timings_ms": self.timings,
-            **({"went_on_from": self.told} if self.told is not None else {}),
+            **({f"went_{self.went}_from": self.told} if self.told is not None else {}),
             **({"evidence": self.evidence.to_json()} if self.evidence is not None else {}),
         }

@@ -189,3 +189,17 @@ def test_and_then_what_shows_the_sentences_after_those_shown_then_nothing_at_the
     assert going_on(after) is None  # the passage ends there
     [opening] = choose_excerpts([STUDY], query_terms("dragon"), budget=4)  # no term: its opening
     assert "… Nobody else cared." == getattr(going_on(opening, budget=4), "text", None)
+
+
+def test_and_before_that_shows_the_nearest_sentences_before_those_shown():
+    [shown] = choose_excerpts([MARKET], query_terms("Idris sang"), budget=5)
+    assert [[4, 4]] == shown.to_json()["lines"]
+    before = going_on(shown, budget=18, back=True)
+    assert before is not None
+    # The nearest first, while the words fit, shown in note order.
+    assert "… Vex bought a brass lantern from a blind peddler. It cost three silver, paid in bent copper coins. …" == (
+        before.text
+    )
+    first = going_on(before, back=True)
+    assert first is not None and [[1, 1]] == first.to_json()["lines"]
+    assert going_on(first, back=True) is None  # the passage starts there

@@ -162,3 +162,23 @@ def test_a_passage_names_what_the_question_names_by_the_words_stems():
     assert [chunk] == naming([chunk], ["pull"], Stemming("en"))
     assert [chunk] == naming([chunk], ["caballero"], Stemming("es"))
     assert [] == naming([chunk], ["duke"], Stemming("en"))
+
+
+HARBOUR = "What happened at Saltmarsh harbour with the harbourmaster?"
+
+
+async def test_and_before_that_goes_back_past_the_sessions_recap_to_the_end_of_the_one_before(oracle):
+    asked = await oracle.search(HARBOUR)
+    assert "The harbour" == headings(asked)[0]
+    back = await oracle.search("And before that?", history=[HARBOUR])
+    assert ["The harbour", "The storm"] == headings(back)[:2]
+    assert ("back", asked.fused[0].chunk.id) == (back.went, back.told)
+    assert back.to_json()["went_back_from"] == back.told and "went_on_from" not in back.to_json()
+    # Each further step goes one passage back, never into the GM's; the GM is told the part between.
+    further = await oracle.search("and earlier?", history=[HARBOUR, "And before that?"])
+    assert ["The storm", "The chapel"] == headings(further)[:2]
+    gm = await oracle.search("and earlier?", history=[HARBOUR, "And before that?"], clearance=Clearance.GM)
+    assert ["The storm", "GM Notes"] == headings(gm)[:2]
+    # A step back, then on again: the story goes on from the passage the step back reached.
+    again = await oracle.search("and then?", history=[HARBOUR, "And before that?"])
+    assert ["The storm", "The harbour"] == headings(again)[:2]

@@ -22,7 +22,7 @@ from oracle.retrieve.followup import (
     has_proper_noun,
     is_elliptical,
     needs_history,
-    next_of,
+    went_of,
 )
 
 PREVIOUS = "Who ambushed the party at the ford?"
@@ -390,13 +390,17 @@ def test_what_came_next_is_told_by_its_words_in_any_order_not_by_whole_phrases(c
     assert not asks_what_next(" ".join(rng.sample(said, 4)) + "?", code)  # nothing says "next"
 
 
-@pytest.mark.parametrize("code, question, named", [
-    ("en", "What did Kleb do after that?", ("kleb",)), ("en", "And then what did the duke want?", ("duke", "want")),
-    ("es", "¿Y qué hizo Brank luego?", ("brank",)), ("pl", "A co Henry potem zrobił?", ("henry",)),
-    ("en", "and then what?", ()), ("en", "Who is Kleb?", None),
+@pytest.mark.parametrize("code, question, went", [
+    ("en", "What did Kleb do after that?", ("on", ("kleb",))), ("en", "And then what did the duke want?", ("on", ("duke", "want"))),
+    ("es", "¿Y qué hizo Brank luego?", ("on", ("brank",))), ("pl", "A co Henry potem zrobił?", ("on", ("henry",))),
+    ("en", "and then what?", ("on", ())), ("en", "Who is Kleb?", None),
+    ("en", "And before that?", ("back", ())), ("en", "What was Kleb doing earlier?", ("back", ("kleb",))),
+    ("es", "¿Y antes de eso?", ("back", ())), ("pt", "E o que a Iaris fazia antes disso?", ("back", ("iaris",))),
+    ("pl", "A co Henry robił wcześniej?", ("back", ("henry",))), ("de", "Und davor?", ("back", ())),
+    ("en", "What happened after the duel but before the storm?", None),  # both ways: neither
 ])
-def test_what_a_question_saying_next_names_besides(code, question, named):
-    assert named == next_of(question, code)
+def test_which_way_a_question_goes_from_what_was_told_and_what_it_names(code, question, went):
+    assert went == went_of(question, code)
 
 
 def test_what_came_next_is_said_in_the_campaigns_language_or_english_only():

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -499,7 +501,7 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
             async def show(text: str) -> None:
                 shown.append(text)
 
-            walked = named_walks = 0  # searches that went on from a passage told last: the walk is taken
+            walked: Counter[str] = Counter()  # searches that went on (back) from a passage told last, each way
             for question in [f"what about {c}?" for c in vault.canaries] + [
                 f"who is {n} really?" for n in vault.public_names + vault.secret_names
             ]:
@@ -512,21 +514,21 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                 history = [Turn("user", question), Turn("assistant", answer.text)]
                 followup = await oracle.ask("and then what?", history=history, on_text=show)
                 assert_clean(secret, followup.to_json(), "a follow-up", question)
-                # Each "and then?" walks one passage on through the notes: never into the GM's.
-                for step in range(1, 5):
-                    went_on = await oracle.search("and then?", history=[question] + ["and then?"] * step)
-                    assert_clean(secret, went_on.to_json(), f"'and then?' × {step + 1}", question)
-                    walked += went_on.told is not None
-                # What came next of someone goes on through the passages that name them, if any.
-                for name in vault.public_names + vault.secret_names:
-                    asked = f"and what did {name} do after that?"
+                # Each "and then?" walks one passage on through the notes, each "and before that?" one
+                # back: never into the GM's.
+                for step, way in itertools.product(range(1, 3), ("and then?", "and before that?")):
+                    went_on = await oracle.search(way, history=[question] + [way] * step)
+                    assert_clean(secret, went_on.to_json(), f"'{way}' × {step + 1}", question)
+                    walked[way] += went_on.told is not None
+                # What came next (before) of someone goes on (back) through the passages that name them.
+                for name, way in itertools.product(vault.public_names + vault.secret_names, ("after", "before")):
+                    asked = f"and what did {name} do {way} that?"
                     went_on = await oracle.search(asked, history=[question])
-                    assert_clean(secret, went_on.to_json(), "what came next of someone", question, asked)
-                    named_walks += went_on.told is not None
+                    assert_clean(secret, went_on.to_json(), f"what came {way} of someone", question, asked)
+                    walked[way] += went_on.told is not None
                 assert_clean(secret, shown, "an answer as it is written", question)
                 assert_clean(secret, [r.body for r in fake.requests], "a request to Ollama", question)
-            assert walked, "no 'and then?' went on from a passage"
-            assert named_walks, "no 'what did … do after that?' went on from a passage"
+            assert {"and then?", "and before that?", "after", "before"} == set(+walked), f"a walk never taken: {walked}"
             for name in vault.public_names + vault.secret_names:
                 dossier = await oracle.dossiers.who(name)
                 assert_clean(secret, dossier.to_json() if dossier else None, f"who {name}")

@@ -162,11 +162,13 @@ class ChunkReads(Connection):
         )
         return [row_chunk(r) for r in rows]
 
-    async def chunk_after(self, chunk: Chunk, clearance: Clearance) -> Chunk | None:
-        """The next chunk of `chunk`'s note the reader may read, in note order (None: it ends the note)."""
+    async def chunk_beside(self, chunk: Chunk, clearance: Clearance, *, after: bool = True) -> Chunk | None:
+        """The chunk of `chunk`'s note right after it in note order (`after`), or right before it, that
+        the reader may read (None: it ends, or opens, the note)."""
+        op, order = (">", "") if after else ("<", " DESC")
         row = await self._one(
-            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? AND (start_line > ? OR (start_line = ? AND part > ?))"
-            f" AND {clearance.sql()} ORDER BY start_line, part LIMIT 1",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? AND (start_line {op} ? OR (start_line = ? AND part {op} ?))"
+            f" AND {clearance.sql()} ORDER BY start_line{order}, part{order} LIMIT 1",
             (chunk.path, chunk.start_line, chunk.start_line, chunk.part),
         )
         return row_chunk(row) if row else None
