@@ -37,8 +37,8 @@ async def beside(store: Store, told: Chunk, clearance: Clearance, went: Went = "
         near = await store.chunk_beside(near, clearance, after=after)
     if near is not None or not told.sessions:
         return near
-    session = [c for c in await store.chunks_of_session(
-        max(told.sessions) + 1 if after else min(told.sessions) - 1, clearance) if not is_copy(c)]
+    number = max(told.sessions) + 1 if after else min(told.sessions) - 1
+    session = [c for c in await store.chunks_of_session(number, clearance) if not is_copy(c)]
     return (session[0] if after else session[-1]) if session else None
 
 
