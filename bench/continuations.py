@@ -2,14 +2,16 @@
 
     python -m bench.continuations [--baseline REV] [--bank FILE] [--data DIR]
 
-Each thread of the bank (`bench/data/vaults/continuations.jsonl`) asks about one event of a real vault,
-then only what came next. Its gold is a line of a note: the passage holding it is what the player
-needs. Per vault and per place of the gold (the same section as the event, the next section, the
-next session): that passage first, within the first two, within the first eight (the passages the
-model reads in full), the mean reciprocal rank; and how often the opening question's first passage
-holds the event it asked about. Each version searches its own indexes (DIR/<version>/<vault>),
-built from the shared vaults on the first run; the baseline runs in a worktree of REV, in a process
-of its own, importing its own `oracle`. Retrieval only: no Ollama.
+Each thread of the bank (`bench/data/vaults/continuations.jsonl`; `continuations-reworded`, `-named`
+and `-before` beside it: the follow-up worded otherwise, of someone named, or asking what came
+before) asks about one event of a real vault, then what came next. Its gold is a line of a note: the
+passage holding it is what the player needs. Per vault and per place of the gold (`where`: the same
+section as the event, the next section, the next session…): that passage first, within the first
+two, within the first eight (the passages the model reads in full), the mean reciprocal rank; and
+how often the opening question's first passage holds the event it asked about. Each version searches
+its own indexes (DIR/<version>/<vault>), built from the shared vaults on the first run; the baseline
+runs in a worktree of REV, in a process of its own, importing its own `oracle`. Retrieval only: no
+Ollama.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
     expand (a follow-up's query) → keyword ∥ semantic ∥ entity → fusion, sessions' records
     preferred (→ evidence and the learned ranker) → sources first → the keyword path's best
-    among the first five → what came next, for "and then what?" → linked
+    among the first five → what came next (or before), for "and then what?" → linked
 
 Each stage is a plain function in its own module; this class calls them in order, reading one
 snapshot of the index, and times them for the trace.
