@@ -72,17 +72,20 @@ class Oracle:
         clearance: Clearance = Clearance.PLAYER,
         k: int | None = None,
         store: Store | None = None,
+        told: str | None = None,
     ) -> Retrieval:
-        """Retrieval alone. `store`: the snapshot of the question it is part of, else one of its own.
-        Raises PolicyChanged for a player when the index was built under another policy."""
+        """Retrieval alone. `store`: the snapshot of the question it is part of, else one of its own;
+        `told`: the passage the thread's last answer told (`Answer.told`), which "and then what?" goes
+        on from. Raises PolicyChanged for a player when the index was built under another policy."""
         await self.index.check_policy(clearance)
         vectors = await self.index.vectors()
         embedder = await self.index.embedder()  # loaded once per process, not a cost of the question
         k = k or self.settings.k
         if store is not None:
-            return await self.pipeline.search(store, vectors, embedder, question, history, clearance, k)
+            return await self.pipeline.search(store, vectors, embedder, question, history, clearance, k, told=told)
         async with self.index.snapshot() as snapshot:
-            return await self.pipeline.search(snapshot, vectors, embedder, question, history, clearance, k)
+            return await self.pipeline.search(snapshot, vectors, embedder, question, history, clearance, k,
+                                              told=told)
 
     async def select(
         self, retrieval: Retrieval, k: int | None = None, *, store: Store | None = None, within: float | None = None,

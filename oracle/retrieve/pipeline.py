@@ -106,7 +106,11 @@ class SearchPipeline:
         history: Sequence[str],
         clearance: Clearance,
         k: int,
+        *,
+        told: str | None = None,
     ) -> Retrieval:
+        """`told`: the id of the passage the thread's last answer told, which "and then what?" goes on
+        from (None: found by searching the thread's question again)."""
         depth = path_depth(k)
         timings: dict[str, float] = {}
         started = time.perf_counter()
@@ -123,14 +127,20 @@ class SearchPipeline:
             )
         keyword_best = [cid for cid, _ in found.scored.get("keyword", [])[:KEYWORD_BEST]]
         fused_hits = _fused_hits(fused, loaded.chunks, keyword_best)
-        told, went = None, went_of(question, query.stemming.code) if history else None
+        went = went_of(question, query.stemming.code) if history else None
+        walk = _Walk(None, None)
         if went is not None:
-            fused_hits, told = await self._went_on(store, vectors, embedder, went, history, clearance, k,
-                                                   fused_hits, query.stemming, timings)
+            t = time.perf_counter()
+            told_last = await self._told_last(store, vectors, embedder, history, told, clearance, k,
+                                               query.stemming.code)
+            if told_last is not None:
+                fused_hits, walk = await _went_on(store, told_last, went, fused_hits, clearance, query.stemming)
+            timings["next"] = elapsed_ms(t)
         linked_hits = await self._linked_hits(store, fused_hits, clearance, k, timings)
         timings["total"] = elapsed_ms(started)
         return Retrieval(question, query.text, query.entities, loaded.paths, fused_hits, timings, linked_hits,
-                         found.query_vector, evidence, query.stemming.code, told, went[0] if went else "on")
+                         found.query_vector, evidence, query.stemming.code, walk.told, went[0] if went else "on",
+                         walk.reached)
 
     async def _expand(self, store: Store, question: str, history: Sequence[str], clearance: Clearance) -> _Query:
         """The search query (a follow-up expanded by the conversation before it) and the entities it names."""
@@ -213,40 +223,32 @@ class SearchPipeline:
         timings["learned"] = elapsed_ms(t)
         return fused, evidence
 
-    async def _went_on(
+    async def _told_last(
         self,
         store: Store,
         vectors: Vectors,
         embedder: Embeddings,
-        went: tuple[Went, tuple[str, ...]],
         history: Sequence[str],
+        told: str | None,
         clearance: Clearance,
         k: int,
-        hits: list[Hit],
-        stemming: Stemming,
-        timings: dict[str, float],
-    ) -> tuple[list[Hit], str | None]:
-        """A question that asks on, or back, from what was told (`went_of`: the way and what it names
-        besides): the passage told last and the one after it, or before it (those of them holding a
-        word it names, when it names something), then `hits` (continuation.py); and the id of the
-        passage told last (None: `hits` as they were)."""
-        t = time.perf_counter()
+        code: str,
+    ) -> Chunk | None:
+        """The passage told last: the one the thread's last answer told (`told`), while the index
+        holds it and the reader may read it; else the first passage of the latest question that asked
+        something, searched again, carried one passage on (back) for each bare "and then?" ("and
+        before that?") asked since. `code`: the index's language, which says which questions are bare."""
+        if told is not None and (chunk := await store.readable_chunk(told, clearance)) is not None:
+            return chunk
         turns = [h for h in history if h.strip()]
-        steps = 0  # "and then?" (+1) and "and before that?" (-1) since the latest question that asked something
-        while turns and (bare := went_of(turns[-1], stemming.code)) is not None and not bare[1]:
+        steps = 0
+        while turns and (bare := went_of(turns[-1], code)) is not None and not bare[1]:
             turns.pop()
             steps += 1 if bare[0] == "on" else -1
         asked = await self.search(store, vectors, embedder, turns[-1], turns[:-1], clearance, k) if turns else None
         if asked is None or not asked.fused:
-            return hits, None
-        way, named = went
-        told = await carried(store, asked.fused[0].chunk, steps, clearance)
-        near = await beside(store, told, clearance, way)
-        went_on = [c for c in (told, near) if c is not None]
-        if named:
-            went_on = await question_step(naming, went_on, named, stemming)
-        timings["next"] = elapsed_ms(t)
-        return (told_first(hits, went_on), told.id) if went_on else (hits, None)
+            return None
+        return await carried(store, asked.fused[0].chunk, steps, clearance)
 
     async def _linked_hits(
         self, store: Store, fused_hits: list[Hit], clearance: Clearance, k: int, timings: dict[str, float]
@@ -287,6 +289,30 @@ async def _load_found(store: Store, scored: dict[str, Scored], timings: dict[str
     paths = {name: ranked_hits(hits, chunks) for name, hits in scored.items()}
     timings["load"] = elapsed_ms(t)
     return _Loaded(chunks, rowids, paths)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """Where a question that went on (back) went from, and to: passages' ids, None when it did not."""
+
+    told: str | None
+    reached: str | None
+
+
+async def _went_on(
+    store: Store, told: Chunk, went: tuple[Went, tuple[str, ...]], hits: list[Hit], clearance: Clearance,
+    stemming: Stemming,
+) -> tuple[list[Hit], _Walk]:
+    """The passage told last and the one after it, or before it (those of them holding a word the
+    question names, when it names something: `went_of`), then `hits` (continuation.py)."""
+    way, named = went
+    near = await beside(store, told, clearance, way)
+    went_on = [c for c in (told, near) if c is not None]
+    if named:
+        went_on = await question_step(naming, went_on, named, stemming)
+    if not went_on:
+        return hits, _Walk(None, None)
+    return told_first(hits, went_on), _Walk(told.id, went_on[-1].id)
 
 
 def _fused_hits(fused: list[Fused], chunks: dict[str, Chunk], keyword_best: Sequence[str]) -> list[Hit]:

@@ -46,6 +46,7 @@ class Retrieval:
     language: str = DEFAULT  # of the index: how the passages' sentences are matched to the question
     told: str | None = None  # "and then what?": the passage told last, which the fused order goes on from
     went: Went = "on"  # ...or back from ("and before that?")
+    reached: str | None = None  # the passage it went on (back) to: told last once this is answered
 
     @property
     def pool(self) -> list[Hit]:

@@ -182,3 +182,41 @@ async def test_and_before_that_goes_back_past_the_sessions_recap_to_the_end_of_t
     # A step back, then on again: the story goes on from the passage the step back reached.
     again = await oracle.search("and then?", history=[HARBOUR, "And before that?"])
     assert ["The storm", "The harbour"] == headings(again)[:2]
+
+
+# ---------------------------------------------------------------------------------------------
+# The passage the last answer told, carried by the thread
+
+
+async def passage(oracle, question: str, section: str, clearance=Clearance.PLAYER) -> Chunk:
+    """The passage of `section`, found by a question about it."""
+    found = await oracle.search(question, clearance=clearance)
+    return next(h.chunk for h in found.fused if sections([h.chunk]) == [section])
+
+
+async def test_and_then_goes_on_from_the_passage_the_last_answer_told(oracle):
+    # The model's answer to the chapel question told the storm: the thread goes on from there, not
+    # from the chapel the search puts first.
+    storm = await passage(oracle, "What happened in the storm on the way back?", "The storm")
+    went_on = await oracle.search("And then what?", history=[ASKED], told=storm.id)
+    assert ["The storm", "The harbour"] == headings(went_on)[:2]
+    assert (storm.id, went_on.fused[1].chunk.id) == (went_on.told, went_on.reached)
+    back = await oracle.search("and before that?", history=[ASKED], told=storm.id)
+    assert ["The storm", "The chapel"] == headings(back)[:2]  # the GM's part between is skipped
+
+
+async def test_a_told_passage_gone_or_not_the_readers_is_found_by_searching_again(oracle):
+    gm_notes = await passage(oracle, "Who planted the coat?", "GM Notes", Clearance.GM)
+    chapel = (await oracle.search(ASKED)).fused[0].chunk
+    for told in (gm_notes.id, "a passage no longer in the index"):
+        went_on = await oracle.search("And then what?", history=[ASKED], told=told)
+        assert (chapel.id, ["The chapel", "The storm"]) == (went_on.told, headings(went_on)[:2])
+        assert "planted" not in " ".join(h.chunk.text for h in went_on.pool)
+    gm = await oracle.search("And then what?", history=[ASKED], told=gm_notes.id, clearance=Clearance.GM)
+    assert ["GM Notes", "The storm"] == headings(gm)[:2]
+
+
+async def test_a_question_that_asks_something_leaves_the_passage_told_aside(oracle):
+    storm = await passage(oracle, "What happened in the storm on the way back?", "The storm")
+    plain = await oracle.search("Who is Ilsa?", history=[ASKED], told=storm.id)
+    assert (None, None, "Ilsa") == (plain.told, plain.reached, headings(plain)[0])

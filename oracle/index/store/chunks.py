@@ -162,6 +162,11 @@ class ChunkReads(Connection):
         )
         return [row_chunk(r) for r in rows]
 
+    async def readable_chunk(self, chunk_id: str, clearance: Clearance) -> Chunk | None:
+        """The chunk `chunk_id`, if it is still in the index and the reader may read it."""
+        row = await self._one(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id = ? AND {clearance.sql()}", (chunk_id,))
+        return row_chunk(row) if row else None
+
     async def chunk_beside(self, chunk: Chunk, clearance: Clearance, *, after: bool = True) -> Chunk | None:
         """The chunk of `chunk`'s note right after it in note order (`after`), or right before it, that
         the reader may read (None: it ends, or opens, the note)."""
