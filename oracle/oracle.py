@@ -138,8 +138,10 @@ class Oracle:
             # What the Oracle writes itself, in the question's language (the vault's when it cannot tell).
             words = texts(question_language(question, (await store.stemming()).code))
             user_turns = [t.content for t in history if t.role == "user"]
+            told = next((t.told for t in reversed(history) if t.role == "assistant"), None)
             async with self.search_slots:
-                retrieval = await self.search(question, history=user_turns, clearance=clearance, store=store)
+                retrieval = await self.search(question, history=user_turns, clearance=clearance, store=store,
+                                              told=told)
             if not retrieval.fused:
                 answer = self._compose(question, words.not_found, "not_found", "no passage matched", retrieval=retrieval)
                 return self._cleared(answer, clearance, words)

@@ -29,6 +29,7 @@ of the question."""
 class Turn:
     role: str  # "user" | "assistant"
     content: str
+    told: str | None = None  # an answer's: the id of the passage it told (`Answer.told`)
 
 
 def fragment_header(label: str, path: str, start: int, end: int, part: int, parts: int) -> str:

@@ -42,6 +42,9 @@ class Answer:
     clearance: Clearance = Clearance.PLAYER  # a game master's JSON keeps the detail
     language: str = DEFAULT  # of the question: what the Oracle writes itself is written in it (`texts.py`)
     cause: Cause | None = None  # why the model wrote no answer; None when it wrote one
+    # The id of the passage it told, which a following "and then what?" goes on from: the one its
+    # question went on (back) to, else the first it cites. None: it cites none.
+    told: str | None = None
 
     def shown_trace(self) -> Trace:
         """The trace as this answer's reader may read it."""
@@ -82,7 +85,20 @@ def compose(
     fragments = selection.context.fragments if selection else ()
     headlines = selection.context.headlines if selection else ()
     return Answer(question, text, mode, reason, citations, fragments, headlines, record, language=language,
-                  cause=cause)
+                  cause=cause, told=told_of(retrieval, selection, citations))
+
+
+def told_of(retrieval: Retrieval | None, selection: Selection | None, citations: Sequence[Citation]) -> str | None:
+    """The passage an answer told (`Answer.told`): the chunk its first citation points into."""
+    if retrieval is not None and retrieval.reached is not None:
+        return retrieval.reached
+    if selection is None or not citations:
+        return None
+    first = citations[0]
+    context = selection.context
+    return next((c.id for c in [*context.fragments, *(h.chunk for h in context.headlines)]
+                 if (c.label, c.path) == (first.label, first.path)
+                 and c.start_line <= first.start_line and first.end_line <= c.end_line), None)
 
 
 def passages_text(reason: str, excerpts: Sequence[Excerpt], words: Texts | None = None) -> str:

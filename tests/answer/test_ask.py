@@ -233,6 +233,32 @@ async def test_and_then_what_is_answered_in_the_notes_order_with_no_rerank(campa
     assert request["messages"][-1]["content"].endswith("\n\nQuestion: and then what?")
 
 
+@module_loop
+async def test_and_then_what_goes_on_from_the_passage_the_answer_before_cited(campaign, fake):
+    # The reranker put the search's third passage first, and the answer cites it: that passage is
+    # what the player was told, and the thread goes on from it.
+    fake.responder = script(rerank={"best": [3]}, answer=lambda request: f"So it went [{fragment_headers(request)[0][0]}].")
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask("Who is Orrin Hale?")
+        third = pool_ids(answer)[2]
+        assert third == answer.told == answer.fragments[0].id
+        history = [Turn("user", "Who is Orrin Hale?"), Turn("assistant", answer.text, answer.told)]
+        went_on = await oracle.ask("and then what?", history=history)
+        after = (await oracle.search("and then what?", history=["Who is Orrin Hale?"], told=third)).fused[1].chunk.id
+
+    assert [third, after] == [c.id for c in went_on.fragments[:2]]
+    assert after == went_on.told  # the next "and then?" goes on from the passage this one went to
+
+
+@module_loop
+async def test_an_answer_in_passages_told_the_first_passage_shown(campaign, fake):
+    fake.responder = script(answer=CutStream(after=0))
+    async with campaign.oracle() as oracle:
+        answer = await oracle.ask("Who is Orrin Hale?")
+    assert "passages" == answer.mode
+    assert answer.fragments[0].id == answer.told
+
+
 # ---------------------------------------------------------------------------------------------
 # Rerank fallbacks: the fused order is kept and the answer still written
 

@@ -511,9 +511,18 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                 shown.clear()
                 answer = await oracle.ask(question, on_text=show)
                 assert_clean(secret, answer.to_json(), "ask", question)
-                history = [Turn("user", question), Turn("assistant", answer.text)]
+                history = [Turn("user", question), Turn("assistant", answer.text, answer.told)]
                 followup = await oracle.ask("and then what?", history=history, on_text=show)
                 assert_clean(secret, followup.to_json(), "a follow-up", question)
+                # A game master's answer in the thread told a passage of theirs: a player's "and
+                # then?" never goes on (back) from it.
+                gm_told = [h.chunk.id for h in (await oracle.search(question, clearance=Clearance.GM)).pool
+                           if secret.search(h.chunk.text)][:2]
+                for told, way in itertools.product(gm_told, ("and then?", "and before that?")):
+                    went_on = await oracle.search(way, history=[question], told=told)
+                    assert_clean(secret, went_on.to_json(), f"'{way}' from the GM's passage", question)
+                    assert told != went_on.told
+                    walked["from the GM's passage"] += 1
                 # Each "and then?" walks one passage on through the notes, each "and before that?" one
                 # back: never into the GM's.
                 for step, way in itertools.product(range(1, 3), ("and then?", "and before that?")):
@@ -528,7 +537,8 @@ async def attack(vault: Vault, root: Path, embedder) -> None:
                     walked[way] += went_on.told is not None
                 assert_clean(secret, shown, "an answer as it is written", question)
                 assert_clean(secret, [r.body for r in fake.requests], "a request to Ollama", question)
-            assert {"and then?", "and before that?", "after", "before"} == set(+walked), f"a walk never taken: {walked}"
+            assert {"and then?", "and before that?", "after", "before", "from the GM's passage"} == set(+walked), \
+                f"a walk never taken: {walked}"
             for name in vault.public_names + vault.secret_names:
                 dossier = await oracle.dossiers.who(name)
                 assert_clean(secret, dossier.to_json() if dossier else None, f"who {name}")
