@@ -203,7 +203,7 @@ class Answering:
         if private or message is None:
             return  # a private answer never joins a thread's history: the thread is public
         if thread is not None:
-            await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+            await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text, answer.told)])
             return
         await self.open_thread(interaction, reply, table, message, thread_title, question, answer)
 
@@ -224,7 +224,7 @@ class Answering:
             else:
                 await self.bot.history.add_thread(thread.id, interaction.guild_id, message.channel.id,
                                                   interaction.user.id, table.name)
-                await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+                await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text, answer.told)])
                 return
         await reply.tell(NO_THREAD.format(why=why))
 
@@ -312,7 +312,7 @@ class Answering:
             ), answer)
             await self._post_follow_up(message, table=table, thread=thread, answer=answer, answer_id=answer_id,
                                        streamed=streamed)
-            await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text)])
+            await self.bot.history.add_turns(thread.id, [Turn("user", question), Turn("assistant", answer.text, answer.told)])
         except PolicyChanged as exc:  # the index is refused to players until the notes are ingested again
             self.flood.refund(message.author.id)
             await message.reply(str(exc))

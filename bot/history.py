@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS turns (
     thread_id INTEGER NOT NULL,
     role TEXT NOT NULL,
     content TEXT NOT NULL,
-    created TEXT NOT NULL DEFAULT (datetime('now'))
+    created TEXT NOT NULL DEFAULT (datetime('now')),
+    told TEXT  -- an answer's: the passage it told, which "and then what?" goes on from
 );
 CREATE INDEX IF NOT EXISTS turns_thread ON turns(thread_id, id);
 CREATE TABLE IF NOT EXISTS kept (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,11 +37,14 @@ class ThreadHistory:
     @classmethod
     async def open(cls, path: Path) -> ThreadHistory:
         db = await open_sqlite(path, SCHEMA)
-        async with db.execute("SELECT name FROM pragma_table_info('threads')") as cursor:
-            columns = {name for (name,) in await cursor.fetchall()}
-        if "campaign" not in columns:  # a history from before campaigns: its threads are the default one's
-            await db.execute("ALTER TABLE threads ADD COLUMN campaign TEXT NOT NULL DEFAULT 'default'")
-            await db.commit()
+        # A history from before campaigns: its threads are the default one's. From before answers kept
+        # the passage they told: their follow-ups search the thread's question again.
+        for table, column, kind in (("threads", "campaign", "TEXT NOT NULL DEFAULT 'default'"), ("turns", "told", "TEXT")):
+            async with db.execute("SELECT name FROM pragma_table_info(?)", (table,)) as cursor:
+                columns = {name for (name,) in await cursor.fetchall()}
+            if column not in columns:
+                await db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                await db.commit()
         return cls(db)
 
     async def close(self) -> None:
@@ -71,15 +75,15 @@ class ThreadHistory:
 
     async def add_turns(self, thread_id: int, turns: list[Turn]) -> None:
         await self.db.executemany(
-            "INSERT INTO turns (thread_id, role, content) VALUES (?,?,?)",
-            [(thread_id, t.role, t.content) for t in turns],
+            "INSERT INTO turns (thread_id, role, content, told) VALUES (?,?,?,?)",
+            [(thread_id, t.role, t.content, t.told) for t in turns],
         )
         await self.db.commit()
 
     async def turns(self, thread_id: int, limit: int) -> list[Turn]:
         """The last `limit` turns, oldest first."""
         async with self.db.execute(
-            "SELECT role, content FROM turns WHERE thread_id = ? ORDER BY id DESC LIMIT ?", (thread_id, limit)
+            "SELECT role, content, told FROM turns WHERE thread_id = ? ORDER BY id DESC LIMIT ?", (thread_id, limit)
         ) as cursor:
             rows = await cursor.fetchall()
-        return [Turn(role, content) for role, content in reversed(list(rows))]
+        return [Turn(role, content, told) for role, content, told in reversed(list(rows))]

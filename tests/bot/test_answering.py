@@ -198,7 +198,7 @@ async def open_thread(history: ThreadHistory, channel_id: int, error=None) -> tu
         calls.errors.append(error)
     await Answering(host(served, history)).open_thread(  # type: ignore[arg-type]
         interaction, InteractionReply(interaction, private=False), served.get("tuesday"), answer,  # type: ignore[arg-type]
-        "Who sold the compass?", "Who sold the compass?", SimpleNamespace(text="The Candle Monk."))  # type: ignore[arg-type]
+        "Who sold the compass?", "Who sold the compass?", SimpleNamespace(text="The Candle Monk.", told="c1"))  # type: ignore[arg-type]
     return calls, answer
 
 
@@ -207,7 +207,7 @@ async def test_a_thread_is_opened_on_the_answer_and_remembers_its_campaign_and_f
     assert [("create_thread", answer.id, thread_name("Who sold the compass?"))] == [
         (s.call, s.target, s.content) for s in calls]
     assert "tuesday" == await history.campaign_of(answer.id)
-    assert [Turn("user", "Who sold the compass?"), Turn("assistant", "The Candle Monk.")] == \
+    assert [Turn("user", "Who sold the compass?"), Turn("assistant", "The Candle Monk.", "c1")] == \
         await history.turns(answer.id, 6)
 
 

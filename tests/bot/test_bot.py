@@ -133,6 +133,8 @@ async def test_follow_up_in_the_thread_uses_the_history_and_survives_a_restart(w
         [retrieval] = searches
         assert retrieval.search_query == f"{QUESTION} and then what?"
         assert retrieval.told == retrieval.fused[0].chunk.id  # the passage told last, first
+        # ...which is the passage the first answer cited, kept with its turn.
+        assert [(retrieval.told,), (retrieval.reached,)] == rows(history_path, "SELECT told FROM turns WHERE role = 'assistant' ORDER BY id")
         assert [(m["role"], m["content"]) for m in request["messages"][1:-1]] == [
             ("user", QUESTION), ("assistant", first_answer)
         ]
@@ -142,9 +144,12 @@ async def test_follow_up_in_the_thread_uses_the_history_and_survives_a_restart(w
     # A new bot process (new client, the same history file): the thread is still the Oracle's.
     world.ollama.requests.clear()
     async with start_bot(world, fake, history_path) as client:
+        searches = spy(client, "search")
         await fake.message(thread_id, fake.player, "and after that?")
         await until(lambda: len(rows(history_path, "SELECT 1 FROM turns")) == 6, what="the turns after the restart")
         [request] = world.requests()
+        [after] = searches  # on from the passage the answer before went to, as the history kept it
+        assert (after.told,) == rows(history_path, "SELECT told FROM turns WHERE role = 'assistant' ORDER BY id")[1]
         assert [(m["role"], m["content"]) for m in request["messages"][1:-1]] == [
             ("user", QUESTION), ("assistant", first_answer), ("user", "and then what?"), ("assistant", second_answer)
         ]
