@@ -1,6 +1,6 @@
 """Where "and then what?" puts the passage that tells what came next, beside a baseline commit.
 
-    python -m bench.continuations [--baseline REV] [--bank FILE] [--data DIR]
+    python -m bench.continuations [--baseline REV] [--bank FILE] [--data DIR] [--told-event]
 
 Each thread of the bank (`bench/data/vaults/continuations.jsonl`; `continuations-reworded`, `-named`
 and `-before` beside it: the follow-up worded otherwise, of someone named, or asking what came
@@ -11,7 +11,9 @@ two, within the first eight (the passages the model reads in full), the mean rec
 how often the opening question's first passage holds the event it asked about. Each version searches
 its own indexes (DIR/<version>/<vault>), built from the shared vaults on the first run; the baseline
 runs in a worktree of REV, in a process of its own, importing its own `oracle`. Retrieval only: no
-Ollama.
+Ollama. `--told-event` adds a row of this version given, as a thread carries it, the passage the
+answer before told: the one holding the event. That is what the thread gets when the model's answer
+cited the event, whichever passage the search put first.
 """
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ def rank_of(fused: list[dict[str, Any]], place: dict[str, Any]) -> int | None:
     return next((i for i, hit in enumerate(fused, 1) if holds(hit, place)), None)
 
 
-async def _measure(bank: list[dict[str, Any]], data: Path) -> list[dict[str, Any]]:
-    """Each thread searched with the `oracle` this process imports: the gold's rank, the event's."""
+async def _measure(bank: list[dict[str, Any]], data: Path, told_event: bool = False) -> list[dict[str, Any]]:
+    """Each thread searched with the `oracle` this process imports: the gold's rank, the event's.
+    `told_event`: the follow-up is given the passage holding the event as the one told."""
     from oracle.index.index import Index
     from oracle.index.ingest import ingest
     from oracle.oracle import Oracle
@@ -56,12 +59,22 @@ async def _measure(bank: list[dict[str, Any]], data: Path) -> list[dict[str, Any
             oracle = Oracle(index)
             for q in (q for q in bank if q["vault"] == vault):
                 asked = (await oracle.search(q["history"][-1], history=q["history"][:-1])).to_json()["fused"]
-                went_on = (await oracle.search(q["question"], history=q["history"])).to_json()["fused"]
+                told = await _event_passage(index, q["anchor"]) if told_event else None
+                went_on = (await oracle.search(q["question"], history=q["history"], told=told)).to_json()["fused"]
                 rows.append({"id": q["id"], "vault": vault, "where": q["where"],
                              "event": rank_of(asked[:1], q["anchor"]), "gold": rank_of(went_on, q["gold"])})
         finally:
             await index.close()
     return rows
+
+
+async def _event_passage(index: Any, place: dict[str, Any]) -> str | None:
+    """The id of the passage a player may read holding the line `place`."""
+    from oracle.types import Clearance
+
+    async with index.snapshot() as store:
+        found = await store.chunks_at(place["path"], place["line"], place["line"], Clearance.PLAYER)
+    return found[0].id if found else None
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, str]:
@@ -113,6 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=_absolute, default=Path("/tmp/oracle-continuations"), help="the indexes' root")
     parser.add_argument("--baseline", metavar="REV", help="a commit to compare with, searched in a worktree")
     parser.add_argument("--only", action="store_true", help="print this version's rows as JSON and stop")
+    parser.add_argument("--told-event", action="store_true",
+                        help="add this version given the passage holding the event as the one told")
     args = parser.parse_args(argv)
     bank = [json.loads(line) for line in args.bank.read_text(encoding="utf-8").splitlines() if line.strip()]
     if args.only:
@@ -122,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.baseline:
         results[f"baseline {args.baseline}"] = _baseline_rows(args.baseline, args.bank, args.data)
     results["current"] = asyncio.run(_measure(bank, args.data / "current"))
+    if args.told_event:
+        results["current, told the event"] = asyncio.run(_measure(bank, args.data / "current", told_event=True))
     print(_table(results))
     for row in results["current"]:
         print(row["id"], row["where"], "event first" if row["event"] else "event not first", "gold at", row["gold"])
