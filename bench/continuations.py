@@ -59,8 +59,9 @@ async def _measure(bank: list[dict[str, Any]], data: Path, told_event: bool = Fa
             oracle = Oracle(index)
             for q in (q for q in bank if q["vault"] == vault):
                 asked = (await oracle.search(q["history"][-1], history=q["history"][:-1])).to_json()["fused"]
-                told = await _event_passage(index, q["anchor"]) if told_event else None
-                went_on = (await oracle.search(q["question"], history=q["history"], told=told)).to_json()["fused"]
+                # The baseline's search may take no `told`: it is passed only when asked for.
+                told = {"told": await _event_passage(index, q["anchor"])} if told_event else {}
+                went_on = (await oracle.search(q["question"], history=q["history"], **told)).to_json()["fused"]
                 rows.append({"id": q["id"], "vault": vault, "where": q["where"],
                              "event": rank_of(asked[:1], q["anchor"]), "gold": rank_of(went_on, q["gold"])})
         finally:
