@@ -216,7 +216,8 @@ class Oracle:
                 written = self._compose(question, text, "passages", shown, retrieval=retrieval, selection=selection,
                                         citations=(citation,), cause=written.cause,
                                         trace=written.trace | {"player_reason": words.unwritten(written.cause)})
-            return self._cleared(written, clearance, words)
+            # It told the session through its last part read: what came next comes after that.
+            return self._cleared(replace(written, told=fragments[-1].id), clearance, words)
 
     async def cited(self, citations: Sequence[Citation], *, clearance: Clearance) -> list[CitedText]:
         """What each citation points at, read again from the index as it is now and only as far as

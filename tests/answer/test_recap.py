@@ -89,6 +89,22 @@ async def test_recap_without_the_model_shows_the_sessions_annotation_and_opening
 
 
 @pytest.mark.asyncio
+async def test_and_then_what_after_a_recap_goes_on_into_the_next_session(tmp_path, make_settings, open_quick_index):
+    # Session 1 in parts: the recap tells them all, and the thread goes on past the last.
+    market = "The party haggled in the Lantern Market of Greyhaven until the bells rang noon. " * 2
+    road = "Mirela and Teodric rode north along the drowned road while the rain fell all day. " * 2
+    notes = {"Sessions/Session 1.md": f"## The market\n{market}\n\n## The road\n{road}\n",
+             "Sessions/Session 2.md": "## The ford\nCaptain Dunstan Vale ambushed them at the ford.\n"}
+    index = open_quick_index(make_settings(write_notes(tmp_path / "notes", notes), session_max_words=50))
+    await ingest(index)
+    oracle = Oracle(index)
+    recap = await oracle.recap("1")
+    assert len(recap.fragments) > 1 and recap.told == recap.fragments[-1].id
+    went_on = await oracle.search("and then what?", history=["recap 1"], told=recap.told)
+    assert [recap.told, (2,)] == [went_on.fused[0].chunk.id, went_on.fused[1].chunk.sessions]
+
+
+@pytest.mark.asyncio
 async def test_cited_lines_are_read_with_the_readers_clearance(tmp_path, make_settings, open_quick_index):
     notes = write_notes(tmp_path / "notes", MINI_CAMPAIGN)
     index = open_quick_index(make_settings(notes))
