@@ -89,7 +89,8 @@ def compose(
 
 
 def told_of(retrieval: Retrieval | None, selection: Selection | None, citations: Sequence[Citation]) -> str | None:
-    """The passage an answer told (`Answer.told`): the chunk its first citation points into."""
+    """The passage an answer told (`Answer.told`): the one its question went on (back) to, else the
+    chunk its first citation points into."""
     if retrieval is not None and retrieval.reached is not None:
         return retrieval.reached
     if selection is None or not citations:
