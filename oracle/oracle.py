@@ -138,7 +138,8 @@ class Oracle:
             # What the Oracle writes itself, in the question's language (the vault's when it cannot tell).
             words = texts(question_language(question, (await store.stemming()).code))
             user_turns = [t.content for t in history if t.role == "user"]
-            told = next((t.told for t in reversed(history) if t.role == "assistant"), None)
+            # The passage told last in the thread: an answer that cited nothing told none.
+            told = next((t.told for t in reversed(history) if t.role == "assistant" and t.told), None)
             async with self.search_slots:
                 retrieval = await self.search(question, history=user_turns, clearance=clearance, store=store,
                                               told=told)

@@ -251,6 +251,16 @@ async def test_and_then_what_goes_on_from_the_passage_the_answer_before_cited(ca
 
 
 @module_loop
+async def test_an_answer_that_cites_nothing_leaves_the_passage_told_last_as_it_was(campaign, fake):
+    async with campaign.oracle() as oracle:
+        third = pool_ids(await oracle.ask("Who is Orrin Hale?"))[2]
+        history = [Turn("user", "Who is Orrin Hale?"), Turn("assistant", "He runs the harbour.", third),
+                   Turn("user", "and why?"), Turn("assistant", "The notes do not say.")]
+        went_on = await oracle.ask("and then what?", history=history)
+    assert third == went_on.fragments[0].id
+
+
+@module_loop
 async def test_an_answer_in_passages_told_the_first_passage_shown(campaign, fake):
     fake.responder = script(answer=CutStream(after=0))
     async with campaign.oracle() as oracle:
