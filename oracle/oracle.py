@@ -75,7 +75,7 @@ class Oracle:
         told: str | None = None,
     ) -> Retrieval:
         """Retrieval alone. `store`: the snapshot of the question it is part of, else one of its own;
-        `told`: the passage the thread's last answer told (`Answer.told`), which "and then what?" goes
+        `told`: the passage the thread told last (`Answer.told`), which "and then what?" goes
         on from. Raises PolicyChanged for a player when the index was built under another policy."""
         await self.index.check_policy(clearance)
         vectors = await self.index.vectors()

@@ -109,7 +109,7 @@ class SearchPipeline:
         *,
         told: str | None = None,
     ) -> Retrieval:
-        """`told`: the id of the passage the thread's last answer told, which "and then what?" goes on
+        """`told`: the id of the passage the thread told last, which "and then what?" goes on
         from (None: found by searching the thread's question again)."""
         depth = path_depth(k)
         timings: dict[str, float] = {}
@@ -234,7 +234,7 @@ class SearchPipeline:
         k: int,
         code: str,
     ) -> Chunk | None:
-        """The passage told last: the one the thread's last answer told (`told`), while the index
+        """The passage told last: the one the thread's answers told last (`told`), while the index
         holds it and the reader may read it; else the first passage of the latest question that asked
         something, searched again, carried one passage on (back) for each bare "and then?" ("and
         before that?") asked since. `code`: the index's language, which says which questions are bare."""
