@@ -6,12 +6,15 @@ told last. A question that asks only what came next (`asks_what_next`) keeps the
 first (a passage holds up to 1,200 words of a session: what came next is often further down it) and
 puts right after it the passage that follows it in the notes: the next part of its note or, when
 that passage ends its note, the opening of the next session, a recap of the session before skipped.
-The rest of the search follows. The passage told last is the first of the latest question that
-asked something, carried one passage on by each "and then?" after it (one back by each "and before
-that?"). A question that says next of someone ("what did Kleb do after that?") goes on from there
-too, but only through those of the two passages that hold a word it names something by: otherwise
-what it names is told elsewhere, and its own search decides. "Before that" goes back alike: the
-passage told last, then the one before it (the last of the session before, across a session's start).
+The rest of the search follows. The passage told last is the one the thread's answers told last
+(`Answer.told`, kept by the bot with each answer); a thread that kept none (an older bot, a reingest
+since, a passage the reader may not read) takes the first passage of the latest question that asked
+something, searched again, carried one passage on by each "and then?" after it (one back by each
+"and before that?"): `SearchPipeline._told_last`. A question that says next of someone ("what did
+Kleb do after that?") goes on from there too, but only through those of the two passages that hold
+a word it names something by: otherwise what it names is told elsewhere, and its own search decides.
+"Before that" goes back alike: the passage told last, then the one before it (the last of the session
+before, across a session's start).
 """
 from __future__ import annotations
 
